@@ -1,0 +1,3 @@
+"""planner: an optimization-based GPU procurement planner (see ../README.md)."""
+
+__version__ = "0.1.0"

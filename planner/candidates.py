@@ -1,0 +1,186 @@
+"""What the model may use, decided before a single variable is built.
+
+* Segments: each month splits at every distinct peak_hours_share in use (peaks coincide:
+  a workload's peak hours are the first `share` of every month's hours).
+* Demand levels per workload, site, month and segment.
+* Candidate (workload, offer) pairs, and for each pruned pair the reason; the reasons
+  explain unmet demand later.
+* Regions each demand site may be served from (latency SLO, residency).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from planner.graph import Transit
+from planner.scenario import Offer, Scenario, Workload
+
+EPS = 1e-9
+
+# Why a (workload, offer) pair can never be used, in the order they are tested.
+NO_THROUGHPUT = "no throughput row for this GPU type"
+JURISDICTION = "region not in an allowed jurisdiction"
+LATENCY = "latency SLO not met from any demand site"
+SPOT = "spot not allowed for this workload"
+LEAD_TIME = "lead time past the horizon"
+NO_CAPACITY = "offer has no capacity (max_gpus = 0)"
+
+# Why demand is left unmet (SPEC "Unmet demand").
+UNMET_NO_GPU = "no GPU type that can serve it"
+UNMET_JURISDICTION = "no offer in an allowed jurisdiction"
+UNMET_LATENCY = "no offer within the latency SLO"
+UNMET_LEAD_TIME = "lead time: no offer available yet in this month"
+UNMET_CAPACITY = "capacity exhausted"
+UNMET_PENALTY = "serving costs more than the unmet-demand penalty"
+
+
+@dataclass(frozen=True)
+class Segment:
+    index: int
+    start: float  # share of the month's hours where the segment starts
+    end: float
+
+    @property
+    def share(self) -> float:
+        return self.end - self.start
+
+    def peak_for(self, workload: Workload) -> bool:
+        """True when `workload` is at its peak level throughout this segment."""
+        s = workload.peak_hours_share
+        return s > 0 and self.end <= s + EPS
+
+
+def make_segments(scenario: Scenario) -> list[Segment]:
+    active = {d.workload for d in scenario.demand if d.amount > 0}
+    cuts = sorted({
+        round(w.peak_hours_share, 12)
+        for w in scenario.workloads
+        if w.workload in active and EPS < w.peak_hours_share < 1 - EPS
+    })
+    bounds = [0.0, *cuts, 1.0]
+    return [Segment(i, a, b) for i, (a, b) in enumerate(zip(bounds, bounds[1:]))]
+
+
+@dataclass
+class Candidates:
+    scenario: Scenario
+    segments: list[Segment]
+    transit: Transit
+    # level[(workload, site, month, segment)] > 0: demand to serve (site None: no site)
+    level: dict[tuple, float]
+    # offers each workload may use, in scenario order
+    offers: dict[str, list[Offer]]
+    # regions each (workload, site) may be served from
+    regions_for_site: dict[tuple[str, str | None], list[str]]
+    # (workload, offer key) -> reason it was pruned
+    pruned: dict[tuple[str, str], str] = field(default_factory=dict)
+
+    def counts(self) -> dict[str, int]:
+        by_reason: dict[str, int] = defaultdict(int)
+        for reason in self.pruned.values():
+            by_reason[reason] += 1
+        return {
+            "candidate pairs": sum(len(v) for v in self.offers.values()),
+            "pruned pairs": len(self.pruned),
+            **{f"pruned: {k}": v for k, v in sorted(by_reason.items())},
+            "demand cells": len(self.level),
+            "segments per month": len(self.segments),
+        }
+
+    def unmet_reason(self, workload: str, site: str | None, month: int) -> str:
+        """Why demand of `workload` at `site` in `month` cannot be (fully) served."""
+        s = self.scenario
+        w = s.workload_by_name[workload]
+        gpus = {t.gpu for t in s.throughput if t.workload == workload}
+        if not gpus:
+            return UNMET_NO_GPU
+        sources = [(o.region, o.gpu, o) for o in s.offers if o.gpu in gpus]
+        sources += [(e.region, e.gpu, None) for e in s.existing if e.gpu in gpus]
+        allowed = [x for x in sources if _allowed(s, w, x[0])]
+        if not allowed:
+            return UNMET_JURISDICTION
+        near = [x for x in allowed if self._within_slo(w, site, x[0])]
+        if not near:
+            return UNMET_LATENCY
+        if w.allow_spot is False:
+            near = [x for x in near if x[2] is None or x[2].term != "spot"]
+        ready = [
+            x for x in near
+            if (x[2] is not None and x[2].first_month <= month)
+            or (x[2] is None and any(e.active(month) for e in s.existing
+                                     if (e.region, e.gpu) == x[:2]))
+        ]
+        if not ready:
+            return UNMET_LEAD_TIME
+        if any(x[2] is not None and x[2].max_gpus is None for x in ready):
+            return UNMET_PENALTY
+        return UNMET_CAPACITY
+
+    def _within_slo(self, w: Workload, site: str | None, region: str) -> bool:
+        if w.latency_slo_ms is None or site is None:
+            return True
+        target = self.scenario.region_by_name[region].site
+        return self.transit.latency(site, target) <= w.latency_slo_ms + EPS
+
+
+def _allowed(scenario: Scenario, w: Workload, region: str) -> bool:
+    if not w.residency:
+        return True
+    site = scenario.site_by_name[scenario.region_by_name[region].site]
+    return site.jurisdiction in w.residency or site.country in w.residency
+
+
+def find_candidates(scenario: Scenario, transit: Transit | None = None) -> Candidates:
+    s = scenario
+    transit = transit or Transit(s)
+    segments = make_segments(s)
+    horizon = s.settings.horizon_months
+
+    level: dict[tuple, float] = {}
+    sites_of: dict[str, list[str | None]] = defaultdict(list)
+    for d in s.demand:
+        w = s.workload_by_name[d.workload]
+        if d.site not in sites_of[d.workload]:
+            sites_of[d.workload].append(d.site)
+        for seg in segments:
+            x = w.level(d.amount, seg.peak_for(w))
+            if x > EPS:
+                level[(d.workload, d.site, d.month, seg.index)] = x
+
+    with_demand = {k[0] for k in level}
+    gpus_of: dict[str, set[str]] = defaultdict(set)
+    for t in s.throughput:
+        gpus_of[t.workload].add(t.gpu)
+
+    cands = Candidates(s, segments, transit, level, {}, {})
+    for w in s.workloads:
+        if w.workload not in with_demand:
+            continue
+        sites = sites_of[w.workload]
+        for site in sites:
+            cands.regions_for_site[(w.workload, site)] = [
+                r.region for r in s.regions
+                if _allowed(s, w, r.region) and cands._within_slo(w, site, r.region)
+            ]
+        reachable = {r for site in sites for r in cands.regions_for_site[(w.workload, site)]}
+        usable = []
+        for o in s.offers:
+            if o.gpu not in gpus_of[w.workload]:
+                reason = NO_THROUGHPUT
+            elif not _allowed(s, w, o.region):
+                reason = JURISDICTION
+            elif o.region not in reachable:
+                reason = LATENCY
+            elif o.term == "spot" and not w.allow_spot:
+                reason = SPOT
+            elif o.first_month >= horizon:
+                reason = LEAD_TIME
+            elif o.max_gpus == 0:
+                reason = NO_CAPACITY
+            else:
+                usable.append(o)
+                continue
+            cands.pruned[(w.workload, o.key)] = reason
+        cands.offers[w.workload] = usable
+    return cands

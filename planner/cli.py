@@ -1,0 +1,209 @@
+"""The `planner` command line (SPEC §4). It only calls the stages in order.
+
+Exit status: 0 solved (optimal, or feasible at the time limit, which is said), 2 bad input,
+3 no plan found within the limits, 1 an unexpected error. Progress and listings go to
+stderr; stdout carries only the JSON of --json.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from planner.issues import Issue, ScenarioError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Plan GPU procurement at least cost: what to buy, where, on which term.")
+err = Console(stderr=True, highlight=False)
+
+EXIT_OK, EXIT_ERROR, EXIT_BAD_INPUT, EXIT_NO_PLAN = 0, 1, 2, 3
+
+
+def default_scenario() -> Path:
+    """`data/` of the working directory if it holds a scenario, else the one shipped."""
+    here = Path("data")
+    if (here / "settings.csv").exists():
+        return here
+    return Path(__file__).resolve().parent.parent / "data"
+
+
+def _print_issues(issues: list[Issue], scenario: str) -> None:
+    if issues:
+        table = Table(title=f"Problems in {scenario}", show_lines=False, expand=False)
+        for col in ("", "table", "row", "column", "problem"):
+            table.add_column(col, overflow="fold")
+        for i in issues:
+            mark = "[red]error[/]" if i.severity == "error" else "[yellow]warning[/]"
+            table.add_row(mark, i.table, "" if i.row is None else str(i.row),
+                          i.column or "", i.message)
+        err.print(table)
+    errors = sum(1 for i in issues if i.severity == "error")
+    warnings = len(issues) - errors
+    verdict = "[red]not valid[/]" if errors else "[green]valid[/]"
+    err.print(f"{scenario}: {verdict} — {errors} error(s), {warnings} warning(s)")
+
+
+def _load(path: Path):
+    from planner.validate import load_scenario
+
+    try:
+        scenario = load_scenario(path)
+    except ScenarioError as e:
+        _print_issues(e.issues, str(path))
+        raise typer.Exit(EXIT_BAD_INPUT)
+    return scenario
+
+
+def _guard(fn):
+    """Unexpected errors exit 1 with one line; bad input has already exited 2."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except (typer.Exit, typer.Abort, KeyboardInterrupt):
+            raise
+        except Exception as e:  # noqa: BLE001 - the last line of defence
+            err.print(f"[red]unexpected error:[/] {type(e).__name__}: {e}")
+            if "PLANNER_DEBUG" in __import__("os").environ:
+                raise
+            raise typer.Exit(EXIT_ERROR)
+
+    return wrapper
+
+
+@app.command()
+@_guard
+def validate(scenario: Path = typer.Argument(..., help="folder of CSV files or .xlsx")):
+    """Check a scenario and list every problem (exit 0 when clean, 2 otherwise)."""
+    from planner.load import load_raw
+    from planner.validate import validate as check
+
+    result, issues = check(load_raw(scenario))
+    _print_issues(issues, str(scenario))
+    if result is None:
+        raise typer.Exit(EXIT_BAD_INPUT)
+    err.print(f"{len(result.workloads)} workloads, {len(result.offers)} offers, "
+              f"{len(result.regions)} regions, {len(result.demand)} demand months, "
+              f"{result.settings.horizon_months} months from {result.settings.month(0)}")
+
+
+@app.command()
+@_guard
+def latency(scenario: Path = typer.Argument(..., help="folder of CSV files or .xlsx"),
+            site: str = typer.Argument(..., help="a site of the network map")):
+    """List the transit latency from SITE to every region, nearest first."""
+    from planner.graph import region_latencies
+
+    s = _load(scenario)
+    if site not in s.site_by_name:
+        err.print(f"[red]error:[/] unknown site '{site}'; sites are: "
+                  + ", ".join(sorted(s.site_by_name)))
+        raise typer.Exit(EXIT_BAD_INPUT)
+    table = Table(title=f"Transit latency from {site}")
+    for col in ("region", "provider", "site", "jurisdiction", "country", "latency ms", "path"):
+        table.add_column(col, justify="right" if col == "latency ms" else "left")
+    for row in region_latencies(s, site):
+        ms = row["latency_ms"]
+        table.add_row(row["region"], row["provider"], row["site"], row["jurisdiction"],
+                      row["country"], "unreachable" if ms == float("inf") else f"{ms:g}",
+                      " → ".join(row["path"]))
+    Console().print(table)
+
+
+@app.command()
+@_guard
+def template(file: Path = typer.Argument(..., help="the .xlsx file to write")):
+    """Write an empty input workbook: every table, its columns, notes and drop-downs."""
+    from planner.template import write_template
+
+    write_template(file)
+    err.print(f"wrote {file}")
+
+
+@app.command()
+@_guard
+def solve(
+    scenario: Optional[Path] = typer.Argument(None, help="folder of CSVs or .xlsx; "
+                                              "default: the scenario in data/"),
+    output: Optional[Path] = typer.Option(None, "-o", "--output",
+                                          help="workbook to write (default reports/plan.xlsx)"),
+    as_json: bool = typer.Option(False, "--json", help="print the plan as JSON on stdout"),
+    solver: Optional[str] = typer.Option(None, "--solver", help="highs (default) or cbc"),
+    time_limit: Optional[float] = typer.Option(None, "--time-limit", help="seconds"),
+    gap: Optional[float] = typer.Option(None, "--gap", help="relative MIP gap"),
+    export_model: Optional[Path] = typer.Option(None, "--export-model",
+                                                help="write the model as MPS"),
+    baselines: bool = typer.Option(True, "--baselines/--no-baselines",
+                                   help="also solve the pay-as-you-go and single-GPU plans "
+                                        "for the workbook's savings"),
+):
+    """Solve a scenario at least cost and write the finance workbook."""
+    from planner.check import check_plan
+    from planner.jsonout import plan_json
+    from planner.pipeline import plan_scenario
+    from planner.report import write_workbook
+
+    if solver is not None and solver not in ("highs", "cbc"):
+        err.print(f"[red]error:[/] --solver must be highs or cbc, not '{solver}'")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    for name, value in (("--time-limit", time_limit), ("--gap", gap)):
+        if value is not None and value < 0:
+            err.print(f"[red]error:[/] {name} must not be negative")
+            raise typer.Exit(EXIT_BAD_INPUT)
+    path = scenario or default_scenario()
+    out = output or Path("reports/plan.xlsx")
+    started = time.perf_counter()
+    with err.status(f"loading {path}"):
+        s = _load(path)
+    for w in s.warnings:
+        err.print(f"[yellow]{w}[/]")
+    with err.status("building and solving the model"):
+        run = plan_scenario(s, solver, time_limit, gap)
+    if export_model is not None:
+        run.model.prob.writeMPS(str(export_model))
+        err.print(f"model written to {export_model}")
+    if run.plan is None:
+        r = run.model and run.model.prob
+        err.print(f"[red]no plan found[/] ({run.seconds.get('solve', 0):.1f} s): "
+                  "the solver stopped without a feasible plan; raise --time-limit")
+        raise typer.Exit(EXIT_NO_PLAN)
+    plan = run.plan
+    problems = check_plan(s, plan)
+    if problems:
+        err.print("[red]the plan fails the independent check:[/]")
+        for p in problems[:20]:
+            err.print(f"  {p}")
+        raise typer.Exit(EXIT_ERROR)
+    compare = {}
+    if baselines:
+        from planner.baselines import solve_baselines
+
+        with err.status("solving the comparison plans"):
+            compare = solve_baselines(s, solver, time_limit, gap, run)
+    with err.status(f"writing {out}"):
+        write_workbook(plan, out, baselines=compare, seconds=run.seconds)
+    t = plan.totals
+    note = "" if plan.result.status == "optimal" else \
+        f" [yellow](feasible, stopped at the time limit; gap {plan.result.gap})[/]"
+    err.print(f"{plan.result.status}{note}: total ${t['total_cost_usd']:,.0f}, "
+              f"unmet {t['unmet_unit_hours']:,.1f} unit-hours, "
+              f"{len(plan.commitments)} commitment(s); {time.perf_counter() - started:.1f} s; "
+              f"wrote {out}")
+    if as_json:
+        data = plan_json(plan)
+        if compare:
+            data["baselines"] = {k: v["total_cost_usd"] for k, v in compare.items()}
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+
+
+def main():  # pragma: no cover - console entry
+    app()

@@ -1,0 +1,55 @@
+"""The JSON a solve prints (SPEC §4)."""
+
+from __future__ import annotations
+
+from planner.plan import COST_KEYS, Plan
+
+
+def _r(x: float, digits: int = 6) -> float:
+    return round(float(x), digits)
+
+
+def plan_json(plan: Plan, seconds: float | None = None) -> dict:
+    st = plan.scenario.settings
+    t = plan.totals
+    result = plan.result
+    commitments = [
+        dict(region=c.region, gpu=c.gpu, term=c.term, commit_months=int(c.commit_months),
+             start_month=c.start_month, end_month=c.end_month, gpus=int(c.gpus),
+             provider=c.provider, obligation_usd=_r(c.obligation_usd, 2),
+             beyond_horizon_usd=_r(c.beyond_horizon_usd, 2), utilization=_r(c.utilization, 4))
+        for c in plan.commitments.itertuples()
+    ]
+    assignments = [
+        dict(month=a.month_label, segment=int(a.segment), hours=_r(a.hours), workload=a.workload,
+             region=a.region, gpu=a.gpu, term=a.term, contract=a.contract, gpus=_r(a.gpus),
+             cost_usd=_r(a.cost_usd, 2))
+        for a in plan.assignments.itertuples()
+    ]
+    unmet = [
+        dict(workload=u.workload, site=u.site, month=u.month_label, segment=int(u.segment),
+             units=_r(u.units), unit_hours=_r(u.unit_hours), reason=u.reason)
+        for u in plan.unmet.itertuples()
+    ]
+    return {
+        "scenario": plan.scenario.name,
+        "input_hash": plan.scenario.content_hash(),
+        "status": result.status,
+        "termination": result.termination,
+        "solver": result.solver,
+        "objective_usd": _r(t["objective_usd"], 2),
+        "total_cost_usd": _r(t["total_cost_usd"], 2),
+        "discounted_total_cost_usd": _r(t["discounted_total_cost_usd"], 2),
+        "cost_by_term_usd": {k: _r(t["cost_by_term_usd"][k], 2) for k in COST_KEYS},
+        "egress_usd": _r(t["egress_usd"], 2),
+        "unmet_unit_hours": _r(t["unmet_unit_hours"]),
+        "unmet_penalty_usd": _r(t["unmet_penalty_usd"], 2),
+        "mip_gap": None if result.gap is None else _r(result.gap, 8),
+        "bound_usd": None if result.bound is None else _r(result.bound, 2),
+        "solve_seconds": _r(result.seconds if seconds is None else seconds, 3),
+        "start_month": st.month(0),
+        "horizon_months": st.horizon_months,
+        "commitments": commitments,
+        "assignments": assignments,
+        "unmet": unmet,
+    }

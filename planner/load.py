@@ -1,0 +1,140 @@
+"""Read a scenario's tables, untyped, from a folder of CSV files or one .xlsx workbook.
+
+This stage only finds tables and cells: names are matched case-insensitively, every cell
+keeps the row number the user sees (header = row 1), and typing and checking are left to
+`validate`. Problems that stop a table from being read at all are returned as issues.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from planner.issues import Issue
+from planner.schema import TABLES_BY_NAME
+
+
+@dataclass
+class RawTable:
+    name: str  # canonical table name, lower case
+    label: str  # how the user knows it: "offers.csv" or "sheet offers"
+    columns: list[str]  # lower-cased header names, in file order
+    rows: list[tuple[int, dict[str, object]]] = field(default_factory=list)
+
+
+@dataclass
+class RawScenario:
+    name: str
+    path: Path
+    tables: dict[str, RawTable]
+    issues: list[Issue]
+
+
+def load_raw(path: str | Path) -> RawScenario:
+    """Read every table of the scenario at `path` (folder of CSVs or .xlsx)."""
+    path = Path(path)
+    if path.is_dir():
+        return _load_folder(path)
+    if path.is_file() and path.suffix.lower() in (".xlsx", ".xlsm"):
+        return _load_workbook(path)
+    name = path.stem
+    if not path.exists():
+        what = f"no such folder or file: {path}"
+    else:
+        what = f"not a folder of CSV files or an .xlsx workbook: {path}"
+    return RawScenario(name, path, {}, [Issue("error", "scenario", None, None, what)])
+
+
+def _is_blank(value: object) -> bool:
+    return value is None or (isinstance(value, str) and value.strip() == "")
+
+
+def _make_table(name: str, label: str, header: list[object], body, issues: list[Issue]):
+    """Turn a header and an iterable of (row number, cells) into a RawTable."""
+    columns: list[str] = []
+    keep: list[int] = []
+    for i, cell in enumerate(header):
+        if _is_blank(cell):
+            continue
+        col = str(cell).strip().lower()
+        if col in columns:
+            issues.append(Issue("error", label, 1, col, "column appears more than once"))
+            continue
+        columns.append(col)
+        keep.append(i)
+    table = RawTable(name, label, columns)
+    for row_number, cells in body:
+        values = {
+            col: (cells[i] if i < len(cells) else None) for col, i in zip(columns, keep)
+        }
+        values = {k: (v.strip() if isinstance(v, str) else v) for k, v in values.items()}
+        if all(_is_blank(v) for v in values.values()):
+            continue  # blank lines are layout, not rows
+        table.rows.append((row_number, values))
+    return table
+
+
+def _load_folder(folder: Path) -> RawScenario:
+    issues: list[Issue] = []
+    tables: dict[str, RawTable] = {}
+    for file in sorted(folder.iterdir()):
+        if file.is_dir() or file.name.startswith("."):
+            continue
+        if file.suffix.lower() != ".csv":
+            if file.suffix.lower() not in (".md", ".txt"):
+                issues.append(Issue("warning", file.name, None, None,
+                                    "not a CSV file; ignored"))
+            continue
+        name = file.stem.strip().lower()
+        if name not in TABLES_BY_NAME:
+            issues.append(Issue("warning", file.name, None, None,
+                                f"unknown table '{file.stem}'; ignored"))
+            continue
+        if name in tables:
+            issues.append(Issue("error", file.name, None, None,
+                                f"table '{name}' is given twice ({tables[name].label})"))
+            continue
+        try:
+            with file.open(newline="", encoding="utf-8-sig") as f:
+                lines = list(csv.reader(f))
+        except (UnicodeDecodeError, csv.Error) as e:
+            issues.append(Issue("error", file.name, None, None, f"cannot be read: {e}"))
+            continue
+        header = lines[0] if lines else []
+        body = ((n, cells) for n, cells in enumerate(lines[1:], start=2))
+        tables[name] = _make_table(name, file.name, header, body, issues)
+    return RawScenario(folder.resolve().name, folder, tables, issues)
+
+
+def _load_workbook(file: Path) -> RawScenario:
+    from openpyxl import load_workbook
+
+    issues: list[Issue] = []
+    tables: dict[str, RawTable] = {}
+    try:
+        wb = load_workbook(file, read_only=True, data_only=True)
+    except Exception as e:  # openpyxl raises many kinds for a damaged file
+        issues.append(Issue("error", file.name, None, None, f"cannot be read as .xlsx: {e}"))
+        return RawScenario(file.stem, file, tables, issues)
+    try:
+        for ws in wb.worksheets:
+            name = ws.title.strip().lower()
+            label = f"sheet {ws.title}"
+            if name == "readme":
+                continue  # the template's own instructions
+            if name not in TABLES_BY_NAME:
+                issues.append(Issue("warning", label, None, None,
+                                    f"unknown table '{ws.title}'; ignored"))
+                continue
+            if name in tables:
+                issues.append(Issue("error", label, None, None,
+                                    f"table '{name}' is given twice"))
+                continue
+            rows = ws.iter_rows(values_only=True)
+            header = list(next(rows, ()) or ())
+            body = ((n, list(cells)) for n, cells in enumerate(rows, start=2))
+            tables[name] = _make_table(name, label, header, body, issues)
+    finally:
+        wb.close()
+    return RawScenario(file.stem, file, tables, issues)

@@ -1,0 +1,479 @@
+"""The mixed-integer program (SPEC §2), built with PuLP.
+
+Index names: w workload, p pool (a workload without a pool is its own), s demand site,
+r region, g GPU type, o offer, src a source of GPUs at (r, g): a pay-as-you-go offer's key
+or COMMITTED (every commitment and existing contract at (r, g), pooled), m month,
+k segment, t a commitment's start month.
+
+Variables
+  unmet[w,s,m,k]        ≥ 0  units of demand left unmet
+  flow[w,s,r,m,k]       ≥ 0  units of demand at s served from r (only for workloads
+                             with several demand sites; otherwise supply serves s directly)
+  supply[w,r,g,src,m,k] ≥ 0  units of w delivered by GPUs of src
+  replicas[p,r,g,src,m,k] ∈ ℤ≥0  replicas of pool p running on src
+  commit[o,t]           ∈ ℤ≥0  GPUs committed on offer o from month t
+  commit_on[o,t]        ∈ {0,1} the commitment is signed (offers with min_gpus)
+  choose[w,r,g]         ∈ {0,1} the one region and GPU type of a single-region workload
+
+Every rule is a method `add_<rule>` whose docstring gives its meaning and inequality;
+constraint names are `<rule>__<ids>` with ids from `ModelIndex` (safe for any solver).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import pulp
+from pulp import LpAffineExpression as Expr
+from pulp import LpConstraint
+
+from planner.candidates import Candidates
+from planner.costs import counted_per_gpu
+from planner.scenario import Offer, Scenario
+
+COMMITTED = "committed"
+EPS = 1e-9
+
+
+@dataclass
+class ModelIndex:
+    """Short solver-safe ids for the user's names (PuLP rewrites '-', ' ', '/' …)."""
+
+    ids: dict[tuple[str, str], str] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+
+    def __call__(self, kind: str, name) -> str:
+        key = (kind, str(name))
+        if key not in self.ids:
+            self.ids[key] = f"{kind}{self.counts[kind]}"
+            self.counts[kind] += 1
+        return self.ids[key]
+
+
+@dataclass
+class PlanningModel:
+    scenario: Scenario
+    candidates: Candidates
+    prob: pulp.LpProblem
+    unmet: dict = field(default_factory=dict)
+    flow: dict = field(default_factory=dict)
+    supply: dict = field(default_factory=dict)
+    replicas: dict = field(default_factory=dict)
+    commit: dict = field(default_factory=dict)
+    commit_on: dict = field(default_factory=dict)
+    choose: dict = field(default_factory=dict)
+    constant_usd: float = 0.0  # sunk cost of existing contracts (discounted)
+    index: ModelIndex = field(default_factory=ModelIndex)
+
+    def stats(self) -> dict[str, int]:
+        variables = self.prob.variables()
+        return {
+            "variables": len(variables),
+            "integer variables": sum(1 for v in variables if v.cat != pulp.LpContinuous),
+            "constraints": len(self.prob.constraints),
+            "nonzeros": sum(len(c) for c in self.prob.constraints.values()),
+        }
+
+
+@dataclass(frozen=True)
+class Restrictions:
+    """Limits a variant puts on the plan (what-if policies, baselines, stress tests).
+
+    terms: allowed term → longest commit_months (None: any length); None allows all.
+    gpu_of: workload → the only GPU type it may use.
+    fixed_commitments: (offer key, start month) → GPUs; when given, exactly these
+        commitments are signed and no others (a stress test of a signed plan).
+    """
+
+    terms: dict[str, int | None] | None = None
+    gpu_of: dict[str, str] | None = None
+    fixed_commitments: dict[tuple[str, int], int] | None = None
+
+
+def build_model(scenario: Scenario, candidates: Candidates,
+                restrictions: Restrictions | None = None) -> PlanningModel:
+    """Build the model of `scenario` from its candidates, within `restrictions`."""
+    return _Builder(scenario, candidates, restrictions or Restrictions()).build()
+
+
+class _Builder:
+    def __init__(self, scenario: Scenario, candidates: Candidates, restrictions):
+        self.s = scenario
+        self.c = candidates
+        self.settings = scenario.settings
+        self.hours = [seg.share * scenario.settings.hours_per_month
+                      for seg in candidates.segments]
+        self.m = PlanningModel(scenario, candidates,
+                               pulp.LpProblem(_safe(scenario.name), pulp.LpMinimize))
+        self.restrictions = restrictions
+        self.objective: list[tuple[pulp.LpVariable, float]] = []
+
+    # -- helpers -------------------------------------------------------------------------
+    def _var(self, name: str, cat=pulp.LpContinuous, up=None) -> pulp.LpVariable:
+        return pulp.LpVariable(name, lowBound=0, upBound=up, cat=cat)
+
+    def _add(self, terms, sense, rhs: float, name: str):
+        self.m.prob.addConstraint(LpConstraint(Expr(terms), sense, name, rhs))
+
+    def _offer_allowed(self, o: Offer) -> bool:
+        terms = self.restrictions.terms
+        fixed = self.restrictions.fixed_commitments
+        if fixed is not None and o.is_commitment:
+            return any(key == o.key for key, _ in fixed)
+        if terms is None:
+            return True
+        if o.term not in terms:
+            return False
+        longest = terms[o.term]
+        return longest is None or o.commit_months <= longest
+
+    def _id(self, kind, name):
+        return self.m.index(kind, name)
+
+    # -- stages --------------------------------------------------------------------------
+    def build(self) -> PlanningModel:
+        self._sources()
+        self.add_variables()
+        self.add_demand()
+        self.add_replicas()
+        self.add_committed_capacity()
+        self.add_offer_capacity()
+        self.add_minimum_commitment()
+        self.add_spot_share()
+        self.add_single_region()
+        self.add_objective()
+        return self.m
+
+    def _sources(self):
+        """GPU sources per workload: (region, gpu, src) → first month it can be used."""
+        s = self.s
+        tp = s.throughput_by_pair
+        self.payg_offer: dict[str, Offer] = {}
+        self.commit_offers: dict[tuple[str, str], list[Offer]] = defaultdict(list)
+        self.sources: dict[str, dict[tuple[str, str, str], int]] = {}
+        existing_start: dict[tuple[str, str], int] = {}
+        for e in s.existing:
+            if e.gpus > 0 and e.end >= 0 and e.start < self.settings.horizon_months:
+                rg = (e.region, e.gpu)
+                existing_start[rg] = min(existing_start.get(rg, 10**9), max(e.start, 0))
+        for w in s.workloads:
+            if w.workload not in self.c.offers:
+                continue
+            found: dict[tuple[str, str, str], int] = {}
+            only = (self.restrictions.gpu_of or {}).get(w.workload)
+            for o in self.c.offers[w.workload]:
+                if not self._offer_allowed(o) or (only is not None and o.gpu != only):
+                    continue
+                if o.is_commitment:
+                    key = (o.region, o.gpu, COMMITTED)
+                    if o not in self.commit_offers[(o.region, o.gpu)]:
+                        self.commit_offers[(o.region, o.gpu)].append(o)
+                else:
+                    key = (o.region, o.gpu, o.key)
+                    self.payg_offer[o.key] = o
+                found[key] = min(found.get(key, 10**9), o.first_month)
+            # existing contracts are committed GPUs even where no offer is listed
+            reachable = {r for (ww, _), rs in self.c.regions_for_site.items()
+                         if ww == w.workload for r in rs}
+            for (region, gpu), start in existing_start.items():
+                if only is not None and gpu != only:
+                    continue
+                if (w.workload, gpu) in tp and region in reachable:
+                    key = (region, gpu, COMMITTED)
+                    found[key] = min(found.get(key, 10**9), start)
+            self.sources[w.workload] = dict(sorted(found.items()))
+
+    def add_variables(self):
+        """Unmet, flow and supply variables for every demand cell and usable source."""
+        s, c, m = self.s, self.c, self.m
+        sites_of: dict[str, list] = defaultdict(list)
+        for (w, site, _, _) in c.level:
+            if site not in sites_of[w]:
+                sites_of[w].append(site)
+        self.sites_of = sites_of
+        self.total_level: dict[tuple[str, int, int], float] = defaultdict(float)
+        for (w, site, month, k), x in c.level.items():
+            self.total_level[(w, month, k)] += x
+            m.unmet[(w, site, month, k)] = self._var(
+                f"unmet__{self._id('w', w)}_{self._id('s', site)}_m{month}_k{k}")
+        for (w, month, k) in sorted(self.total_level, key=lambda x: (x[1], x[2], x[0])):
+            regions_of_site = {
+                site: set(c.regions_for_site[(w, site)]) for site in sites_of[w]
+            }
+            reach = set().union(*regions_of_site.values())
+            multi = len(sites_of[w]) > 1
+            for (r, g, src), first in self.sources.get(w, {}).items():
+                if first > month or r not in reach:
+                    continue
+                m.supply[(w, r, g, src, month, k)] = self._var(
+                    f"supply__{self._id('w', w)}_{self._id('r', r)}_{self._id('g', g)}_"
+                    f"{self._id('src', src)}_m{month}_k{k}")
+            if multi:
+                for site in sites_of[w]:
+                    if (w, site, month, k) not in c.level:
+                        continue
+                    for r in sorted(regions_of_site[site]):
+                        m.flow[(w, site, r, month, k)] = self._var(
+                            f"flow__{self._id('w', w)}_{self._id('s', site)}_"
+                            f"{self._id('r', r)}_m{month}_k{k}")
+
+    def add_demand(self):
+        """demand: every unit of demand is served from a region within the SLO or unmet.
+
+        For each (w, s, m, k) with level L > 0:
+            Σ_r flow[w,s,r,m,k] + unmet[w,s,m,k] = L
+        and for each (w, r, m, k):  Σ_s flow[w,s,r,m,k] = Σ_{g,src} supply[w,r,g,src,m,k].
+        A workload with one demand site has no flow variables: its supply (restricted to
+        regions within the SLO of that site) serves the site directly.
+        """
+        m, c = self.m, self.c
+        supply_by_wr: dict[tuple, list] = defaultdict(list)
+        supply_by_w: dict[tuple, list] = defaultdict(list)
+        for (w, r, g, src, month, k), v in m.supply.items():
+            supply_by_wr[(w, r, month, k)].append((v, 1.0))
+            supply_by_w[(w, month, k)].append((v, 1.0))
+        flow_by_site: dict[tuple, list] = defaultdict(list)
+        flow_by_region: dict[tuple, list] = defaultdict(list)
+        for (w, site, r, month, k), v in m.flow.items():
+            flow_by_site[(w, site, month, k)].append((v, 1.0))
+            flow_by_region[(w, r, month, k)].append((v, -1.0))
+        for (w, site, month, k), level in c.level.items():
+            ids = f"{self._id('w', w)}_{self._id('s', site)}_m{month}_k{k}"
+            served = (supply_by_w[(w, month, k)] if len(self.sites_of[w]) == 1
+                      else flow_by_site[(w, site, month, k)])
+            terms = [*served, (m.unmet[(w, site, month, k)], 1.0)]
+            self._add(terms, pulp.LpConstraintEQ, level, f"demand__{ids}")
+        for key in sorted(set(flow_by_region) | {
+            k for k in supply_by_wr if len(self.sites_of[k[0]]) > 1
+        }, key=str):
+            w, r, month, k = key
+            terms = supply_by_wr.get(key, []) + flow_by_region.get(key, [])
+            ids = f"{self._id('w', w)}_{self._id('r', r)}_m{month}_k{k}"
+            self._add(terms, pulp.LpConstraintEQ, 0.0, f"flow_balance__{ids}")
+
+    def add_replicas(self):
+        """replicas: GPUs come in whole replicas; a pool's replicas carry its loads.
+
+        For each (p, r, g, src, m, k):
+            Σ_{w∈p} supply[w,r,g,src,m,k] / (units_per_gpu[w,g] · gpus_per_replica[g]
+                                              · (1 − interruption_rate[src]))
+                ≤ replicas[p,r,g,src,m,k]
+        """
+        s, m = self.s, self.m
+        tp = s.throughput_by_pair
+        loads: dict[tuple, list] = defaultdict(list)
+        bound: dict[tuple, float] = defaultdict(float)
+        for (w, r, g, src, month, k), v in m.supply.items():
+            t = tp[(w, g)]
+            derate = self.payg_offer[src].derate if src != COMMITTED else 1.0
+            per_replica = t.units_per_gpu * t.gpus_per_replica * derate
+            p = s.workload_by_name[w].pool_name
+            loads[(p, r, g, src, month, k)].append((v, 1.0 / per_replica))
+            bound[(p, r, g, src, month, k)] += self.total_level[(w, month, k)] / per_replica
+        self.gpus_per_replica: dict[tuple[str, str], int] = {}
+        for w in s.workloads:
+            for t in s.throughput:
+                if t.workload == w.workload:
+                    self.gpus_per_replica[(w.pool_name, t.gpu)] = t.gpus_per_replica
+        for key, terms in loads.items():
+            p, r, g, src, month, k = key
+            ids = (f"{self._id('p', p)}_{self._id('r', r)}_{self._id('g', g)}_"
+                   f"{self._id('src', src)}_m{month}_k{k}")
+            # A replica more than the whole load needs is never useful: a valid bound.
+            up = math.ceil(bound[key] - 1e-9)
+            var = self._var(f"replicas__{ids}", pulp.LpInteger, up=max(up, 0))
+            m.replicas[key] = var
+            self._add(terms + [(var, -1.0)], pulp.LpConstraintLE, 0.0, f"replicas__{ids}")
+
+    def add_committed_capacity(self):
+        """committed_capacity: replicas on committed GPUs fit in the active commitments.
+
+        For each (r, g, m, k):
+            Σ_p gpus_per_replica[p,g] · replicas[p,r,g,committed,m,k]
+                ≤ Σ_{o at (r,g), t ≤ m < t + commit_months[o]} commit[o,t] + existing[r,g,m]
+        Commitments are created for starts t ≥ ceil(lead_time_days / 30) in the horizon.
+        """
+        s, m = self.s, self.m
+        usage: dict[tuple, list] = defaultdict(list)
+        need: dict[tuple[str, str], float] = defaultdict(float)
+        for (p, r, g, src, month, k), v in m.replicas.items():
+            if src == COMMITTED:
+                usage[(r, g, month, k)].append((v, float(self.gpus_per_replica[(p, g)])))
+                need[(r, g)] = max(need[(r, g)], 0.0)
+        # A valid upper bound on GPUs worth committing at (r, g): the replicas the whole
+        # demand that may use (r, g) would need in its busiest segment.
+        busiest: dict[tuple[str, str], float] = defaultdict(float)
+        per_cell: dict[tuple, float] = defaultdict(float)
+        for (p, r, g, src, month, k), v in m.replicas.items():
+            if src == COMMITTED:
+                per_cell[(r, g, month, k)] += v.upBound * self.gpus_per_replica[(p, g)]
+        for (r, g, month, k), x in per_cell.items():
+            busiest[(r, g)] = max(busiest[(r, g)], x)
+        existing = defaultdict(int)
+        for e in s.existing:
+            for month in self.settings.months:
+                if e.active(month):
+                    existing[(e.region, e.gpu, month)] += e.gpus
+        horizon = self.settings.horizon_months
+        fixed = self.restrictions.fixed_commitments
+        active: dict[tuple, list] = defaultdict(list)
+        for (r, g) in sorted(need):
+            for o in self.commit_offers.get((r, g), []):
+                up = math.ceil(busiest[(r, g)])
+                if o.max_gpus is not None:
+                    up = min(up, o.max_gpus)
+                if up <= 0 and fixed is None:
+                    continue
+                for t in range(o.first_month, horizon):
+                    ids = f"{self._id('o', o.key)}_t{t}"
+                    if fixed is not None:
+                        if (o.key, t) not in fixed:
+                            continue
+                        q = fixed[(o.key, t)]
+                        var = pulp.LpVariable(f"commit__{ids}", q, q, pulp.LpInteger)
+                    else:
+                        var = self._var(f"commit__{ids}", pulp.LpInteger, up=up)
+                    m.commit[(o.key, t)] = var
+                    for month in range(t, min(t + o.commit_months, horizon)):
+                        active[(r, g, month)].append((var, -1.0))
+        for (key, t), q in sorted((fixed or {}).items()):
+            if (key, t) not in m.commit:  # signed, paid, but of no use to this variant
+                ids = f"{self._id('o', key)}_t{t}"
+                m.commit[(key, t)] = pulp.LpVariable(f"commit__{ids}", q, q, pulp.LpInteger)
+        for (r, g, month, k), terms in sorted(usage.items(), key=str):
+            ids = f"{self._id('r', r)}_{self._id('g', g)}_m{month}_k{k}"
+            self._add(terms + active.get((r, g, month), []), pulp.LpConstraintLE,
+                      float(existing[(r, g, month)]), f"committed_capacity__{ids}")
+
+    def add_offer_capacity(self):
+        """offer_capacity: no offer is used beyond max_gpus in any month and segment.
+
+        Pay-as-you-go o, each (m, k): Σ_p gpus_per_replica · replicas[p,r,g,o,m,k] ≤ max_gpus[o]
+        Commitment o, each m:        Σ_{t ≤ m < t + commit_months} commit[o,t] ≤ max_gpus[o]
+        """
+        m = self.m
+        payg: dict[tuple, list] = defaultdict(list)
+        for (p, r, g, src, month, k), v in m.replicas.items():
+            if src != COMMITTED and self.payg_offer[src].max_gpus is not None:
+                payg[(src, month, k)].append((v, float(self.gpus_per_replica[(p, g)])))
+        for (src, month, k), terms in payg.items():
+            o = self.payg_offer[src]
+            self._add(terms, pulp.LpConstraintLE, float(o.max_gpus),
+                      f"offer_capacity__{self._id('o', src)}_m{month}_k{k}")
+        by_offer: dict[str, list[tuple[int, pulp.LpVariable]]] = defaultdict(list)
+        for (key, t), v in m.commit.items():
+            by_offer[key].append((t, v))
+        for key, starts in by_offer.items():
+            o = self.s.offer_by_key[key]
+            if o.max_gpus is None:
+                continue
+            for month in self.settings.months:
+                terms = [(v, 1.0) for t, v in starts if t <= month < t + o.commit_months]
+                if len(terms) > 1 or (terms and terms[0][0].upBound > o.max_gpus):
+                    self._add(terms, pulp.LpConstraintLE, float(o.max_gpus),
+                              f"offer_capacity__{self._id('o', key)}_m{month}")
+
+    def add_minimum_commitment(self):
+        """minimum_commitment: a commitment on an offer with min_gpus k is 0 or ≥ k.
+
+        commit[o,t] ≥ k · commit_on[o,t];  commit[o,t] ≤ upper · commit_on[o,t]
+        """
+        m = self.m
+        for (key, t), v in m.commit.items():
+            o = self.s.offer_by_key[key]
+            if o.min_gpus <= 1:
+                continue
+            ids = f"{self._id('o', key)}_t{t}"
+            if v.upBound < o.min_gpus:
+                v.upBound = 0  # cannot reach the minimum: never signed
+                continue
+            on = self._var(f"commit_on__{ids}", pulp.LpBinary)
+            m.commit_on[(key, t)] = on
+            self._add([(v, 1.0), (on, -float(o.min_gpus))], pulp.LpConstraintGE, 0.0,
+                      f"minimum_commitment__{ids}")
+            self._add([(v, 1.0), (on, -float(v.upBound))], pulp.LpConstraintLE, 0.0,
+                      f"minimum_commitment_on__{ids}")
+
+    def add_spot_share(self):
+        """spot_share: spot delivers at most max_spot_share of a workload's served units.
+
+        For each (w, m, k):  Σ_spot supply ≤ share · Σ_all supply
+        """
+        m = self.m
+        spot: dict[tuple, list] = defaultdict(list)
+        everything: dict[tuple, list] = defaultdict(list)
+        for (w, r, g, src, month, k), v in m.supply.items():
+            everything[(w, month, k)].append(v)
+            if src != COMMITTED and self.payg_offer[src].term == "spot":
+                spot[(w, month, k)].append(v)
+        for (w, month, k), spot_vars in spot.items():
+            share = self.s.workload_by_name[w].max_spot_share
+            if share >= 1.0:
+                continue
+            spot_ids = {id(v) for v in spot_vars}
+            terms = [(v, (1.0 - share) if id(v) in spot_ids else -share)
+                     for v in everything[(w, month, k)]]
+            self._add(terms, pulp.LpConstraintLE, 0.0,
+                      f"spot_share__{self._id('w', w)}_m{month}_k{k}")
+
+    def add_single_region(self):
+        """single_region: a training workload runs on one GPU type in one region.
+
+        Σ_{r,g} choose[w,r,g] ≤ 1;  for each (r, g, m, k):
+            Σ_src supply[w,r,g,src,m,k] ≤ level[w,m,k] · choose[w,r,g]
+        """
+        m = self.m
+        by_rg: dict[tuple, list] = defaultdict(list)
+        for (w, r, g, src, month, k), v in m.supply.items():
+            if self.s.workload_by_name[w].single_region:
+                by_rg[(w, r, g, month, k)].append((v, 1.0))
+        chosen: dict[str, list] = defaultdict(list)
+        for (w, r, g, month, k), terms in by_rg.items():
+            key = (w, r, g)
+            if key not in m.choose:
+                ids = f"{self._id('w', w)}_{self._id('r', r)}_{self._id('g', g)}"
+                m.choose[key] = self._var(f"choose__{ids}", pulp.LpBinary)
+                chosen[w].append((m.choose[key], 1.0))
+            ids = f"{self._id('w', w)}_{self._id('r', r)}_{self._id('g', g)}_m{month}_k{k}"
+            self._add(terms + [(m.choose[key], -self.total_level[(w, month, k)])],
+                      pulp.LpConstraintLE, 0.0, f"single_region__{ids}")
+        for w, terms in chosen.items():
+            self._add(terms, pulp.LpConstraintLE, 1.0, f"single_region_choice__{self._id('w', w)}")
+
+    def add_objective(self):
+        """Least total of pay-as-you-go GPU-hours, new commitments (under the tail policy),
+        egress and unmet-demand penalty, each weighed by (1 + d)^(−m/12); plus the sunk
+        cost of existing contracts as a constant."""
+        s, m, st = self.s, self.m, self.settings
+        terms = []
+        for (p, r, g, src, month, k), v in m.replicas.items():
+            if src == COMMITTED:
+                continue
+            o = self.payg_offer[src]
+            gpus = self.gpus_per_replica[(p, g)]
+            terms.append((v, gpus * self.hours[k] * o.usd_per_gpu_hour * st.discount(month)))
+        for (key, t), v in m.commit.items():
+            payments, upfront = counted_per_gpu(s.offer_by_key[key], t, st, discounted=True)
+            terms.append((v, payments + upfront))
+        for (w, r, g, src, month, k), v in m.supply.items():
+            rate = s.workload_by_name[w].egress_gb_per_unit_hour * \
+                s.region_by_name[r].egress_usd_per_gb
+            if rate > 0:
+                terms.append((v, rate * self.hours[k] * st.discount(month)))
+        for (w, site, month, k), v in m.unmet.items():
+            penalty = s.workload_by_name[w].unmet_penalty_usd_per_unit_hour
+            terms.append((v, penalty * self.hours[k] * st.discount(month)))
+        constant = 0.0
+        for e in s.existing:
+            for month in st.months:
+                if e.active(month):
+                    constant += (e.gpus * st.hours_per_month * e.usd_per_gpu_hour
+                                 * st.discount(month))
+        m.constant_usd = constant
+        m.prob.setObjective(Expr(terms, constant=constant))
+
+
+def _safe(name: str) -> str:
+    return "".join(ch if ch.isalnum() else "_" for ch in name) or "scenario"

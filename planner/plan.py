@@ -1,0 +1,333 @@
+"""The solved plan as tidy tables (pandas), and its costs.
+
+Committed GPUs are pooled in the model (per region and GPU type); for the schedule and the
+workbook we allocate their use to contracts in a fixed order — existing contracts first,
+then new commitments by start month, term and offer — so every GPU-hour has one contract
+and one rate, and a commitment's utilization can be stated.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from planner.candidates import Candidates
+from planner.costs import counted_per_gpu, obligation_per_gpu
+from planner.model import COMMITTED, PlanningModel
+from planner.scenario import Scenario
+from planner.schema import TERMS
+from planner.solve import SolveResult
+
+EPS = 1e-7
+COST_KEYS = (*TERMS, "existing")
+
+
+@dataclass
+class Plan:
+    scenario: Scenario
+    candidates: Candidates
+    result: SolveResult
+    usage: pd.DataFrame  # GPUs per pool and source (what the checker verifies)
+    supply: pd.DataFrame  # units of each workload per region, GPU type and source
+    flows: pd.DataFrame  # units of each workload from each demand site to each region
+    unmet: pd.DataFrame
+    contracts: pd.DataFrame  # new commitments and existing contracts
+    assignments: pd.DataFrame  # GPUs per workload, contract or offer, month and segment
+    egress: pd.DataFrame
+    cost_lines: pd.DataFrame  # every cost by month, term, provider (sums to the total)
+    totals: dict = field(default_factory=dict)
+
+    @property
+    def commitments(self) -> pd.DataFrame:
+        return self.contracts[self.contracts["kind"] == "new"]
+
+
+def _value(v) -> float:
+    x = v.varValue
+    return 0.0 if x is None else float(x)
+
+
+def extract_plan(model: PlanningModel, result: SolveResult) -> Plan:
+    s, c = model.scenario, model.candidates
+    st = s.settings
+    hours = [seg.share * st.hours_per_month for seg in c.segments]
+    tp = s.throughput_by_pair
+    workloads = s.workload_by_name
+    provider = {r.region: r.provider for r in s.regions}
+
+    # -- what runs where -------------------------------------------------------------------
+    supply_rows = []
+    load: dict[tuple, dict[str, float]] = defaultdict(dict)  # (p,r,g,src,m,k) -> w -> replicas
+    for (w, r, g, src, m, k), v in model.supply.items():
+        x = _value(v)
+        if x <= EPS:
+            continue
+        supply_rows.append(dict(workload=w, region=r, gpu=g, source=src, month=m,
+                                segment=k, units=x))
+        t = tp[(w, g)]
+        derate = 1.0 if src == COMMITTED else s.offer_by_key[src].derate
+        load[(workloads[w].pool_name, r, g, src, m, k)][w] = x / (
+            t.units_per_gpu * t.gpus_per_replica * derate)
+
+    gpr = {}
+    for t in s.throughput:
+        gpr[(workloads[t.workload].pool_name, t.gpu)] = t.gpus_per_replica
+    usage_rows = []
+    for (p, r, g, src, m, k), v in model.replicas.items():
+        n = int(round(_value(v)))
+        if n <= 0:
+            continue
+        offer = s.offer_by_key.get(src)
+        usage_rows.append(dict(
+            month=m, segment=k, pool=p, region=r, gpu=g, source=src,
+            term=offer.term if offer else COMMITTED, replicas=n, gpus=n * gpr[(p, g)],
+            hours=hours[k],
+        ))
+
+    flow_rows = [dict(workload=w, site=site, region=r, month=m, segment=k, units=_value(v))
+                 for (w, site, r, m, k), v in model.flow.items() if _value(v) > EPS]
+    # single-site workloads have no flow variables: their supply serves their one site
+    multi = {key[0] for key in model.flow}
+    site_of = {w: site for (w, site, _, _) in c.level}
+    for row in supply_rows:
+        if row["workload"] not in multi:
+            flow_rows.append(dict(workload=row["workload"], site=site_of[row["workload"]],
+                                  region=row["region"], month=row["month"],
+                                  segment=row["segment"], units=row["units"]))
+    flows = pd.DataFrame(flow_rows, columns=["workload", "site", "region", "month",
+                                             "segment", "units"])
+    if len(flows):
+        flows = flows.groupby(["workload", "site", "region", "month", "segment"],
+                              as_index=False, dropna=False)["units"].sum()
+
+    # -- unmet ----------------------------------------------------------------------------
+    unmet_rows = []
+    for (w, site, m, k), v in model.unmet.items():
+        x = _value(v)
+        if x <= 1e-6:
+            continue
+        penalty = workloads[w].unmet_penalty_usd_per_unit_hour
+        unmet_rows.append(dict(
+            workload=w, site=site, month=m, month_label=st.month(m), segment=k,
+            level=c.level[(w, site, m, k)], units=x, hours=hours[k],
+            unit_hours=x * hours[k], penalty_usd=x * hours[k] * penalty,
+            reason=c.unmet_reason(w, site, m),
+        ))
+    unmet = pd.DataFrame(unmet_rows, columns=[
+        "workload", "site", "month", "month_label", "segment", "level", "units", "hours",
+        "unit_hours", "penalty_usd", "reason"])
+
+    # -- contracts ---------------------------------------------------------------------------
+    contracts = []
+    for i, e in enumerate(s.existing):
+        inside = [m for m in st.months if e.active(m)]
+        contracts.append(dict(
+            contract=f"existing {i + 1}", kind="existing", offer="", region=e.region,
+            provider=provider[e.region], gpu=e.gpu, term="existing",
+            commit_months=e.end - e.start + 1, start=e.start, end=e.end,
+            start_month=st.month(e.start), end_month=st.month(e.end), gpus=e.gpus,
+            usd_per_gpu_hour=e.usd_per_gpu_hour,
+            monthly_payment_usd=e.gpus * st.hours_per_month * e.usd_per_gpu_hour,
+            upfront_usd=0.0,
+            obligation_usd=e.gpus * (e.end - e.start + 1) * st.hours_per_month
+            * e.usd_per_gpu_hour,
+            counted_payments_usd=e.gpus * len(inside) * st.hours_per_month
+            * e.usd_per_gpu_hour,
+            counted_upfront_usd=0.0,
+            discounted_usd=sum(e.gpus * st.hours_per_month * e.usd_per_gpu_hour
+                               * st.discount(m) for m in inside),
+        ))
+    term_order = {t: i for i, t in enumerate(TERMS)}
+    new = sorted(
+        ((key, t, int(round(_value(v)))) for (key, t), v in model.commit.items()
+         if _value(v) > 0.5),
+        key=lambda x: (x[1], term_order[s.offer_by_key[x[0]].term], x[0]),
+    )
+    for key, t, q in new:
+        o = s.offer_by_key[key]
+        payments, upfront = counted_per_gpu(o, t, st, discounted=False)
+        dp, du = counted_per_gpu(o, t, st, discounted=True)
+        end = t + o.commit_months - 1
+        beyond = max(0, end - (st.horizon_months - 1))
+        contracts.append(dict(
+            contract=f"new {len(contracts) + 1 - len(s.existing)}", kind="new", offer=key,
+            region=o.region, provider=provider[o.region], gpu=o.gpu, term=o.term,
+            commit_months=o.commit_months, start=t, end=end, start_month=st.month(t),
+            end_month=st.month(end), gpus=q, usd_per_gpu_hour=o.usd_per_gpu_hour,
+            monthly_payment_usd=q * st.hours_per_month * o.usd_per_gpu_hour,
+            upfront_usd=q * o.upfront_usd_per_gpu,
+            obligation_usd=q * obligation_per_gpu(o, st),
+            beyond_horizon_usd=q * beyond * st.hours_per_month * o.usd_per_gpu_hour,
+            counted_payments_usd=q * payments, counted_upfront_usd=q * upfront,
+            discounted_usd=q * (dp + du),
+        ))
+    for row in contracts:
+        row.setdefault("beyond_horizon_usd", max(0, row["end"] - (st.horizon_months - 1))
+                       * row["monthly_payment_usd"])
+        row["used_gpu_hours"] = 0.0
+        inside = sum(1 for m in st.months if row["start"] <= m <= row["end"])
+        row["available_gpu_hours"] = row["gpus"] * inside * st.hours_per_month
+
+    # -- assignments: GPUs per workload, by offer or by contract ----------------------------
+    assignment_rows = []
+
+    def split(pool_key, gpus_total):
+        """Share of a pool's GPUs per workload, in proportion to their loads."""
+        loads = load.get(pool_key, {})
+        total = sum(loads.values())
+        if total <= 0:
+            members = sorted(w for w in workloads if workloads[w].pool_name == pool_key[0])
+            return [(members[0], gpus_total)]
+        return [(w, gpus_total * x / total) for w, x in sorted(loads.items())]
+
+    committed_use: dict[tuple, list] = defaultdict(list)
+    for u in usage_rows:
+        key = (u["pool"], u["region"], u["gpu"], u["source"], u["month"], u["segment"])
+        if u["source"] == COMMITTED:
+            committed_use[(u["region"], u["gpu"], u["month"], u["segment"])].append(u)
+            continue
+        o = s.offer_by_key[u["source"]]
+        for w, n in split(key, u["gpus"]):
+            assignment_rows.append(dict(
+                month=u["month"], segment=u["segment"], workload=w, region=u["region"],
+                gpu=u["gpu"], term=o.term, contract=o.key, gpus=n, hours=u["hours"],
+                usd_per_gpu_hour=o.usd_per_gpu_hour))
+    for (r, g, m, k), uses in sorted(committed_use.items(), key=str):
+        active = [row for row in contracts
+                  if row["region"] == r and row["gpu"] == g and row["start"] <= m <= row["end"]]
+        room = [row["gpus"] for row in active]
+        for u in sorted(uses, key=lambda x: x["pool"]):
+            need = u["gpus"]
+            key = (u["pool"], r, g, COMMITTED, m, k)
+            for i, row in enumerate(active):
+                take = min(need, room[i])
+                if take <= 0:
+                    continue
+                room[i] -= take
+                need -= take
+                row["used_gpu_hours"] += take * hours[k]
+                for w, n in split(key, take):
+                    assignment_rows.append(dict(
+                        month=m, segment=k, workload=w, region=r, gpu=g, term=row["term"],
+                        contract=row["contract"], gpus=n, hours=hours[k],
+                        usd_per_gpu_hour=row["usd_per_gpu_hour"]))
+                if need <= 0:
+                    break
+    for row in contracts:
+        row["utilization"] = (row["used_gpu_hours"] / row["available_gpu_hours"]
+                              if row["available_gpu_hours"] else 0.0)
+    assignments = pd.DataFrame(assignment_rows, columns=[
+        "month", "segment", "workload", "region", "gpu", "term", "contract", "gpus", "hours",
+        "usd_per_gpu_hour"])
+    assignments["month_label"] = [st.month(m) for m in assignments["month"]]
+    assignments["provider"] = [provider[r] for r in assignments["region"]]
+    assignments["cost_usd"] = (assignments["gpus"] * assignments["hours"]
+                               * assignments["usd_per_gpu_hour"])
+    assignments = assignments.sort_values(
+        ["month", "segment", "workload", "region", "gpu", "term", "contract"],
+        kind="stable").reset_index(drop=True)
+
+    # -- egress ----------------------------------------------------------------------------
+    egress_rows = []
+    for row in supply_rows:
+        w, r = workloads[row["workload"]], s.region_by_name[row["region"]]
+        gb = row["units"] * hours[row["segment"]] * w.egress_gb_per_unit_hour
+        if gb > 0 and r.egress_usd_per_gb > 0:
+            egress_rows.append(dict(workload=w.workload, region=r.region,
+                                    provider=r.provider, month=row["month"],
+                                    segment=row["segment"], gb=gb,
+                                    usd=gb * r.egress_usd_per_gb))
+    egress = pd.DataFrame(egress_rows, columns=["workload", "region", "provider", "month",
+                                                "segment", "gb", "usd"])
+
+    contracts_df = pd.DataFrame(contracts, columns=[
+        "contract", "kind", "offer", "region", "provider", "gpu", "term", "commit_months",
+        "start", "end", "start_month", "end_month", "gpus", "usd_per_gpu_hour",
+        "monthly_payment_usd", "upfront_usd", "obligation_usd", "beyond_horizon_usd",
+        "counted_payments_usd", "counted_upfront_usd", "discounted_usd", "used_gpu_hours",
+        "available_gpu_hours", "utilization"])
+
+    cost_lines = _cost_lines(s, assignments, contracts_df, egress)
+    plan = Plan(s, c, result, pd.DataFrame(usage_rows, columns=[
+        "month", "segment", "pool", "region", "gpu", "source", "term", "replicas", "gpus",
+        "hours"]), pd.DataFrame(supply_rows, columns=[
+            "workload", "region", "gpu", "source", "month", "segment", "units"]),
+        flows, unmet, contracts_df, assignments, egress, cost_lines)
+    plan.totals = _totals(plan, model)
+    return plan
+
+
+def _cost_lines(s: Scenario, assignments, contracts, egress) -> pd.DataFrame:
+    """Every dollar of the plan once: month (−1: after the horizon), term, provider."""
+    st = s.settings
+    rows = []
+    payg = assignments[assignments["term"].isin(["spot", "on_demand"])]
+    for (m, term, prov), part in payg.groupby(["month", "term", "provider"]):
+        usd = float(part["cost_usd"].sum())
+        rows.append(dict(month=int(m), term=term, provider=prov, category="GPU-hours",
+                         usd=usd, discounted_usd=usd * st.discount(m)))
+    for _, c in contracts.iterrows():
+        counted_months = (c["counted_payments_usd"] / c["monthly_payment_usd"]
+                          if c["monthly_payment_usd"] else 0)
+        paid = 0
+        for m in range(int(c["start"]), int(c["end"]) + 1):
+            if paid >= round(counted_months):
+                break
+            if m < 0:
+                continue  # existing contracts: months before the horizon are not ours
+            paid += 1
+            inside = m < st.horizon_months
+            rows.append(dict(month=m if inside else -1, term=c["term"],
+                             provider=c["provider"], category="commitment payments",
+                             usd=c["monthly_payment_usd"],
+                             discounted_usd=c["monthly_payment_usd"] * st.discount(m)))
+        if c["counted_upfront_usd"]:
+            rows.append(dict(month=int(c["start"]), term=c["term"], provider=c["provider"],
+                             category="upfront", usd=c["counted_upfront_usd"],
+                             discounted_usd=c["counted_upfront_usd"]
+                             * st.discount(int(c["start"]))))
+    for (m, prov), part in egress.groupby(["month", "provider"]):
+        usd = float(part["usd"].sum())
+        rows.append(dict(month=int(m), term="egress", provider=prov, category="egress",
+                         usd=usd, discounted_usd=usd * st.discount(m)))
+    lines = pd.DataFrame(rows, columns=["month", "term", "provider", "category", "usd",
+                                        "discounted_usd"])
+    lines["month_label"] = [st.month(m) if m >= 0 else "after horizon" for m in lines["month"]]
+    return lines
+
+
+def _totals(plan: Plan, model: PlanningModel) -> dict:
+    s = plan.scenario
+    st = s.settings
+    lines = plan.cost_lines
+    by_term = {k: 0.0 for k in COST_KEYS}
+    for term, usd in lines[lines["term"] != "egress"].groupby("term")["usd"].sum().items():
+        by_term[term] = float(usd)
+    egress = float(plan.egress["usd"].sum())
+    penalty = float(plan.unmet["penalty_usd"].sum())
+    discounted_penalty = float(sum(
+        row.penalty_usd * st.discount(row.month) for row in plan.unmet.itertuples()))
+    total = sum(by_term.values()) + egress
+    discounted_total = float(lines["discounted_usd"].sum())
+    plan_cost = float(plan.assignments["cost_usd"].sum())
+    upfront = float(plan.contracts["counted_upfront_usd"].sum())
+    committed_paid = float(plan.contracts["counted_payments_usd"].sum())
+    committed_used = float(plan.assignments.loc[
+        ~plan.assignments["term"].isin(["spot", "on_demand"]), "cost_usd"].sum())
+    return {
+        "total_cost_usd": total,
+        "discounted_total_cost_usd": discounted_total,
+        "cost_by_term_usd": by_term,
+        "egress_usd": egress,
+        "plan_cost_usd": plan_cost,
+        "idle_committed_usd": committed_paid - committed_used,
+        "upfront_usd": upfront,
+        "unmet_unit_hours": float(plan.unmet["unit_hours"].sum()),
+        "unmet_penalty_usd": penalty,
+        "objective_usd": discounted_total + discounted_penalty,
+        "solver_objective_usd": plan.result.objective,
+        "obligation_usd": float(plan.commitments["obligation_usd"].sum()),
+        "beyond_horizon_usd": float(plan.commitments["beyond_horizon_usd"].sum()),
+    }

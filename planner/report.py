@@ -1,0 +1,582 @@
+"""The finance workbook (SPEC §5), written with openpyxl.
+
+Every figure that is arithmetic over other cells is a live formula: a Plan row's cost is
+GPUs × hours × rate; Costs sums Plan, Commitments and Egress with SUMIFS month by month;
+Summary refers to Costs and reconciles the total with the plan's parts. The solver's own
+figure stands beside a formula where that helps checking. Text from the input is always
+written as text, never as a formula. The file is written to a temporary name and renamed,
+so a failed run leaves an earlier workbook intact.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from openpyxl import Workbook
+from openpyxl.chart import BarChart, Reference
+from openpyxl.comments import Comment
+from openpyxl.formatting.rule import CellIsRule, FormulaRule
+from openpyxl.styles import Alignment, Font, PatternFill
+from openpyxl.utils import get_column_letter
+from openpyxl.workbook.defined_name import DefinedName
+
+from planner.plan import COST_KEYS, Plan
+from planner.schema import COMMITMENT_TERMS, PAY_AS_YOU_GO, TABLES
+
+USD = '"$"#,##0.00'
+USD0 = '"$"#,##0'
+PCT = "0.0%"
+NUM = "#,##0.###"
+BOLD = Font(bold=True)
+HEADER_FILL = PatternFill("solid", fgColor="DDE7F0")
+RED_FILL = PatternFill("solid", fgColor="F8CBAD")
+AMBER_FILL = PatternFill("solid", fgColor="FFE699")
+
+
+@dataclass(frozen=True)
+class F:
+    """A formula; `{r}` stands for the row it is written in."""
+
+    text: str
+
+
+def text_cell(cell, value) -> None:
+    """Write `value`; strings always as text (a name like '=1+1' must stay text)."""
+    cell.value = value
+    if isinstance(value, str):
+        cell.data_type = "s"
+
+
+class Sheet:
+    """A worksheet holding one table: header row, typed columns, filters, widths."""
+
+    def __init__(self, wb: Workbook, title: str, columns: list[tuple[str, str | None]],
+                 notes: dict[str, str] | None = None):
+        self.ws = wb.create_sheet(title)
+        self.columns = [c for c, _ in columns]
+        self.formats = [f for _, f in columns]
+        self.widths = [len(c) + 2 for c in self.columns]
+        self.row = 1
+        for j, name in enumerate(self.columns, start=1):
+            cell = self.ws.cell(1, j, name)
+            cell.font, cell.fill = BOLD, HEADER_FILL
+            cell.alignment = Alignment(wrap_text=True, vertical="top")
+            if notes and name in notes:
+                cell.comment = Comment(notes[name], "planner")
+        self.ws.freeze_panes = "A2"
+
+    def col(self, name: str) -> str:
+        return get_column_letter(self.columns.index(name) + 1)
+
+    def rng(self, name: str, absolute: bool = True) -> str:
+        """The whole data range of a column, e.g. Plan!$L$2:$L$40 (at least one row)."""
+        c = self.col(name)
+        last = max(self.row, 2)
+        title = self.ws.title
+        return f"'{title}'!${c}$2:${c}${last}"
+
+    def add(self, values: list) -> int:
+        self.row += 1
+        r = self.row
+        for j, v in enumerate(values, start=1):
+            cell = self.ws.cell(r, j)
+            if isinstance(v, F):
+                cell.value = v.text.format(r=r)
+            else:
+                text_cell(cell, v)
+                if v is not None:
+                    self.widths[j - 1] = max(self.widths[j - 1], min(len(str(v)) + 2, 50))
+            fmt = self.formats[j - 1]
+            if fmt:
+                cell.number_format = fmt
+        return r
+
+    def finish(self) -> None:
+        for j, w in enumerate(self.widths, start=1):
+            fmt = self.formats[j - 1]
+            self.ws.column_dimensions[get_column_letter(j)].width = max(w, 12 if fmt else 8)
+        last = get_column_letter(len(self.columns))
+        self.ws.auto_filter.ref = f"A1:{last}{max(self.row, 2)}"
+
+
+def write_workbook(plan: Plan, path: str | Path, baselines: dict | None = None,
+                   seconds: dict | None = None) -> None:
+    wb = _build(plan, baselines or {}, seconds or {})
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".xlsx", dir=path.parent)
+    os.close(fd)
+    try:
+        wb.save(tmp)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def _name(wb: Workbook, name: str, ref: str) -> None:
+    wb.defined_names[name] = DefinedName(name, attr_text=ref)
+
+
+def _build(plan: Plan, baselines: dict, seconds: dict) -> Workbook:
+    s = plan.scenario
+    st = s.settings
+    wb = Workbook()
+    summary = wb.active
+    summary.title = "Summary"
+    wb.calculation.fullCalcOnLoad = True
+
+    # Settings cells that formulas refer to, by name.
+    summary["D1"], summary["E1"] = "Hours per month", st.hours_per_month
+    summary["D2"], summary["E2"] = "Tail policy", st.tail_policy
+    summary["D3"], summary["E3"] = "Discount rate (annual)", st.discount_rate_annual
+    summary["D4"], summary["E4"] = "Horizon (months)", st.horizon_months
+    summary["E3"].number_format = PCT
+    for c in ("D1", "D2", "D3", "D4"):
+        summary[c].font = BOLD
+    _name(wb, "HoursPerMonth", "Summary!$E$1")
+    _name(wb, "TailPolicy", "Summary!$E$2")
+    _name(wb, "DiscountRate", "Summary!$E$3")
+    _name(wb, "HorizonMonths", "Summary!$E$4")
+
+    plan_sheet = _plan_sheet(wb, plan)
+    commitments = _commitments_sheet(wb, plan, plan_sheet)
+    egress = _egress_sheet(wb, plan)
+    costs = _costs_sheet(wb, plan, plan_sheet, commitments, egress)
+    _service_sheet(wb, plan)
+    _diagnostics_sheet(wb, plan)
+    _summary(wb, summary, plan, costs, plan_sheet, commitments, egress, baselines, seconds)
+    _input_sheets(wb, plan)
+    return wb
+
+
+def _plan_sheet(wb, plan: Plan) -> Sheet:
+    sh = Sheet(wb, "Plan", [
+        ("Month", None), ("Month #", "0"), ("Segment", "0"), ("Hours", NUM),
+        ("Workload", None), ("Region", None), ("Provider", None), ("GPU", None),
+        ("Term", None), ("Contract", None), ("GPUs", NUM), ("USD per GPU-hour", USD),
+        ("GPU-hours", NUM), ("Cost", USD), ("Solver cost", USD),
+    ], notes={
+        "Segment": "hours of the month in which every workload is at a fixed level "
+                   "(0 = the first hours: the peaks)",
+        "GPUs": "GPUs this workload uses; a pool's GPUs are shared in proportion to load",
+        "Contract": "pay-as-you-go offer, or the commitment / existing contract drawn on",
+        "Cost": "= GPUs × hours × rate; committed rows are part of the commitment's payment",
+    })
+    for a in plan.assignments.itertuples():
+        sh.add([a.month_label, int(a.month), int(a.segment), a.hours, a.workload, a.region,
+                a.provider, a.gpu, a.term, a.contract, a.gpus, a.usd_per_gpu_hour,
+                F(f"={sh.col('GPUs')}{{r}}*{sh.col('Hours')}{{r}}"),
+                F(f"={sh.col('GPU-hours')}{{r}}*{sh.col('USD per GPU-hour')}{{r}}"),
+                a.cost_usd])
+    sh.finish()
+    return sh
+
+
+def _commitments_sheet(wb, plan: Plan, plan_sheet: Sheet) -> Sheet:
+    st = plan.scenario.settings
+    sh = Sheet(wb, "Commitments", [
+        ("Contract", None), ("Kind", None), ("Region", None), ("Provider", None),
+        ("GPU", None), ("Term", None), ("Commit months", "0"), ("Start month", None),
+        ("End month", None), ("Start #", "0"), ("End #", "0"), ("GPUs", "0"),
+        ("USD per GPU-hour", USD), ("Monthly payment", USD), ("Upfront per GPU", USD),
+        ("Upfront", USD), ("Total obligation", USD), ("Months in horizon", "0"),
+        ("Beyond horizon", USD), ("Counted payments", USD), ("Counted upfront", USD),
+        ("Counted cost", USD), ("Used GPU-hours", NUM), ("Available GPU-hours", NUM),
+        ("Utilization", PCT), ("Used cost", USD), ("Idle cost", USD),
+    ], notes={
+        "Kind": "new: to sign; existing: already signed (sunk cost)",
+        "Start #": "month index from the start of the horizon (0 = first month)",
+        "Total obligation": "monthly payment × commit months + upfront, whatever the tail "
+                            "policy",
+        "Beyond horizon": "payments for months after the horizon",
+        "Counted cost": "what the plan's total counts: the whole obligation under tail policy "
+                        "full; under prorate only the months inside the horizon (existing "
+                        "contracts: months inside the horizon)",
+        "Utilization": "GPU-hours the plan uses / GPU-hours available inside the horizon",
+        "Idle cost": "counted payments not used by any workload",
+    })
+    c = sh.col
+    pc = plan_sheet
+    offers = plan.scenario.offer_by_key
+    for k in plan.contracts.itertuples():
+        upfront_per_gpu = offers[k.offer].upfront_usd_per_gpu if k.kind == "new" else 0.0
+        inside = sum(1 for m in st.months if k.start <= m <= k.end)
+        if k.kind == "existing":
+            counted = F(f"={c('Monthly payment')}{{r}}*{c('Months in horizon')}{{r}}")
+            counted_upfront = 0.0
+        else:
+            counted = F(f'=IF(TailPolicy="full",{c("Monthly payment")}{{r}}*'
+                        f'{c("Commit months")}{{r}},{c("Monthly payment")}{{r}}*'
+                        f'{c("Months in horizon")}{{r}})')
+            counted_upfront = F(f'=IF(TailPolicy="full",{c("Upfront")}{{r}},'
+                                f'{c("Upfront")}{{r}}*{c("Months in horizon")}{{r}}/'
+                                f'{c("Commit months")}{{r}})')
+        sh.add([
+            k.contract, k.kind, k.region, k.provider, k.gpu, k.term, int(k.commit_months),
+            k.start_month, k.end_month, int(k.start), int(k.end), int(k.gpus),
+            k.usd_per_gpu_hour,
+            F(f"={c('GPUs')}{{r}}*HoursPerMonth*{c('USD per GPU-hour')}{{r}}"),
+            upfront_per_gpu,
+            F(f"={c('GPUs')}{{r}}*{c('Upfront per GPU')}{{r}}"),
+            F(f"={c('Monthly payment')}{{r}}*{c('Commit months')}{{r}}+{c('Upfront')}{{r}}"),
+            inside,
+            F(f"={c('Monthly payment')}{{r}}*MAX(0,{c('End #')}{{r}}-HorizonMonths+1)"
+              if k.kind == "new" else "=0"),
+            counted, counted_upfront,
+            F(f"={c('Counted payments')}{{r}}+{c('Counted upfront')}{{r}}"),
+            F(f"=SUMIFS({pc.rng('GPU-hours')},{pc.rng('Contract')},{c('Contract')}{{r}})"),
+            F(f"={c('GPUs')}{{r}}*{c('Months in horizon')}{{r}}*HoursPerMonth"),
+            F(f"=IF({c('Available GPU-hours')}{{r}}>0,{c('Used GPU-hours')}{{r}}/"
+              f"{c('Available GPU-hours')}{{r}},0)"),
+            F(f"=SUMIFS({pc.rng('Cost')},{pc.rng('Contract')},{c('Contract')}{{r}})"),
+            F(f"={c('Counted payments')}{{r}}-{c('Used cost')}{{r}}"),
+        ])
+    if sh.row >= 2:
+        util = f"{c('Utilization')}2:{c('Utilization')}{sh.row}"
+        sh.ws.conditional_formatting.add(util, CellIsRule(operator="lessThan",
+                                                          formula=["0.4"], fill=AMBER_FILL))
+    sh.finish()
+    return sh
+
+
+def _egress_sheet(wb, plan: Plan) -> Sheet:
+    sh = Sheet(wb, "Egress", [
+        ("Month", None), ("Month #", "0"), ("Segment", "0"), ("Workload", None),
+        ("Region", None), ("Provider", None), ("GB", NUM), ("USD per GB", USD), ("Cost", USD),
+    ])
+    st = plan.scenario.settings
+    regions = plan.scenario.region_by_name
+    for e in plan.egress.itertuples():
+        sh.add([st.month(int(e.month)), int(e.month), int(e.segment), e.workload, e.region,
+                e.provider, e.gb, regions[e.region].egress_usd_per_gb,
+                F(f"={sh.col('GB')}{{r}}*{sh.col('USD per GB')}{{r}}")])
+    sh.finish()
+    return sh
+
+
+def _costs_sheet(wb, plan: Plan, ps: Sheet, cs: Sheet, es: Sheet) -> Sheet:
+    s = plan.scenario
+    st = s.settings
+    providers = sorted({r.provider for r in s.regions})
+    last_month = max([st.horizon_months - 1, *plan.commitments["end"].astype(int).tolist()])
+    term_cols = [(t, USD) for t in COST_KEYS]
+    sh = Sheet(wb, "Costs", [
+        ("Month", None), ("Month #", "0"), ("In horizon", None), *term_cols,
+        ("egress", USD), ("Total", USD), ("Discount factor", "0.0000"),
+        ("Discounted total", USD), ("", None),
+        *[(f"{p}", USD) for p in providers], ("Total by provider", USD),
+    ], notes={
+        "Month #": "month index from the start of the horizon",
+        "In horizon": "months after the horizon carry commitment payments only, counted "
+                      "under tail policy full",
+        "Discount factor": "(1 + annual rate)^(−month/12)",
+    })
+    c = sh.col
+    first = None
+    for m in range(0, last_month + 1):
+        inside = m < st.horizon_months
+        row = [st.month(m), m, "yes" if inside else "no"]
+        for term in COST_KEYS:
+            if term in PAY_AS_YOU_GO:
+                row.append(F(f"=SUMIFS({ps.rng('Cost')},{ps.rng('Month #')},$B{{r}},"
+                             f"{ps.rng('Term')},\"{term}\")"))
+            else:
+                row.append(F(_commitment_formula(cs, f'"{term}"', "Term")))
+        row.append(F(f"=SUMIFS({es.rng('Cost')},{es.rng('Month #')},$B{{r}})"))
+        row.append(F(f"=SUM({c(COST_KEYS[0])}{{r}}:{c('egress')}{{r}})"))
+        row.append(F("=(1+DiscountRate)^(-$B{r}/12)"))
+        row.append(F(f"={c('Total')}{{r}}*{c('Discount factor')}{{r}}"))
+        row.append(None)
+        for p in providers:
+            payg = (f"SUMIFS({ps.rng('Cost')},{ps.rng('Month #')},$B{{r}},"
+                    f"{ps.rng('Provider')},\"{p}\")")
+            commit = _commitment_formula(cs, f'"{p}"', "Provider")[1:]
+            egress = (f"SUMIFS({es.rng('Cost')},{es.rng('Month #')},$B{{r}},"
+                      f"{es.rng('Provider')},\"{p}\")")
+            row.append(F(f"={payg}+{commit}+{egress}"))
+        row.append(F(f"=SUM({c(providers[0])}{{r}}:{c(providers[-1])}{{r}})"
+                     if providers else "=0"))
+        r = sh.add(row)
+        first = first or r
+    last = sh.row
+    sh.finish()
+    sh.ws.auto_filter.ref = None
+    total_row = last + 1
+    sh.ws.cell(total_row, 1, "Total").font = BOLD
+    for name in [*COST_KEYS, "egress", "Total", "Discounted total", *providers,
+                 "Total by provider"]:
+        cell = sh.ws.cell(total_row, sh.columns.index(name) + 1,
+                          f"=SUM({c(name)}{first}:{c(name)}{last})")
+        cell.number_format, cell.font = USD, BOLD
+    sh.total_row = total_row
+    # cost per month by term, stacked, over the horizon
+    chart = BarChart()
+    chart.type, chart.grouping, chart.overlap = "col", "stacked", 100
+    chart.title, chart.y_axis.title = "Cost per month by term", "USD"
+    j0 = sh.columns.index(COST_KEYS[0]) + 1
+    data = Reference(sh.ws, min_col=j0, max_col=j0 + len(COST_KEYS), min_row=1,
+                     max_row=first + st.horizon_months - 1)
+    chart.add_data(data, titles_from_data=True)
+    chart.set_categories(Reference(sh.ws, min_col=1, min_row=first,
+                                   max_row=first + st.horizon_months - 1))
+    chart.width, chart.height = 24, 12
+    sh.ws.add_chart(chart, f"A{total_row + 3}")
+    return sh
+
+
+def _commitment_formula(cs: Sheet, value: str, column: str) -> str:
+    """Commitment cost in the month of $B{r} for the Commitments rows whose `column` equals
+    `value`: monthly payments of every contract active that month (after the horizon: new
+    commitments only, and only under tail policy full) plus upfronts counted in their start
+    month."""
+    crit = f"{cs.rng(column)},{value}"
+    active = (f"SUMIFS({cs.rng('Monthly payment')},{crit},{cs.rng('Start #')},\"<=\"&$B{{r}},"
+              f"{cs.rng('End #')},\">=\"&$B{{r}}")
+    upfront = f"SUMIFS({cs.rng('Counted upfront')},{crit},{cs.rng('Start #')},$B{{r}})"
+    return (f"=IF($B{{r}}<HorizonMonths,{active}),IF(TailPolicy=\"full\","
+            f"{active},{cs.rng('Kind')},\"new\"),0))+{upfront}")
+
+
+def _service_sheet(wb, plan: Plan) -> None:
+    s = plan.scenario
+    st = s.settings
+    hpm = st.hours_per_month
+    demand = defaultdict(float)
+    for d in s.demand:
+        demand[(d.workload, d.month)] += d.amount
+    served = defaultdict(float)
+    for f in plan.flows.itertuples():
+        served[(f.workload, f.month)] += f.units * plan.candidates.segments[f.segment].share
+    unmet = defaultdict(float)
+    for u in plan.unmet.itertuples():
+        unmet[(u.workload, u.month)] += u.units * plan.candidates.segments[u.segment].share
+    worst = defaultdict(lambda: None)
+    places = defaultdict(set)
+    transit = plan.candidates.transit
+    for f in plan.flows.itertuples():
+        key = (f.workload, f.month)
+        region = s.region_by_name[f.region]
+        site = s.site_by_name[region.site]
+        places[key].add(site.jurisdiction)
+        if isinstance(f.site, str):
+            ms = transit.latency(f.site, region.site)
+            worst[key] = ms if worst[key] is None else max(worst[key], ms)
+    sh = Sheet(wb, "Service", [
+        ("Workload", None), ("Kind", None), ("Month", None), ("Demand (average)", NUM),
+        ("Served (average)", NUM), ("Unmet (average)", NUM), ("Unmet unit-hours", NUM),
+        ("Worst transit ms", NUM), ("SLO ms", NUM), ("SLO headroom ms", NUM),
+        ("Jurisdictions used", None),
+    ], notes={
+        "Demand (average)": "average level over the month, in the workload's own unit",
+        "Worst transit ms": "largest transit latency from a demand site to a serving region",
+        "SLO headroom ms": "= SLO − worst transit latency",
+    })
+    c = sh.col
+    for w in s.workloads:
+        for m in st.months:
+            key = (w.workload, m)
+            if key not in demand:
+                continue
+            slo = w.latency_slo_ms
+            sh.add([
+                w.workload, w.kind, st.month(m), demand[key], served[key], unmet[key],
+                F(f"={c('Unmet (average)')}{{r}}*HoursPerMonth"),
+                worst[key], slo,
+                F(f'=IF(OR({c("SLO ms")}{{r}}="",{c("Worst transit ms")}{{r}}=""),"",'
+                  f'{c("SLO ms")}{{r}}-{c("Worst transit ms")}{{r}})'),
+                ", ".join(sorted(places[key])),
+            ])
+    if sh.row >= 2:
+        n = sh.row
+        sh.ws.conditional_formatting.add(
+            f"{c('Unmet (average)')}2:{c('Unmet (average)')}{n}",
+            CellIsRule(operator="greaterThan", formula=["0.000001"], fill=RED_FILL))
+        col = c("SLO headroom ms")
+        sh.ws.conditional_formatting.add(
+            f"{col}2:{col}{n}",
+            FormulaRule(formula=[f'AND(ISNUMBER({col}2),{col}2<0.1*{c("SLO ms")}2)'],
+                        fill=AMBER_FILL))
+    sh.finish()
+
+
+def _diagnostics_sheet(wb, plan: Plan) -> None:
+    s = plan.scenario
+    ws = wb.create_sheet("Diagnostics")
+    ws["A1"] = "Warnings"
+    ws["A1"].font = BOLD
+    r = 2
+    if not s.warnings:
+        ws.cell(r, 1, "none")
+        r += 1
+    for w in s.warnings:
+        text_cell(ws.cell(r, 1), str(w))
+        r += 1
+    r += 1
+    ws.cell(r, 1, "Unmet demand").font = BOLD
+    r += 1
+    heads = ["Workload", "Site", "Month", "Segment", "Units", "Unit-hours", "Penalty",
+             "Reason"]
+    for j, h in enumerate(heads, start=1):
+        ws.cell(r, j, h).font = BOLD
+    r += 1
+    if plan.unmet.empty:
+        ws.cell(r, 1, "none: all demand is served")
+        r += 1
+    for u in plan.unmet.itertuples():
+        for j, v in enumerate([u.workload, u.site if isinstance(u.site, str) else "",
+                               u.month_label, int(u.segment), u.units, u.unit_hours,
+                               u.penalty_usd, u.reason], start=1):
+            text_cell(ws.cell(r, j), v)
+        ws.cell(r, 7).number_format = USD
+        r += 1
+    r += 1
+    ws.cell(r, 1, "Candidates").font = BOLD
+    r += 1
+    for k, v in plan.candidates.counts().items():
+        text_cell(ws.cell(r, 1), k)
+        ws.cell(r, 2, v)
+        r += 1
+    r += 1
+    ws.cell(r, 1, "Pruned (workload, offer) pairs").font = BOLD
+    r += 1
+    for j, h in enumerate(["Workload", "Offer", "Reason"], start=1):
+        ws.cell(r, j, h).font = BOLD
+    r += 1
+    for (w, offer), reason in sorted(plan.candidates.pruned.items()):
+        for j, v in enumerate([w, offer, reason], start=1):
+            text_cell(ws.cell(r, j), v)
+        r += 1
+    for col, width in zip("ABCDEFGH", (40, 36, 40, 10, 14, 14, 14, 50)):
+        ws.column_dimensions[col].width = width
+
+
+def _summary(wb, ws, plan: Plan, costs: Sheet, ps: Sheet, cs: Sheet, es: Sheet,
+             baselines: dict, seconds: dict) -> None:
+    s, res, t = plan.scenario, plan.result, plan.totals
+    st = s.settings
+    tr = costs.total_row
+    cc = costs.col
+    rows: list[tuple[str, object, str | None, object]] = [
+        ("Scenario", s.name, None, None),
+        ("Input hash", s.content_hash(), None, None),
+        ("Horizon", f"{st.month(0)} to {st.month(st.horizon_months - 1)}", None, None),
+        ("Solver", f"{res.solver} ({res.version})", None, None),
+        ("Status", res.status + ("" if res.status == "optimal"
+                                 else " (stopped at the time limit)"), None, None),
+        ("MIP gap", res.gap, PCT, None),
+        ("Solve seconds", round(res.seconds, 3), "0.000", None),
+        (None, None, None, None),
+        ("Totals", "Workbook (formula)", None, "Solver"),
+        ("Total cost (nominal)", f"=Costs!{cc('Total')}{tr}", USD, t["total_cost_usd"]),
+        ("Total cost (discounted)", f"=Costs!{cc('Discounted total')}{tr}", USD,
+         t["discounted_total_cost_usd"]),
+    ]
+    for term in COST_KEYS:
+        rows.append((f"  {term}", f"=Costs!{cc(term)}{tr}", USD, t["cost_by_term_usd"][term]))
+    rows.append(("  egress", f"=Costs!{cc('egress')}{tr}", USD, t["egress_usd"]))
+    rows += [
+        ("Unmet demand (unit-hours)", t["unmet_unit_hours"], NUM, None),
+        ("Unmet penalty", t["unmet_penalty_usd"], USD, None),
+        ("Objective (discounted, with penalty)", t["objective_usd"], USD,
+         res.objective),
+        ("Commitment obligation (new)", f"=SUMIFS({cs.rng('Total obligation')},"
+         f"{cs.rng('Kind')},\"new\")", USD, t["obligation_usd"]),
+        ("  of which beyond the horizon", f"=SUMIFS({cs.rng('Beyond horizon')},"
+         f"{cs.rng('Kind')},\"new\")", USD, t["beyond_horizon_usd"]),
+        (None, None, None, None),
+        ("Reconciliation", None, None, None),
+        ("Plan costs (sum of Plan)", f"=SUM({ps.rng('Cost')})", USD, t["plan_cost_usd"]),
+        ("Idle committed capacity", f"=SUM({cs.rng('Idle cost')})", USD,
+         t["idle_committed_usd"]),
+        ("Upfronts", f"=SUM({cs.rng('Counted upfront')})", USD, t["upfront_usd"]),
+        ("Egress", f"=SUM({es.rng('Cost')})", USD, t["egress_usd"]),
+    ]
+    ws.cell(1, 1, "GPU procurement plan").font = Font(bold=True, size=14)
+    r = 3
+    refs: dict[str, str] = {}
+    for label, value, fmt, solver in rows:
+        if label is not None:
+            ws.cell(r, 1, label).font = BOLD if not label.startswith("  ") else Font()
+            cell = ws.cell(r, 2)
+            if isinstance(value, str) and value.startswith("="):
+                cell.value = value
+            else:
+                text_cell(cell, value)
+            if fmt:
+                cell.number_format = fmt
+            if solver is not None:
+                text_cell(ws.cell(r, 3), solver)
+                if fmt:
+                    ws.cell(r, 3).number_format = fmt
+            refs[label] = f"B{r}"
+        r += 1
+    parts = [refs[k] for k in ("Plan costs (sum of Plan)", "Idle committed capacity",
+                               "Upfronts", "Egress")]
+    ws.cell(r, 1, "Sum of the parts").font = BOLD
+    ws.cell(r, 2, "=" + "+".join(parts)).number_format = USD
+    r += 1
+    ws.cell(r, 1, "Difference to total (should be 0)").font = BOLD
+    ws.cell(r, 2, f"=B{r - 1}-{refs['Total cost (nominal)']}").number_format = USD
+    r += 2
+    ws.cell(r, 1, "Savings").font = BOLD
+    ws.cell(r, 2, "Plan of comparison").font = BOLD
+    ws.cell(r, 3, "Its total").font = BOLD
+    ws.cell(r, 4, "Saving").font = BOLD
+    ws.cell(r, 5, "Saving %").font = BOLD
+    r += 1
+    if not baselines:
+        ws.cell(r, 1, "comparison plans not solved (--no-baselines)")
+    for name, b in baselines.items():
+        ws.cell(r, 1, "against")
+        ws.cell(r, 2, name)
+        ws.cell(r, 3, b["total_cost_usd"]).number_format = USD
+        ws.cell(r, 4, f"=C{r}-{refs['Total cost (nominal)']}").number_format = USD
+        ws.cell(r, 5, f"=IF(C{r}>0,D{r}/C{r},0)").number_format = PCT
+        if b.get("unmet_unit_hours"):
+            ws.cell(r, 6, f"leaves {b['unmet_unit_hours']:,.1f} unit-hours unmet")
+        r += 1
+    if seconds:
+        r += 1
+        ws.cell(r, 1, "Seconds per stage").font = BOLD
+        r += 1
+        for k, v in seconds.items():
+            ws.cell(r, 1, k)
+            ws.cell(r, 2, round(v, 3)).number_format = "0.000"
+            r += 1
+    _name(wb, "TotalCost", f"Summary!${refs['Total cost (nominal)'][0]}$"
+          f"{refs['Total cost (nominal)'][1:]}")
+    _name(wb, "DiscountedTotalCost", f"Summary!$B${refs['Total cost (discounted)'][1:]}")
+    _name(wb, "CommitmentObligation",
+          f"Summary!$B${refs['Commitment obligation (new)'][1:]}")
+    ws.column_dimensions["A"].width = 40
+    ws.column_dimensions["B"].width = 30
+    ws.column_dimensions["C"].width = 18
+    ws.column_dimensions["D"].width = 24
+    ws.column_dimensions["E"].width = 14
+
+
+def _input_sheets(wb, plan: Plan) -> None:
+    read = plan.scenario.tables_as_read
+    for table in TABLES:
+        if table.name not in read:
+            continue
+        label, columns, rows = read[table.name]
+        ws = wb.create_sheet(f"Input {table.name}"[:31])
+        for j, name in enumerate(columns, start=1):
+            cell = ws.cell(1, j)
+            text_cell(cell, name)
+            cell.font, cell.fill = BOLD, HEADER_FILL
+        for i, cells in enumerate(rows, start=2):
+            for j, name in enumerate(columns, start=1):
+                v = cells.get(name)
+                if v is not None and not isinstance(v, (str, int, float, bool)):
+                    v = str(v)
+                text_cell(ws.cell(i, j), v)
+        ws.freeze_panes = "A2"
+        for j, name in enumerate(columns, start=1):
+            ws.column_dimensions[get_column_letter(j)].width = max(12, len(name) + 2)

@@ -1,0 +1,115 @@
+"""Run a solver on a built model and normalise what it says.
+
+PuLP's own status is not enough: at a time limit it reports "Optimal" for HiGHS, and CBC
+without an incumbent leaves LP-relaxation values in the variables. So we read HiGHS's model
+status, primal solution status, gap and bound ourselves, and for CBC trust a solution only
+when PuLP's solution status says one was found and the values are integral.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+import pulp
+
+from planner.model import PlanningModel
+
+
+@dataclass(frozen=True)
+class SolveResult:
+    solver: str
+    status: str  # optimal | feasible | infeasible | no_solution | error
+    termination: str  # the solver's own word: optimal, time limit, infeasible, …
+    has_solution: bool
+    objective: float | None
+    bound: float | None
+    gap: float | None
+    seconds: float
+    version: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.has_solution and self.status in ("optimal", "feasible")
+
+
+def solve(model: PlanningModel, solver: str = "highs", time_limit: float = 60.0,
+          gap: float = 1e-4, threads: int | None = 1, msg: bool = False) -> SolveResult:
+    """Solve `model` in place; deterministic for a given model (fixed seed and threads)."""
+    prob = model.prob
+    if not prob.variables():
+        prob.addVariable(pulp.LpVariable("empty__model", lowBound=0, upBound=0))
+    start = time.perf_counter()
+    if solver == "highs":
+        result = _solve_highs(prob, time_limit, gap, threads, msg)
+    elif solver == "cbc":
+        result = _solve_cbc(prob, time_limit, gap, threads, msg)
+    else:
+        raise ValueError(f"unknown solver {solver!r}")
+    seconds = time.perf_counter() - start
+    return SolveResult(seconds=seconds, **result)
+
+
+def _solve_highs(prob, time_limit, gap, threads, msg) -> dict:
+    import highspy
+
+    cmd = pulp.HiGHS(msg=msg, timeLimit=time_limit, gapRel=gap, threads=threads,
+                     random_seed=0)
+    try:
+        prob.solve(cmd)
+    except pulp.PulpSolverError as e:
+        return dict(solver="highs", status="error", termination=str(e), has_solution=False,
+                    objective=None, bound=None, gap=None)
+    h = prob.solverModel
+    info = h.getInfo()
+    status = h.getModelStatus()
+    S = highspy.HighsModelStatus
+    has_solution = info.primal_solution_status == 2  # kSolutionStatusFeasible
+    termination = h.modelStatusToString(status).lower()
+    if status == S.kOptimal:
+        norm = "optimal"
+    elif status == S.kInfeasible:
+        norm, has_solution = "infeasible", False
+    elif has_solution:
+        norm = "feasible"  # time, iteration or solution limit with an incumbent
+    else:
+        norm = "no_solution"
+    objective = info.objective_function_value if has_solution else None
+    bound = getattr(info, "mip_dual_bound", None)
+    mip_gap = getattr(info, "mip_gap", None)
+    if not prob.isMIP() or (norm == "optimal" and (mip_gap is None or mip_gap > 1e300)):
+        mip_gap = 0.0 if norm == "optimal" else mip_gap
+    if mip_gap is not None and mip_gap > 1e300:
+        mip_gap = None
+    version = ".".join(str(x) for x in (h.versionMajor(), h.versionMinor(),
+                                        h.versionPatch()))
+    return dict(solver="highs", status=norm, termination=termination,
+                has_solution=has_solution, objective=objective, bound=bound, gap=mip_gap,
+                version=f"HiGHS {version}")
+
+
+def _solve_cbc(prob, time_limit, gap, threads, msg) -> dict:
+    cmd = pulp.PULP_CBC_CMD(msg=msg, timeLimit=time_limit, gapRel=gap, threads=threads)
+    try:
+        prob.solve(cmd)
+    except pulp.PulpSolverError as e:
+        return dict(solver="cbc", status="error", termination=str(e), has_solution=False,
+                    objective=None, bound=None, gap=None)
+    sol = prob.sol_status
+    integral = all(
+        v.varValue is not None and abs(v.varValue - round(v.varValue)) < 1e-6
+        for v in prob.variables() if v.cat != pulp.LpContinuous
+    )
+    if prob.status == pulp.LpStatusInfeasible:
+        norm, has_solution = "infeasible", False
+    elif sol == pulp.LpSolutionOptimal and integral:
+        norm, has_solution = "optimal", True
+    elif sol == pulp.LpSolutionIntegerFeasible and integral:
+        norm, has_solution = "feasible", True
+    else:
+        norm, has_solution = "no_solution", False
+    objective = pulp.value(prob.objective) if has_solution else None
+    return dict(solver="cbc", status=norm, termination=pulp.LpStatus[prob.status].lower(),
+                has_solution=has_solution, objective=objective,
+                bound=objective if norm == "optimal" else None,
+                gap=0.0 if norm == "optimal" else None, version="CBC (PuLP)")

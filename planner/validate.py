@@ -1,0 +1,550 @@
+"""Turn raw tables into a typed `Scenario`, reporting every problem at once (SPEC §3).
+
+Three passes, each collecting issues rather than stopping at the first:
+1. tables and columns: missing, unknown, duplicated;
+2. cells: type, range, blanks against the schema's defaults;
+3. rules between rows and tables: ids, references, terms, peaks, reachability.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import re
+from collections import defaultdict
+from pathlib import Path
+
+from planner.issues import Issue, ScenarioError
+from planner.load import RawScenario, RawTable, load_raw
+from planner.schema import (
+    COMMITMENT_TERMS,
+    PAY_AS_YOU_GO,
+    SETTINGS,
+    SETTINGS_BY_NAME,
+    TABLES,
+    Column,
+)
+from planner.scenario import (
+    Demand,
+    Existing,
+    Gpu,
+    Link,
+    Offer,
+    Region,
+    Scenario,
+    Settings,
+    Site,
+    Throughput,
+    Workload,
+)
+
+_MONTH = re.compile(r"^(\d{4})-(\d{1,2})$")
+_QUARTER = re.compile(r"^(\d{4})\s*-?\s*Q([1-4])$", re.IGNORECASE)
+_TRUE = {"true", "yes", "y", "1", "t"}
+_FALSE = {"false", "no", "n", "0", "f"}
+EPS = 1e-9
+
+
+class _Blank:
+    """Marker for a blank cell (distinct from a parse failure)."""
+
+
+BLANK = _Blank()
+
+
+class CellError(ValueError):
+    pass
+
+
+def _blank(v: object) -> bool:
+    return v is None or (isinstance(v, str) and v.strip() == "")
+
+
+def _number(v: object) -> float:
+    if isinstance(v, bool):
+        raise CellError(f"'{v}' is not a number")
+    if isinstance(v, (int, float)):
+        x = float(v)
+    else:
+        text = str(v).strip().replace("_", "")
+        try:
+            x = float(text)
+        except ValueError:
+            raise CellError(f"'{v}' is not a number") from None
+    if not math.isfinite(x):
+        raise CellError(f"'{v}' is not a finite number")
+    return x
+
+
+def _month(v: object) -> tuple[int, int]:
+    if isinstance(v, (dt.date, dt.datetime)):
+        return (v.year, v.month)
+    m = _MONTH.match(str(v).strip())
+    if not m or not 1 <= int(m.group(2)) <= 12:
+        raise CellError(f"'{v}' is not a month (YYYY-MM)")
+    return (int(m.group(1)), int(m.group(2)))
+
+
+def parse_cell(col: Column, v: object):
+    """Typed value of one cell, BLANK for a blank cell; raises CellError when wrong."""
+    if _blank(v):
+        return BLANK
+    t = col.type
+    if t in ("id", "text"):
+        if isinstance(v, float) and v.is_integer():
+            v = int(v)  # a number typed into a name column: 12.0 reads as "12"
+        return str(v).strip()
+    if t == "enum":
+        text = str(v).strip().lower()
+        if text not in col.choices:
+            raise CellError(f"'{v}' is not one of {', '.join(col.choices)}")
+        return text
+    if t == "bool":
+        if isinstance(v, bool):
+            return v
+        text = str(v).strip().lower()
+        if isinstance(v, (int, float)):
+            text = str(int(v)) if float(v).is_integer() else text
+        if text in _TRUE:
+            return True
+        if text in _FALSE:
+            return False
+        raise CellError(f"'{v}' is not true or false")
+    if t == "month":
+        return _month(v)
+    if t == "period":
+        if isinstance(v, (dt.date, dt.datetime)):
+            return ("month", (v.year, v.month))
+        q = _QUARTER.match(str(v).strip())
+        if q:
+            return ("quarter", (int(q.group(1)), int(q.group(2))))
+        try:
+            return ("month", _month(v))
+        except CellError:
+            raise CellError(f"'{v}' is not a month (2027-01) or a quarter (2027Q1)") from None
+    x = _number(v)
+    if t == "int":
+        if abs(x - round(x)) > 1e-9:
+            raise CellError(f"'{v}' is not a whole number")
+        x = int(round(x))
+    if col.positive and x <= 0:
+        raise CellError(f"{v} must be greater than 0")
+    if col.minimum is not None and x < col.minimum:
+        what = "negative" if col.minimum == 0 else f"below {col.minimum:g}"
+        raise CellError(f"{v} is {what}; it must be at least {col.minimum:g}")
+    if col.maximum is not None and x > col.maximum:
+        raise CellError(f"{v} is above {col.maximum:g}")
+    return x
+
+
+class _Collector:
+    def __init__(self, issues: list[Issue]):
+        self.issues = issues
+
+    def error(self, table: str, row: int | None, column: str | None, message: str):
+        self.issues.append(Issue("error", table, row, column, message))
+
+    def warn(self, table: str, row: int | None, column: str | None, message: str):
+        self.issues.append(Issue("warning", table, row, column, message))
+
+
+def _typed_rows(raw: RawTable, table_schema, out: _Collector):
+    """(row number, {column: typed value or default}) for every row whose cells parse."""
+    rows = []
+    for number, cells in raw.rows:
+        values, ok = {}, True
+        for col in table_schema.columns:
+            try:
+                v = parse_cell(col, cells.get(col.name))
+            except CellError as e:
+                out.error(raw.label, number, col.name, str(e))
+                ok = False
+                continue
+            if v is BLANK:
+                if col.required and not col.allow_blank:
+                    out.error(raw.label, number, col.name, "is required but blank")
+                    ok = False
+                v = col.default
+            values[col.name] = v
+        rows.append((number, values, ok))
+    return rows
+
+
+def validate(raw: RawScenario) -> tuple[Scenario | None, list[Issue]]:
+    """Check a raw scenario; return the typed scenario (None if any error) and all issues."""
+    issues: list[Issue] = list(raw.issues)
+    out = _Collector(issues)
+    if any(i.table == "scenario" for i in issues):
+        return None, issues
+
+    rows: dict[str, list] = {}
+    labels: dict[str, str] = {}
+    for schema in TABLES:
+        table = raw.tables.get(schema.name)
+        labels[schema.name] = table.label if table else schema.name
+        if table is None:
+            if not schema.optional:
+                out.error(schema.name, None, None, "required table is missing")
+            rows[schema.name] = []
+            continue
+        missing = [c.name for c in schema.columns if c.required and c.name not in table.columns]
+        for name in missing:
+            out.error(table.label, 1, name, "required column is missing")
+        for name in table.columns:
+            if name not in schema.column_names:
+                out.warn(table.label, 1, name, f"unknown column '{name}'; ignored")
+        if missing:
+            rows[schema.name] = []
+            continue
+        rows[schema.name] = _typed_rows(table, schema, out)
+
+    settings = _settings(rows["settings"], labels["settings"], out)
+    builder = _Builder(rows, labels, settings, out)
+    scenario_parts = builder.build()
+    errors = [i for i in issues if i.severity == "error"]
+    if errors or settings is None:
+        return None, _sorted(issues)
+    tables_as_read = {
+        name: (t.label, t.columns, [cells for _, cells in t.rows])
+        for name, t in raw.tables.items()
+    }
+    scenario = Scenario(
+        name=raw.name,
+        settings=settings,
+        warnings=tuple(_sorted(issues)),
+        tables_as_read=tables_as_read,
+        **scenario_parts,
+    )
+    return scenario, _sorted(issues)
+
+
+def _sorted(issues: list[Issue]) -> list[Issue]:
+    order = {t.name: i for i, t in enumerate(TABLES)}
+
+    def key(i: Issue):
+        name = i.table.split(".")[0].replace("sheet ", "").lower()
+        return (order.get(name, -1), i.table, i.row or 0, i.column or "", i.message)
+
+    # stable: problems in the order of the tables, then rows
+    return sorted(dict.fromkeys(issues), key=key)
+
+
+def _settings(rows, label: str, out: _Collector) -> Settings | None:
+    found: dict[str, object] = {}
+    where: dict[str, int] = {}
+    for number, values, ok in rows:
+        if not ok:
+            continue
+        key = str(values["key"]).strip().lower()
+        col = SETTINGS_BY_NAME.get(key)
+        if col is None:
+            out.warn(label, number, "key", f"unknown setting '{values['key']}'; ignored")
+            continue
+        if key in found:
+            out.error(label, number, "key", f"setting '{key}' is given twice "
+                      f"(also row {where[key]})")
+            continue
+        where[key] = number
+        try:
+            v = parse_cell(col, values["value"])
+        except CellError as e:
+            out.error(label, number, "value", f"{key}: {e}")
+            found[key] = None
+            continue
+        if v is BLANK and col.required:
+            out.error(label, number, "value", f"required setting '{key}' has no value")
+            found[key] = None
+            continue
+        found[key] = col.default if v is BLANK else v
+    complete = True
+    for col in SETTINGS:
+        if col.required and found.get(col.name) is None:
+            if col.name not in found:
+                out.error(label, None, "key", f"required setting '{col.name}' is missing")
+            complete = False
+    if not complete or any(v is None and k in where for k, v in found.items()):
+        return None
+    kwargs = {c.name: found.get(c.name, c.default) for c in SETTINGS}
+    kwargs = {k: v for k, v in kwargs.items() if v is not None}
+    kwargs["horizon_months"] = int(kwargs["horizon_months"])
+    return Settings(**kwargs)
+
+
+class _Builder:
+    """Cross-row and cross-table rules, building the typed rows as it goes."""
+
+    def __init__(self, rows, labels, settings: Settings | None, out: _Collector):
+        self.rows, self.labels, self.settings, self.out = rows, labels, settings, out
+
+    def _unique(self, table: str, key_of, what: str):
+        """Rows whose key is new; duplicates reported with the first row's number."""
+        seen: dict = {}
+        for number, values, ok in self.rows[table]:
+            if not ok:
+                continue
+            key = key_of(values)
+            if key in seen:
+                self.out.error(self.labels[table], number, what.split(",")[0].strip(),
+                               f"duplicate {what} {key!r} (first at row {seen[key]})")
+                continue
+            seen[key] = number
+            yield number, values
+
+    def _ref(self, table, number, column, value, known, what) -> bool:
+        if value is None or value in known:
+            return True
+        self.out.error(self.labels[table], number, column, f"unknown {what} '{value}'")
+        return False
+
+    def build(self) -> dict:
+        gpus = [Gpu(**v) for _, v in self._unique("gpus", lambda v: v["gpu"], "gpu")]
+        gpu_names = {g.gpu for g in gpus}
+        sites = self._sites()
+        site_names = {s.site for s in sites}
+        links = self._links(site_names)
+        regions = self._regions(site_names)
+        region_names = {r.region for r in regions}
+        offers = self._offers(region_names, gpu_names)
+        workloads = self._workloads(sites)
+        workload_names = {w.workload for w in workloads}
+        throughput = self._throughput(workload_names, gpu_names, workloads)
+        demand = self._demand(workloads, site_names, sites, links, regions)
+        existing = self._existing(region_names, gpu_names)
+        return dict(
+            gpus=tuple(gpus), sites=tuple(sites), links=tuple(links), regions=tuple(regions),
+            offers=tuple(offers), workloads=tuple(workloads), throughput=tuple(throughput),
+            demand=tuple(demand), existing=tuple(existing),
+        )
+
+    def _sites(self):
+        sites = []
+        for number, v in self._unique("sites", lambda v: v["site"], "site"):
+            country = str(v["country"]).strip().upper()
+            if not re.fullmatch(r"[A-Z]{2}", country):
+                self.out.error(self.labels["sites"], number, "country",
+                               f"'{v['country']}' is not an ISO 3166 alpha-2 code (two letters)")
+                continue
+            sites.append(Site(v["site"], country, str(v["jurisdiction"]).strip().upper(),
+                              v["lat"], v["lon"]))
+        return sites
+
+    def _links(self, site_names):
+        links = []
+        label = self.labels["links"]
+        for number, v in self._unique(
+            "links", lambda v: tuple(sorted((v["site_a"], v["site_b"]))), "site_a, site_b pair"
+        ):
+            ok = self._ref("links", number, "site_a", v["site_a"], site_names, "site")
+            ok &= self._ref("links", number, "site_b", v["site_b"], site_names, "site")
+            if v["site_a"] == v["site_b"]:
+                self.out.error(label, number, "site_b", "a link joins a site to itself")
+                ok = False
+            if ok:
+                links.append(Link(v["site_a"], v["site_b"], v["rtt_ms"]))
+        return links
+
+    def _regions(self, site_names):
+        regions = []
+        for number, v in self._unique("regions", lambda v: v["region"], "region"):
+            if self._ref("regions", number, "site", v["site"], site_names, "site"):
+                regions.append(Region(**v))
+        return regions
+
+    def _offers(self, region_names, gpu_names):
+        offers = []
+        label = self.labels["offers"]
+
+        def key(v):
+            months = v["commit_months"] if v["term"] in COMMITMENT_TERMS else 0
+            return (v["region"], v["gpu"], v["term"], months)
+
+        for number, v in self._unique("offers", key, "region, gpu, term, commit_months"):
+            ok = self._ref("offers", number, "region", v["region"], region_names, "region")
+            ok &= self._ref("offers", number, "gpu", v["gpu"], gpu_names, "gpu")
+            months = v["commit_months"]
+            if v["term"] in COMMITMENT_TERMS:
+                if not months or months < 1:
+                    self.out.error(label, number, "commit_months",
+                                   f"a {v['term']} commitment needs commit_months ≥ 1")
+                    ok = False
+            elif months:
+                self.out.error(label, number, "commit_months",
+                               f"{v['term']} is pay-as-you-go and takes no commit_months "
+                               f"(got {months})")
+                ok = False
+            if v["max_gpus"] is not None and v["min_gpus"] > v["max_gpus"]:
+                self.out.error(label, number, "min_gpus",
+                               f"min_gpus {v['min_gpus']} exceeds max_gpus {v['max_gpus']}")
+                ok = False
+            if v["term"] in PAY_AS_YOU_GO and v["min_gpus"]:
+                self.out.warn(label, number, "min_gpus",
+                              "min_gpus applies to commitments only; ignored")
+            if v["term"] != "spot" and v["interruption_rate"]:
+                self.out.warn(label, number, "interruption_rate",
+                              "interruption_rate applies to spot only; ignored")
+            if ok:
+                fields = dict(v)
+                fields["commit_months"] = int(months or 0)
+                fields["source"] = v["source"] or ""
+                offers.append(Offer(**fields))
+        return offers
+
+    def _workloads(self, sites):
+        places = {s.jurisdiction for s in sites} | {s.country for s in sites}
+        label = self.labels["workloads"]
+        default_penalty = (self.settings.unmet_penalty_usd_per_unit_hour
+                           if self.settings else 1000.0)
+        workloads = []
+        for number, v in self._unique("workloads", lambda v: v["workload"], "workload"):
+            ok = True
+            share, ratio = v["peak_hours_share"], v["peak_to_average"]
+            if share * ratio > 1 + EPS:
+                self.out.error(label, number, "peak_hours_share",
+                               f"peak_hours_share × peak_to_average = {share * ratio:g} "
+                               "exceeds 1")
+                ok = False
+            residency = tuple(
+                dict.fromkeys(p.strip().upper() for p in (v["residency"] or "").split(";")
+                              if p.strip())
+            )
+            for place in residency:
+                if place not in places:
+                    self.out.warn(label, number, "residency",
+                                  f"'{place}' is neither the jurisdiction nor the country of "
+                                  "any site")
+            kind = v["kind"]
+            allow_spot = v["allow_spot"] if v["allow_spot"] is not None else kind == "burst"
+            single = v["single_region"] if v["single_region"] is not None else kind == "training"
+            penalty = v["unmet_penalty_usd_per_unit_hour"]
+            if ok:
+                workloads.append(Workload(
+                    workload=v["workload"], kind=kind, latency_slo_ms=v["latency_slo_ms"],
+                    residency=residency, allow_spot=allow_spot,
+                    max_spot_share=v["max_spot_share"], peak_to_average=ratio,
+                    peak_hours_share=share,
+                    egress_gb_per_unit_hour=v["egress_gb_per_unit_hour"],
+                    single_region=single, pool=v["pool"] or None,
+                    unmet_penalty_usd_per_unit_hour=(
+                        penalty if penalty is not None else default_penalty),
+                ))
+        return workloads
+
+    def _throughput(self, workload_names, gpu_names, workloads):
+        label = self.labels["throughput"]
+        pools = {w.workload: w.pool for w in workloads if w.pool}
+        replica_size: dict[tuple[str, str], tuple[int, int, str]] = {}
+        rows = []
+        for number, v in self._unique(
+            "throughput", lambda v: (v["workload"], v["gpu"]), "workload, gpu pair"
+        ):
+            ok = self._ref("throughput", number, "workload", v["workload"], workload_names,
+                           "workload")
+            ok &= self._ref("throughput", number, "gpu", v["gpu"], gpu_names, "gpu")
+            pool = pools.get(v["workload"])
+            if ok and pool:
+                size = v["gpus_per_replica"]
+                first = replica_size.setdefault((pool, v["gpu"]), (size, number, v["workload"]))
+                if first[0] != size:
+                    self.out.error(
+                        label, number, "gpus_per_replica",
+                        f"pool '{pool}' on {v['gpu']}: {size} GPUs per replica, but "
+                        f"{first[2]} (row {first[1]}) has {first[0]}")
+                    ok = False
+            if ok:
+                rows.append(Throughput(v["workload"], v["gpu"], v["units_per_gpu"],
+                                       int(v["gpus_per_replica"])))
+        return rows
+
+    def _demand(self, workloads, site_names, sites, links, regions):
+        label = self.labels["demand"]
+        by_name = {w.workload: w for w in workloads}
+        s = self.settings
+        reachable = _reachable_from_regions(sites, links, regions)
+        rows: list[Demand] = []
+        seen: dict[tuple, int] = {}
+        outside = 0
+        for number, v, ok in self.rows["demand"]:
+            if not ok:
+                continue
+            w = by_name.get(v["workload"])
+            ok = self._ref("demand", number, "workload", v["workload"], by_name, "workload")
+            ok &= self._ref("demand", number, "site", v["site"], site_names, "site")
+            if w is None or not ok:
+                continue
+            if w.latency_slo_ms is not None and v["site"] is None:
+                self.out.error(label, number, "site",
+                               f"workload '{w.workload}' has a latency SLO, so its demand "
+                               "needs the site of its users")
+                continue
+            if (w.latency_slo_ms is not None and v["site"] is not None
+                    and v["site"] not in reachable):
+                self.out.error(label, number, "site",
+                               f"site '{v['site']}' is not connected to any region on the "
+                               "network map, so the latency SLO can never be met")
+                continue
+            if s is None:
+                continue
+            kind, (year, part) = v["period"]
+            first = (year * 12 + (part - 1) * 3) if kind == "quarter" else year * 12 + part - 1
+            count = 3 if kind == "quarter" else 1
+            start = s.start_month[0] * 12 + s.start_month[1] - 1
+            for month in range(first - start, first - start + count):
+                if not 0 <= month < s.horizon_months:
+                    outside += 1
+                    continue
+                key = (w.workload, v["site"], month)
+                if key in seen:
+                    self.out.error(label, number, "period",
+                                   f"demand of '{w.workload}' at "
+                                   f"{v['site'] or 'no site'} in {s.month(month)} is given "
+                                   f"twice (also row {seen[key]})")
+                    continue
+                seen[key] = number
+                rows.append(Demand(w.workload, month, v["amount"], v["site"]))
+        if outside:
+            self.out.warn(label, None, "period",
+                          f"{outside} month(s) of demand lie outside the horizon; ignored")
+        return rows
+
+    def _existing(self, region_names, gpu_names):
+        label = self.labels["existing"]
+        s = self.settings
+        rows = []
+        for number, v, ok in self.rows["existing"]:
+            if not ok:
+                continue
+            ok = self._ref("existing", number, "region", v["region"], region_names, "region")
+            ok &= self._ref("existing", number, "gpu", v["gpu"], gpu_names, "gpu")
+            if v["end_month"] < v["start_month"]:
+                self.out.error(label, number, "end_month", "end_month is before start_month")
+                ok = False
+            if not ok or s is None:
+                continue
+            base = s.start_month[0] * 12 + s.start_month[1] - 1
+            index = lambda ym: ym[0] * 12 + ym[1] - 1 - base  # noqa: E731
+            rows.append(Existing(v["region"], v["gpu"], int(v["gpus"]),
+                                 index(v["start_month"]), index(v["end_month"]),
+                                 v["usd_per_gpu_hour"]))
+        return rows
+
+
+def _reachable_from_regions(sites, links, regions) -> set[str]:
+    """Sites connected by some path to the site of at least one region."""
+    from planner.graph import build_graph
+    import networkx as nx
+
+    graph = build_graph(sites, links)
+    region_sites = {r.site for r in regions if r.site in graph}
+    reach: set[str] = set()
+    for component in nx.connected_components(graph):
+        if component & region_sites:
+            reach |= component
+    return reach
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Load and validate; raise ScenarioError with every issue when there is any error."""
+    scenario, issues = validate(load_raw(path))
+    if scenario is None:
+        raise ScenarioError(issues)
+    return scenario
