@@ -8,6 +8,7 @@ stderr; stdout carries only the JSON of --json.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -21,7 +22,9 @@ from planner.issues import Issue, ScenarioError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Plan GPU procurement at least cost: what to buy, where, on which term.")
-err = Console(stderr=True, highlight=False)
+# Not a terminal (a log, CI, a pipe): wide enough that a problem stays on one line.
+err = Console(stderr=True, highlight=False,
+              width=None if sys.stderr.isatty() or os.environ.get("COLUMNS") else 200)
 
 EXIT_OK, EXIT_ERROR, EXIT_BAD_INPUT, EXIT_NO_PLAN = 0, 1, 2, 3
 
@@ -73,7 +76,7 @@ def _guard(fn):
             raise
         except Exception as e:  # noqa: BLE001 - the last line of defence
             err.print(f"[red]unexpected error:[/] {type(e).__name__}: {e}")
-            if "PLANNER_DEBUG" in __import__("os").environ:
+            if "PLANNER_DEBUG" in os.environ:
                 raise
             raise typer.Exit(EXIT_ERROR)
 

@@ -38,7 +38,8 @@ from planner.scenario import (
     Workload,
 )
 
-_MONTH = re.compile(r"^(\d{4})-(\d{1,2})$")
+# YYYY-MM; a full date (as spreadsheets export date cells) names its month
+_MONTH = re.compile(r"^(\d{4})-(\d{1,2})(?:-\d{1,2}(?:[ T]00:00(?::00)?)?)?$")
 _QUARTER = re.compile(r"^(\d{4})\s*-?\s*Q([1-4])$", re.IGNORECASE)
 _TRUE = {"true", "yes", "y", "1", "t"}
 _FALSE = {"false", "no", "n", "0", "f"}
@@ -93,6 +94,8 @@ def parse_cell(col: Column, v: object):
     if t in ("id", "text"):
         if isinstance(v, float) and v.is_integer():
             v = int(v)  # a number typed into a name column: 12.0 reads as "12"
+        if isinstance(v, (dt.date, dt.datetime)):
+            v = v.strftime("%Y-%m-%d")  # a date cell in a text column (settings values)
         return str(v).strip()
     if t == "enum":
         text = str(v).strip().lower()

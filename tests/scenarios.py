@@ -52,7 +52,9 @@ def scenario(**tables) -> dict[str, list[dict]]:
 
 
 def _columns(name: str, rows: list[dict]) -> list[str]:
-    cols = list(HEADERS.get(name, []))
+    """The header: the columns the rows use (the standard ones of an empty table)."""
+    used = {c for row in rows for c in row}
+    cols = [c for c in HEADERS.get(name, []) if c in used or not rows]
     for row in rows:
         for c in row:
             if c not in cols:

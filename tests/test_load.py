@@ -1,0 +1,134 @@
+"""Loading: CSV folders and workbooks give the same scenario; names and blanks as SPEC §2."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from openpyxl import load_workbook
+from typer.testing import CliRunner
+
+from planner.cli import app
+from planner.graph import Transit, region_latencies
+from planner.validate import load_scenario
+from scenarios import scenario, write_csv, write_xlsx
+
+RICH = scenario(
+    settings={"horizon_months": 6, "tail_policy": "prorate", "discount_rate_annual": 0.08},
+    gpus=[{"gpu": "A", "memory_gb": 80, "source": "datasheet"}, {"gpu": "B"}],
+    sites=[{"site": "s1", "country": "us", "jurisdiction": "us", "lat": 40.1, "lon": -74},
+           {"site": "s2", "country": "DE", "jurisdiction": "EU"}],
+    links=[{"site_a": "s1", "site_b": "s2", "rtt_ms": 90}],
+    regions=[{"region": "r1", "provider": "p", "site": "s1", "egress_usd_per_gb": 0.09},
+             {"region": "r2", "provider": "q", "site": "s2"}],
+    offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 2},
+            {"region": "r2", "gpu": "B", "term": "Reserved", "usd_per_gpu_hour": 1,
+             "commit_months": 12, "upfront_usd_per_gpu": 100, "lead_time_days": 45,
+             "max_gpus": 16, "min_gpus": 4}],
+    workloads=[{"workload": "w", "kind": "inference", "latency_slo_ms": 100,
+                "residency": "EU; us", "peak_to_average": 2, "peak_hours_share": 0.25},
+               {"workload": "t", "kind": "training"}],
+    throughput=[{"workload": "w", "gpu": "A", "units_per_gpu": 10},
+                {"workload": "t", "gpu": "B", "units_per_gpu": 1, "gpus_per_replica": 8}],
+    demand=[{"workload": "w", "period": "2027Q1", "amount": 10, "site": "s2"},
+            {"workload": "t", "period": "2027-02", "amount": 16}],
+    existing=[{"region": "r2", "gpu": "B", "gpus": 8, "start_month": "2026-10",
+               "end_month": "2027-03", "usd_per_gpu_hour": 1.5}],
+)
+
+
+def test_csv_and_workbook_give_the_same_scenario(tmp_path):
+    a = load_scenario(write_csv(tmp_path / "rich", RICH))
+    b = load_scenario(write_xlsx(tmp_path / "rich.xlsx", RICH))
+    assert a == b
+    assert a.content_hash() == b.content_hash()
+
+
+def test_defaults_units_and_normalisation(tmp_path):
+    s = load_scenario(write_csv(tmp_path / "rich", RICH))
+    assert s.settings.tail_policy == "prorate" and s.settings.hours_per_month == 730
+    assert s.settings.unmet_penalty_usd_per_unit_hour == 1000
+    reserved = s.offer_by_key["r2/B/reserved/12"]
+    assert reserved.first_month == 2  # ceil(45 / 30)
+    assert s.offer_by_key["r1/A/on_demand"].max_gpus is None  # blank: unlimited
+    w, t = s.workload_by_name["w"], s.workload_by_name["t"]
+    assert w.residency == ("EU", "US") and not w.allow_spot and not w.single_region
+    assert t.single_region and not t.allow_spot
+    assert s.site_by_name["s1"].country == "US"
+    # a quarter's amount applies to each of its months
+    assert sorted(d.month for d in s.demand if d.workload == "w") == [0, 1, 2]
+    e = s.existing[0]
+    assert (e.start, e.end) == (-3, 2)
+
+
+def test_column_names_are_case_insensitive_and_order_free(tmp_path):
+    path = write_csv(tmp_path / "scn", scenario())
+    (path / "offers.csv").write_text("USD_per_GPU_hour,Term,GPU,Region\n2,ON_DEMAND,A,r1\n")
+    s = load_scenario(path)
+    assert s.offers[0].term == "on_demand" and s.offers[0].usd_per_gpu_hour == 2
+
+
+def test_workbook_dates_and_decimal_whole_numbers(tmp_path):
+    data = scenario(settings={"horizon_months": 3})
+    file = write_xlsx(tmp_path / "s.xlsx", data)
+    wb = load_workbook(file)
+    wb["settings"]["B2"] = dt.datetime(2027, 1, 1)
+    wb["settings"]["B3"] = 3.0
+    wb["demand"]["B2"] = dt.datetime(2027, 2, 1)
+    wb.save(file)
+    s = load_scenario(file)
+    assert s.settings.start_month == (2027, 1) and s.settings.horizon_months == 3
+    assert s.demand[0].month == 1
+
+
+def test_template_filled_by_hand_loads(tmp_path):
+    file = tmp_path / "t.xlsx"
+    assert CliRunner().invoke(app, ["template", str(file)]).exit_code == 0
+    wb = load_workbook(file)
+    assert {"README", "settings", "gpus", "sites", "links", "regions", "offers", "workloads",
+            "throughput", "demand", "existing"} <= set(wb.sheetnames)
+    offers = wb["offers"]
+    assert offers["A1"].comment is not None and "region" in offers["A1"].comment.text
+    lists = [dv.formula1 for dv in offers.data_validations.dataValidation]
+    assert any("reserved" in f for f in lists)
+    # a user fills it in
+    settings = wb["settings"]
+    for row in settings.iter_rows(min_row=2):
+        if row[0].value == "start_month":
+            row[1].value = "2027-01"
+        if row[0].value == "horizon_months":
+            row[1].value = 2
+    wb["gpus"].append(["A"])
+    wb["sites"].append(["s1", "US", "US"])
+    wb["regions"].append(["r1", "p", "s1"])
+    wb["offers"].append(["r1", "A", "on_demand", 2])
+    wb["workloads"].append(["w", "inference"])
+    wb["throughput"].append(["w", "A", 10])
+    wb["demand"].append(["w", "2027-01", 10])
+    wb.save(file)
+    s = load_scenario(file)
+    assert s.settings.horizon_months == 2 and s.settings.solver == "highs"
+    assert s.warnings == ()
+
+
+def test_transit_latency_is_the_shortest_path(tmp_path):
+    data = scenario(
+        sites=[{"site": x, "country": "US", "jurisdiction": "US"} for x in "abcd"],
+        links=[{"site_a": "a", "site_b": "b", "rtt_ms": 10},
+               {"site_a": "b", "site_b": "c", "rtt_ms": 10},
+               {"site_a": "a", "site_b": "c", "rtt_ms": 50},
+               {"site_a": "c", "site_b": "d", "rtt_ms": 5}],
+        regions=[{"region": "rd", "provider": "p", "site": "d"},
+                 {"region": "ra", "provider": "p", "site": "a"}],
+        offers=[{"region": "rd", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 1}],
+    )
+    s = load_scenario(write_csv(tmp_path / "g", data))
+    t = Transit(s, ["a"])
+    assert t.latency("a", "d") == 25  # a-b-c-d, not a-c-d (55)
+    assert t.latency("a", "a") == 0
+    rows = region_latencies(s, "a")
+    assert [(r["region"], r["latency_ms"]) for r in rows] == [("ra", 0), ("rd", 25)]
+    assert rows[1]["path"] == ["a", "b", "c", "d"]
+    res = CliRunner().invoke(app, ["latency", str(tmp_path / "g"), "a"])
+    assert res.exit_code == 0 and "rd" in res.output and "25" in res.output
+    res = CliRunner().invoke(app, ["latency", str(tmp_path / "g"), "zz"])
+    assert res.exit_code == 2 and "unknown site" in res.output

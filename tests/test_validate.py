@@ -1,0 +1,248 @@
+"""Bad input (SPEC §3): every problem reported, with table, row, column and what is wrong."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from typer.testing import CliRunner
+
+from planner.cli import app
+from planner.load import load_raw
+from planner.validate import validate
+from scenarios import BASE, scenario, write_csv, write_xlsx
+
+
+def _issues(tmp_path, tables, fmt="csv"):
+    path = (write_csv(tmp_path / "scn", tables) if fmt == "csv"
+            else write_xlsx(tmp_path / "scn.xlsx", tables))
+    result, issues = validate(load_raw(path))
+    return result, issues
+
+
+def _with(table: str, row: dict | None = None, index: int = 0, **changes):
+    """BASE with one row of `table` changed (or `row` appended when given)."""
+    data = copy.deepcopy(BASE)
+    if row is not None:
+        data[table].append(row)
+    else:
+        data[table][index].update(changes)
+    return data
+
+
+def _without(table: str):
+    data = copy.deepcopy(BASE)
+    del data[table]
+    return data
+
+
+def _drop_column(table: str, column: str):
+    data = copy.deepcopy(BASE)
+    for r in data[table]:
+        r.pop(column, None)
+    return data
+
+
+def _settings(**kv):
+    return scenario(settings=kv)
+
+
+UNREACHABLE = scenario(
+    sites=[{"site": "s1", "country": "US", "jurisdiction": "US"},
+           {"site": "island", "country": "FJ", "jurisdiction": "FJ"}],
+    workloads=[{"workload": "w", "kind": "inference", "latency_slo_ms": 50}],
+    demand=[{"workload": "w", "period": "2027-01", "amount": 1, "site": "island"}],
+)
+POOL_MISMATCH = scenario(
+    workloads=[{"workload": "w", "kind": "inference", "pool": "p"},
+               {"workload": "v", "kind": "inference", "pool": "p"}],
+    throughput=[{"workload": "w", "gpu": "A", "units_per_gpu": 1, "gpus_per_replica": 1},
+                {"workload": "v", "gpu": "A", "units_per_gpu": 1, "gpus_per_replica": 2}],
+)
+OVERLAP = scenario(settings={"horizon_months": 3}, demand=[{"workload": "w", "period": "2027Q1", "amount": 1},
+                           {"workload": "w", "period": "2027-02", "amount": 1}])
+
+# (case id, tables, table label, row, column, words in the message)
+CASES = [
+    ("missing table", _without("offers"), "offers", None, None, "missing"),
+    ("missing column", _drop_column("offers", "usd_per_gpu_hour"), "offers.csv", 1,
+     "usd_per_gpu_hour", "missing"),
+    ("not a number", _with("offers", usd_per_gpu_hour="abc"), "offers.csv", 2,
+     "usd_per_gpu_hour", "not a number"),
+    ("negative price", _with("offers", usd_per_gpu_hour=-1), "offers.csv", 2,
+     "usd_per_gpu_hour", "negative"),
+    ("unknown gpu", _with("offers", gpu="Z9"), "offers.csv", 2, "gpu", "unknown gpu 'Z9'"),
+    ("unknown region", _with("offers", region="nowhere"), "offers.csv", 2, "region",
+     "unknown region"),
+    ("region at unknown site", _with("regions", site="atlantis"), "regions.csv", 2, "site",
+     "unknown site"),
+    ("duplicate gpu", _with("gpus", row={"gpu": "A"}), "gpus.csv", 3, "gpu", "duplicate"),
+    ("duplicate region", _with("regions", row={"region": "r1", "provider": "q", "site": "s1"}),
+     "regions.csv", 3, "region", "duplicate"),
+    ("duplicate workload", _with("workloads", row={"workload": "w", "kind": "burst"}),
+     "workloads.csv", 3, "workload", "duplicate"),
+    ("duplicate offer", _with("offers", row={"region": "r1", "gpu": "A", "term": "on_demand",
+                                             "usd_per_gpu_hour": 3}),
+     "offers.csv", 3, "region", "duplicate"),
+    ("commitment without months", _with("offers", term="reserved"), "offers.csv", 2,
+     "commit_months", "commit_months"),
+    ("pay-as-you-go with months", _with("offers", commit_months=12), "offers.csv", 2,
+     "commit_months", "pay-as-you-go"),
+    ("peak over 1", _with("workloads", peak_hours_share=0.5, peak_to_average=3),
+     "workloads.csv", 2, "peak_hours_share", "exceeds 1"),
+    ("unreachable SLO site", UNREACHABLE, "demand.csv", 2, "site", "not connected"),
+    ("bad period", _with("demand", period="2027-13"), "demand.csv", 2, "period",
+     "not a month"),
+    ("period as words", _with("demand", period="January"), "demand.csv", 2, "period",
+     "quarter"),
+    ("bad term", _with("offers", term="weekly"), "offers.csv", 2, "term", "not one of"),
+    ("bad kind", _with("workloads", kind="serving"), "workloads.csv", 2, "kind",
+     "not one of"),
+    ("throughput of unknown workload", _with("throughput", workload="ghost"),
+     "throughput.csv", 2, "workload", "unknown workload"),
+    ("zero throughput", _with("throughput", units_per_gpu=0), "throughput.csv", 2,
+     "units_per_gpu", "greater than 0"),
+    ("fractional replica", _with("throughput", gpus_per_replica=1.5), "throughput.csv", 2,
+     "gpus_per_replica", "whole number"),
+    ("demand of unknown workload", _with("demand", workload="ghost"), "demand.csv", 2,
+     "workload", "unknown workload"),
+    ("demand at unknown site", _with("demand", site="mars"), "demand.csv", 2, "site",
+     "unknown site"),
+    ("SLO without site", _with("workloads", latency_slo_ms=20), "demand.csv", 2, "site",
+     "latency SLO"),
+    ("link to unknown site", _with("links", row={"site_a": "s1", "site_b": "x", "rtt_ms": 3}),
+     "links.csv", 2, "site_b", "unknown site"),
+    ("link to itself", _with("links", row={"site_a": "s1", "site_b": "s1", "rtt_ms": 3}),
+     "links.csv", 2, "site_b", "itself"),
+    ("negative latency", _with("links", row={"site_a": "s1", "site_b": "s1", "rtt_ms": -3}),
+     "links.csv", 2, "rtt_ms", "negative"),
+    ("country not ISO", _with("sites", country="USA"), "sites.csv", 2, "country",
+     "ISO 3166"),
+    ("missing start month", scenario(settings=[{"key": "horizon_months", "value": "3"}]),
+     "settings.csv", None, "key", "start_month"),
+    ("bad start month", _settings(start_month="2027/01"), "settings.csv", 2, "value",
+     "not a month"),
+    ("zero horizon", _settings(horizon_months=0), "settings.csv", 3, "value", "at least 1"),
+    ("bad tail policy", _settings(tail_policy="half"), "settings.csv", 4, "value",
+     "not one of"),
+    ("bad solver", _settings(solver="gurobi"), "settings.csv", 4, "value", "not one of"),
+    ("duplicate setting", scenario(settings=[{"key": "start_month", "value": "2027-01"},
+                                             {"key": "horizon_months", "value": "1"},
+                                             {"key": "HORIZON_MONTHS", "value": "2"}]),
+     "settings.csv", 4, "key", "twice"),
+    ("bad bool", _with("workloads", allow_spot="maybe"), "workloads.csv", 2, "allow_spot",
+     "true or false"),
+    ("interruption over 1", _with("offers", term="spot", interruption_rate=1.5),
+     "offers.csv", 2, "interruption_rate", "above"),
+    ("spot share over 1", _with("workloads", max_spot_share=2), "workloads.csv", 2,
+     "max_spot_share", "above"),
+    ("peak below average", _with("workloads", peak_to_average=0.5), "workloads.csv", 2,
+     "peak_to_average", "at least 1"),
+    ("min above max", _with("offers", term="reserved", commit_months=12, min_gpus=8,
+                            max_gpus=4), "offers.csv", 2, "min_gpus", "exceeds"),
+    ("existing ends before it starts",
+     scenario(existing=[{"region": "r1", "gpu": "A", "gpus": 2, "start_month": "2027-05",
+                         "end_month": "2027-01", "usd_per_gpu_hour": 1}]),
+     "existing.csv", 2, "end_month", "before"),
+    ("existing in unknown region",
+     scenario(existing=[{"region": "zz", "gpu": "A", "gpus": 2, "start_month": "2027-01",
+                         "end_month": "2027-03", "usd_per_gpu_hour": 1}]),
+     "existing.csv", 2, "region", "unknown region"),
+    ("pool with different replica sizes", POOL_MISMATCH, "throughput.csv", 3,
+     "gpus_per_replica", "pool 'p'"),
+    ("quarter overlaps month", OVERLAP, "demand.csv", 3, "period", "twice"),
+    ("latitude out of range", _with("sites", lat=100), "sites.csv", 2, "lat", "above 90"),
+    ("required cell blank", _with("offers", gpu=""), "offers.csv", 2, "gpu", "blank"),
+    ("negative demand", _with("demand", amount=-5), "demand.csv", 2, "amount", "negative"),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_each_bad_input_is_located(tmp_path, case):
+    _, tables, label, row, column, words = case
+    result, issues = _issues(tmp_path, tables)
+    assert result is None
+    errors = [i for i in issues if i.severity == "error"]
+    match = [i for i in errors if i.table == label and i.row == row and i.column == column
+             and words.lower() in i.message.lower()]
+    assert match, f"expected {label} row {row} column {column} '{words}', got:\n" + \
+        "\n".join(map(str, errors))
+
+
+def test_workbook_errors_name_the_sheet(tmp_path):
+    result, issues = _issues(tmp_path, _with("offers", usd_per_gpu_hour="abc"), fmt="xlsx")
+    assert result is None
+    assert any(i.table == "sheet offers" and i.row == 2 and i.column == "usd_per_gpu_hour"
+               for i in issues)
+
+
+def test_every_problem_is_reported_at_once(tmp_path):
+    data = _with("offers", usd_per_gpu_hour="abc")
+    data["workloads"][0]["kind"] = "serving"
+    data["demand"][0]["period"] = "someday"
+    data["sites"][0]["country"] = "USA"
+    result, issues = _issues(tmp_path, data)
+    where = {(i.table, i.column) for i in issues if i.severity == "error"}
+    assert {("offers.csv", "usd_per_gpu_hour"), ("workloads.csv", "kind"),
+            ("demand.csv", "period"), ("sites.csv", "country")} <= where
+
+
+def test_unknown_tables_columns_and_settings_are_warnings(tmp_path):
+    data = scenario(settings={"colour": "blue"})
+    data["offers"][0]["vendor_note"] = "x"
+    path = write_csv(tmp_path / "scn", data)
+    (path / "notes.csv").write_text("a,b\n1,2\n")
+    result, issues = validate(load_raw(path))
+    assert result is not None
+    warnings = [str(i) for i in issues if i.severity == "warning"]
+    assert any("notes.csv" in w and "unknown table" in w for w in warnings)
+    assert any("offers.csv" in w and "vendor_note" in w for w in warnings)
+    assert any("colour" in w for w in warnings)
+    assert len(warnings) == 3
+    assert result.warnings and len(result.warnings) == 3
+
+
+def test_demand_outside_the_horizon_is_one_warning(tmp_path):
+    data = scenario(demand=[{"workload": "w", "period": "2027-01", "amount": 1},
+                            {"workload": "w", "period": "2026Q4", "amount": 1},
+                            {"workload": "w", "period": "2030-01", "amount": 1}])
+    result, issues = _issues(tmp_path, data)
+    outside = [i for i in issues if "outside the horizon" in i.message]
+    assert result is not None and len(outside) == 1 and "4 month(s)" in outside[0].message
+
+
+def test_no_such_scenario(tmp_path):
+    result, issues = validate(load_raw(tmp_path / "nope"))
+    assert result is None and "no such" in issues[0].message
+
+
+def test_duplicate_column_header(tmp_path):
+    path = write_csv(tmp_path / "scn", BASE)
+    (path / "gpus.csv").write_text("gpu,GPU\nA,A\n")
+    result, issues = validate(load_raw(path))
+    assert result is None
+    assert any(i.table == "gpus.csv" and i.row == 1 and "more than once" in i.message
+               for i in issues)
+
+
+def test_cli_validate_exit_status_and_listing(tmp_path):
+    runner = CliRunner()
+    good = write_csv(tmp_path / "good", BASE)
+    res = runner.invoke(app, ["validate", str(good)])
+    assert res.exit_code == 0, res.output
+    bad = write_csv(tmp_path / "bad", _with("offers", gpu="Z9"))
+    res = runner.invoke(app, ["validate", str(bad)])
+    assert res.exit_code == 2
+    assert "Traceback" not in res.output and res.exception is None or \
+        isinstance(res.exception, SystemExit)
+    assert "unknown gpu 'Z9'" in res.output and "1 error(s)" in res.output
+
+
+def test_cli_solve_bad_input_writes_nothing(tmp_path):
+    bad = write_csv(tmp_path / "bad", _with("offers", usd_per_gpu_hour="abc"))
+    out = tmp_path / "plan.xlsx"
+    res = CliRunner().invoke(app, ["solve", str(bad), "-o", str(out), "--json"])
+    assert res.exit_code == 2
+    assert not out.exists()
+    assert "Traceback" not in res.output
+    assert "not a number" in res.output
