@@ -321,7 +321,8 @@ class _Builder:
         active: dict[tuple, list] = defaultdict(list)
         for (r, g) in sorted(need):
             for o in self.commit_offers.get((r, g), []):
-                up = math.ceil(busiest[(r, g)])
+                # committing the minimum can pay even when fewer GPUs are needed
+                up = max(math.ceil(busiest[(r, g)] - 1e-9), o.min_gpus)
                 if o.max_gpus is not None:
                     up = min(up, o.max_gpus)
                 if up <= 0 and fixed is None:

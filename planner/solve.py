@@ -74,8 +74,12 @@ def _solve_highs(prob, time_limit, gap, threads, msg) -> dict:
         norm = "feasible"  # time, iteration or solution limit with an incumbent
     else:
         norm = "no_solution"
-    objective = info.objective_function_value if has_solution else None
+    # PuLP hands HiGHS the objective without its constant (here: existing contracts)
+    offset = prob.objective.constant if prob.objective is not None else 0.0
+    objective = info.objective_function_value + offset if has_solution else None
     bound = getattr(info, "mip_dual_bound", None)
+    if bound is not None and abs(bound) < 1e300:
+        bound += offset
     mip_gap = getattr(info, "mip_gap", None)
     if not prob.isMIP() or (norm == "optimal" and (mip_gap is None or mip_gap > 1e300)):
         mip_gap = 0.0 if norm == "optimal" else mip_gap

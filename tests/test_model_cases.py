@@ -1,0 +1,392 @@
+"""Hand-worked scenarios, one per rule of SPEC §2, each with the arithmetic of its optimum.
+
+All use hours_per_month = 100 so the sums stay readable: one GPU for a month at $2/h
+costs 100 × 2 = $200. Every plan passes the independent checker (tests/solving.py).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from solving import cost, gpus_by, solve_tables
+from scenarios import scenario
+
+H = {"hours_per_month": 100}
+
+
+def od(region="r1", gpu="A", price=2.0, **kw):
+    return {"region": region, "gpu": gpu, "term": "on_demand", "usd_per_gpu_hour": price, **kw}
+
+
+def commit(term, months, price, region="r1", gpu="A", **kw):
+    return {"region": region, "gpu": gpu, "term": term, "usd_per_gpu_hour": price,
+            "commit_months": months, **kw}
+
+
+def flat(workload="w", amount=10.0, months=1, site=None, start=1):
+    return [{"workload": workload, "period": f"2027-{m:02d}", "amount": amount, "site": site}
+            for m in range(start, start + months)]
+
+
+def us_sites(*names):
+    return [{"site": s, "country": "US", "jurisdiction": "US"} for s in names]
+
+
+def regions(**site_of):
+    return [{"region": r, "provider": "p", "site": s} for r, s in site_of.items()]
+
+
+@pytest.fixture(params=["highs", "cbc"])
+def solver(request):
+    return request.param
+
+
+def test_latency_slo_uses_the_multi_hop_path(tmp_path, solver):
+    # a–b 30 ms, b–c 30 ms, a–c 100 ms direct, c–d 20 ms. Users at a, SLO 70 ms.
+    # rc (at c) is 60 ms away through b: allowed, $1. rd (at d) is 80 ms: too far even at
+    # $0.5. rb (at b) is allowed but $3. One GPU for the month at rc: 100 × 1 = $100.
+    plan = solve_tables(tmp_path, scenario(
+        settings=H, sites=us_sites("a", "b", "c", "d"),
+        links=[{"site_a": "a", "site_b": "b", "rtt_ms": 30},
+               {"site_a": "b", "site_b": "c", "rtt_ms": 30},
+               {"site_a": "a", "site_b": "c", "rtt_ms": 100},
+               {"site_a": "c", "site_b": "d", "rtt_ms": 20}],
+        regions=regions(rb="b", rc="c", rd="d"),
+        offers=[od("rb", price=3), od("rc", price=1), od("rd", price=0.5)],
+        workloads=[{"workload": "w", "kind": "inference", "latency_slo_ms": 70}],
+        demand=flat(site="a")), solver)
+    assert cost(plan) == pytest.approx(100)
+    assert gpus_by(plan, "region") == {"rc": 1}
+
+
+def test_residency_keeps_data_in_its_jurisdiction(tmp_path, solver):
+    # EU-only workload: the US region at $1 is out; the EU region at $2: 100 × 2 = $200.
+    plan = solve_tables(tmp_path, scenario(
+        settings=H,
+        sites=[{"site": "ny", "country": "US", "jurisdiction": "US"},
+               {"site": "fra", "country": "DE", "jurisdiction": "EU"}],
+        regions=regions(us="ny", eu="fra"),
+        offers=[od("us", price=1), od("eu", price=2)],
+        workloads=[{"workload": "w", "kind": "inference", "residency": "EU"}]), solver)
+    assert cost(plan) == pytest.approx(200)
+    assert gpus_by(plan, "region") == {"eu": 1}
+
+
+BREAK_EVEN_OFFERS = [od(price=2), commit("monthly", 1, 1.8), commit("reserved", 12, 1.5)]
+
+
+def test_reserved_wins_for_a_year_of_steady_demand(tmp_path, solver):
+    # 1 GPU for 12 months: on-demand 12 × 200 = 2400; monthly 12 × 180 = 2160;
+    # reserved 12 months 12 × 150 = 1800. Reserved wins: $1800.
+    plan = solve_tables(tmp_path, scenario(
+        settings={**H, "horizon_months": 12}, offers=BREAK_EVEN_OFFERS,
+        demand=flat(months=12)), solver)
+    assert cost(plan) == pytest.approx(1800)
+    assert plan.commitments[["term", "gpus", "start"]].values.tolist() == [["reserved", 1, 0]]
+
+
+def test_monthly_wins_for_half_a_year(tmp_path, solver):
+    # 1 GPU for 6 of 12 months: on-demand 6 × 200 = 1200; monthly 6 × 180 = 1080;
+    # reserved 1800 (whole 12 months). Monthly wins: $1080.
+    plan = solve_tables(tmp_path, scenario(
+        settings={**H, "horizon_months": 12}, offers=BREAK_EVEN_OFFERS,
+        demand=flat(months=6)), solver)
+    assert cost(plan) == pytest.approx(1080)
+    assert set(plan.commitments["term"]) == {"monthly"}
+
+
+def test_on_demand_wins_for_a_few_hours(tmp_path, solver):
+    # a burst at 5× for the first 20 % of the hours (share 0.2 × 5 = 1): 50 units = 5 GPUs
+    # for 20 hours. On-demand 5 × 20 × 2 = $200; monthly 5 × 100 × 1.8 = $900.
+    plan = solve_tables(tmp_path, scenario(
+        settings=H, offers=BREAK_EVEN_OFFERS[:2],
+        workloads=[{"workload": "w", "kind": "burst", "peak_hours_share": 0.2,
+                    "peak_to_average": 5}]), solver)
+    assert cost(plan) == pytest.approx(200)
+    assert plan.commitments.empty
+
+
+def test_lead_time_delays_the_first_month(tmp_path, solver):
+    # build-to-order $1 with 60 days' lead time: first month ceil(60/30) = 2. 1 GPU needed
+    # in each of 4 months: on-demand $3 in months 0–1 (2 × 300 = 600), then a 2-month
+    # build-to-order commitment from month 2 (2 × 100 = 200). Total $800.
+    plan = solve_tables(tmp_path, scenario(
+        settings={**H, "horizon_months": 4},
+        offers=[od(price=3), commit("build_to_order", 2, 1.0, lead_time_days=60)],
+        demand=flat(months=4)), solver)
+    assert cost(plan) == pytest.approx(800)
+    assert plan.commitments[["term", "start", "gpus"]].values.tolist() == \
+        [["build_to_order", 2, 1]]
+
+
+@pytest.mark.parametrize("od_price, expected, committed", [
+    # 2 GPUs for 12 months. Reserved $1 needs at least 4 GPUs: 4 × 12 × 100 = 4800.
+    (3.0, 4800, 4),  # on-demand 2 × 12 × 300 = 7200: take the minimum of 4 reserved
+    (1.9, 4560, 0),  # on-demand 2 × 12 × 190 = 4560 < 4800: stay on-demand
+])
+def test_minimum_commitment_quantity(tmp_path, solver, od_price, expected, committed):
+    plan = solve_tables(tmp_path, scenario(
+        settings={**H, "horizon_months": 12},
+        offers=[od(price=od_price), commit("reserved", 12, 1.0, min_gpus=4)],
+        demand=flat(amount=20, months=12)), solver)
+    assert cost(plan) == pytest.approx(expected)
+    assert int(plan.commitments["gpus"].sum()) == committed
+
+
+def test_commitments_are_pooled_across_workloads(tmp_path, solver):
+    # w1 needs 1 GPU in months 0–5, w2 1 GPU in months 6–11. One reserved GPU serves both:
+    # 12 × 100 × 1.5 = 1800, against on-demand 12 × 200 = 2400.
+    plan = solve_tables(tmp_path, scenario(
+        settings={**H, "horizon_months": 12},
+        offers=[od(price=2), commit("reserved", 12, 1.5)],
+        workloads=[{"workload": "w1", "kind": "inference"},
+                   {"workload": "w2", "kind": "inference"}],
+        throughput=[{"workload": "w1", "gpu": "A", "units_per_gpu": 10},
+                    {"workload": "w2", "gpu": "A", "units_per_gpu": 10}],
+        demand=flat("w1", months=6) + flat("w2", months=6, start=7)), solver)
+    assert cost(plan) == pytest.approx(1800)
+    assert plan.commitments["gpus"].tolist() == [1]
+    assert set(plan.assignments["workload"]) == {"w1", "w2"}
+    assert plan.contracts["utilization"].tolist() == [pytest.approx(1.0)]
+
+
+def test_whole_replicas(tmp_path, solver):
+    # a replica is 4 GPUs delivering 4 × 10 = 40 units; 50 units need 2 replicas = 8 GPUs,
+    # not 5: 8 × 100 × 1 = $800.
+    plan = solve_tables(tmp_path, scenario(
+        settings=H, offers=[od(price=1)],
+        throughput=[{"workload": "w", "gpu": "A", "units_per_gpu": 10, "gpus_per_replica": 4}],
+        demand=flat(amount=50)), solver)
+    assert cost(plan) == pytest.approx(800)
+    assert plan.usage["gpus"].tolist() == [8]
+
+
+def test_heterogeneous_mix_beats_one_gpu_type(tmp_path, solver):
+    # small requests: A ($1) 10/GPU, B ($3) 40/GPU; large: A 1/GPU, B 20/GPU.
+    # Demand small 10, large 20. All on B: loads 10/40 + 20/20 = 1.25 → 2 B = $600.
+    # All on A: 1 + 20 = 21 A = $2100. Mix: small on 1 A ($100) + large on 1 B ($300) = $400.
+    plan = solve_tables(tmp_path, scenario(
+        settings=H, gpus=[{"gpu": "A"}, {"gpu": "B"}],
+        offers=[od(gpu="A", price=1), od(gpu="B", price=3)],
+        workloads=[{"workload": "small", "kind": "inference", "pool": "llm"},
+                   {"workload": "large", "kind": "inference", "pool": "llm"}],
+        throughput=[{"workload": "small", "gpu": "A", "units_per_gpu": 10},
+                    {"workload": "small", "gpu": "B", "units_per_gpu": 40},
+                    {"workload": "large", "gpu": "A", "units_per_gpu": 1},
+                    {"workload": "large", "gpu": "B", "units_per_gpu": 20}],
+        demand=flat("small", 10) + flat("large", 20)), solver)
+    assert cost(plan) == pytest.approx(400)
+    assert gpus_by(plan, "workload", "gpu") == {("large", "B"): 1, ("small", "A"): 1}
+
+
+def test_pool_replicas_carry_the_sum_of_loads(tmp_path, solver):
+    # one pool, one GPU type B ($3): loads 10/40 + 15/20 = 1.0 → exactly 1 replica, $300.
+    # Without pooling it would be 1 + 1 = 2 GPUs ($600).
+    plan = solve_tables(tmp_path, scenario(
+        settings=H, gpus=[{"gpu": "B"}], offers=[od(gpu="B", price=3)],
+        workloads=[{"workload": "small", "kind": "inference", "pool": "llm"},
+                   {"workload": "large", "kind": "inference", "pool": "llm"}],
+        throughput=[{"workload": "small", "gpu": "B", "units_per_gpu": 40},
+                    {"workload": "large", "gpu": "B", "units_per_gpu": 20}],
+        demand=flat("small", 10) + flat("large", 15)), solver)
+    assert cost(plan) == pytest.approx(300)
+    assert plan.usage["gpus"].tolist() == [1]
+    # the pool's one GPU is attributed by load: 0.25 to small, 0.75 to large
+    assert gpus_by(plan, "workload") == {"large": 0.75, "small": 0.25}
+
+
+def test_spot_is_derated_by_interruptions(tmp_path, solver):
+    # spot $0.5 loses 20 %: a GPU delivers 8 units. 16 units: 2 spot GPUs = 2 × 100 × 0.5
+    # = $100 (on-demand would be 2 × $200).
+    plan = solve_tables(tmp_path, scenario(
+        settings=H, offers=[od(price=2), {"region": "r1", "gpu": "A", "term": "spot",
+                                          "usd_per_gpu_hour": 0.5, "interruption_rate": 0.2}],
+        workloads=[{"workload": "w", "kind": "burst"}], demand=flat(amount=16)), solver)
+    assert cost(plan) == pytest.approx(100)
+    assert gpus_by(plan, "term") == {"spot": 2}
+
+
+def test_spot_share_is_capped(tmp_path, solver):
+    # 20 units, spot at most half (10 units): 2 spot GPUs (8 each ≥ 10) = $100, plus 1
+    # on-demand GPU for the other 10 = $200. Total $300.
+    plan = solve_tables(tmp_path, scenario(
+        settings=H, offers=[od(price=2), {"region": "r1", "gpu": "A", "term": "spot",
+                                          "usd_per_gpu_hour": 0.5, "interruption_rate": 0.2}],
+        workloads=[{"workload": "w", "kind": "burst", "max_spot_share": 0.5}],
+        demand=flat(amount=20)), solver)
+    assert cost(plan) == pytest.approx(300)
+    assert gpus_by(plan, "term") == {"spot": 2, "on_demand": 1}
+
+
+def test_no_spot_unless_allowed(tmp_path, solver):
+    # inference does not allow spot by default: 1 on-demand GPU, $200.
+    plan = solve_tables(tmp_path, scenario(
+        settings=H, offers=[od(price=2), {"region": "r1", "gpu": "A", "term": "spot",
+                                          "usd_per_gpu_hour": 0.1}]), solver)
+    assert cost(plan) == pytest.approx(200)
+    assert gpus_by(plan, "term") == {"on_demand": 1}
+
+
+@pytest.mark.parametrize("od_price, expected, reserved", [
+    # Steady w 10 units (1 GPU all month) + burst b at 5× in the first 20 % of hours:
+    # 20 units = 2 GPUs for 20 hours. Reserved (1 month) $1/h, on-demand od_price.
+    (2.0, 180, 1),  # 1 reserved (100) + 2 on-demand × 20 h × 2 (80) = 180 < 3 reserved 300
+    (8.0, 300, 3),  # 100 + 2 × 20 × 8 = 420 > 3 reserved (300): committed GPUs idle off-peak
+])
+def test_peak_segments_share_committed_gpus(tmp_path, solver, od_price, expected, reserved):
+    plan = solve_tables(tmp_path, scenario(
+        settings=H, offers=[od(price=od_price), commit("reserved", 1, 1.0)],
+        workloads=[{"workload": "w", "kind": "inference"},
+                   {"workload": "b", "kind": "burst", "peak_hours_share": 0.2,
+                    "peak_to_average": 5}],
+        throughput=[{"workload": "w", "gpu": "A", "units_per_gpu": 10},
+                    {"workload": "b", "gpu": "A", "units_per_gpu": 10}],
+        demand=flat("w", 10) + flat("b", 4)), solver)
+    assert cost(plan) == pytest.approx(expected)
+    assert int(plan.commitments["gpus"].sum()) == reserved
+    # in the peak segment the committed GPUs serve both workloads
+    peak = plan.assignments[(plan.assignments["segment"] == 0)
+                            & (plan.assignments["term"] == "reserved")]
+    assert set(peak["workload"]) == ({"w", "b"} if reserved == 3 else {"w"})
+
+
+@pytest.mark.parametrize("egress_price, expected, region", [
+    # 10 units for 100 h × 0.05 GB = 50 GB. r1 $1/h + 50 GB × egress; r2 $1.2/h, no egress.
+    (0.1, 105, "r1"),  # 100 + 5 = 105 < 120
+    (1.0, 120, "r2"),  # 100 + 50 = 150 > 120
+])
+def test_egress_on_served_units(tmp_path, solver, egress_price, expected, region):
+    plan = solve_tables(tmp_path, scenario(
+        settings=H,
+        regions=[{"region": "r1", "provider": "p", "site": "s1",
+                  "egress_usd_per_gb": egress_price},
+                 {"region": "r2", "provider": "q", "site": "s1"}],
+        offers=[od("r1", price=1), od("r2", price=1.2)],
+        workloads=[{"workload": "w", "kind": "inference", "egress_gb_per_unit_hour": 0.05}]),
+        solver)
+    assert cost(plan) == pytest.approx(expected)
+    assert gpus_by(plan, "region") == {region: 1}
+    assert plan.totals["egress_usd"] == pytest.approx(5 if region == "r1" else 0)
+
+
+def test_existing_contracts_are_used_first_and_counted(tmp_path, solver):
+    # 2 GPUs already signed at $1.5 for the whole year: 2 × 12 × 100 × 1.5 = 3600 (sunk).
+    # Demand is 3 GPUs: the third on-demand, 12 × 200 = 2400. Total $6000.
+    plan = solve_tables(tmp_path, scenario(
+        settings={**H, "horizon_months": 12}, offers=[od(price=2)],
+        demand=flat(amount=30, months=12),
+        existing=[{"region": "r1", "gpu": "A", "gpus": 2, "start_month": "2026-07",
+                   "end_month": "2027-12", "usd_per_gpu_hour": 1.5}]), solver)
+    assert cost(plan) == pytest.approx(6000)
+    assert plan.totals["cost_by_term_usd"]["existing"] == pytest.approx(3600)
+    assert plan.totals["cost_by_term_usd"]["on_demand"] == pytest.approx(2400)
+    assert gpus_by(plan, "term") == {"existing": 24, "on_demand": 12}
+
+
+def test_unmet_demand_at_its_penalty(tmp_path, solver):
+    # only 1 GPU available (max_gpus 1): 10 of 20 units served ($200); 10 units × 100 h =
+    # 1000 unit-hours unmet at $5 = $5000. Objective 5200; cost 200.
+    plan = solve_tables(tmp_path, scenario(
+        settings={**H, "unmet_penalty_usd_per_unit_hour": 5}, offers=[od(price=2, max_gpus=1)],
+        demand=flat(amount=20)), solver)
+    assert cost(plan) == pytest.approx(200)
+    assert plan.totals["unmet_unit_hours"] == pytest.approx(1000)
+    assert plan.totals["objective_usd"] == pytest.approx(5200)
+    assert plan.unmet["reason"].tolist() == ["capacity exhausted"]
+
+
+def test_unmet_demand_says_why(tmp_path):
+    # g has no throughput row anywhere; e may only run in the EU, where nothing is offered.
+    plan = solve_tables(tmp_path, scenario(
+        settings=H,
+        workloads=[{"workload": "w", "kind": "inference"},
+                   {"workload": "g", "kind": "inference"},
+                   {"workload": "e", "kind": "inference", "residency": "EU"}],
+        throughput=[{"workload": "w", "gpu": "A", "units_per_gpu": 10},
+                    {"workload": "e", "gpu": "A", "units_per_gpu": 10}],
+        demand=flat("w") + flat("g", 1) + flat("e", 1)))
+    reasons = dict(zip(plan.unmet["workload"], plan.unmet["reason"]))
+    assert reasons == {"g": "no GPU type that can serve it",
+                       "e": "no offer in an allowed jurisdiction"}
+    assert plan.totals["unmet_unit_hours"] == pytest.approx(200)
+
+
+@pytest.mark.parametrize("tail, od_price, expected_cost, committed", [
+    # 1 GPU for a 6-month horizon; reserved 12 months at $1, obligation 12 × 100 = 1200.
+    ("full", 3.0, 1200, 1),     # on-demand 6 × 300 = 1800 > 1200: reserve, all 1200 counts
+    ("full", 1.9, 1140, 0),     # on-demand 6 × 190 = 1140 < 1200
+    ("prorate", 1.9, 600, 1),   # only the 6 months inside count: 600 < 1140
+])
+def test_tail_policies(tmp_path, solver, tail, od_price, expected_cost, committed):
+    plan = solve_tables(tmp_path, scenario(
+        settings={**H, "horizon_months": 6, "tail_policy": tail},
+        offers=[od(price=od_price), commit("reserved", 12, 1.0)],
+        demand=flat(months=6)), solver)
+    assert cost(plan) == pytest.approx(expected_cost)
+    assert len(plan.commitments) == committed
+    if committed:
+        c = plan.commitments.iloc[0]
+        assert c["obligation_usd"] == pytest.approx(1200)  # the workbook shows it all
+        assert c["beyond_horizon_usd"] == pytest.approx(600)
+
+
+def test_discounting_favours_paying_later(tmp_path, solver):
+    # 1 GPU for 12 months. Monthly term $1/h: 12 payments of 100 = 1200 nominal. Reserved in
+    # region r2 at $0/h with 1150 upfront in month 0. Undiscounted, reserved wins (1150).
+    # At 12 %/year the monthly payments weigh Σ_{m<12} 100 × 1.12^(−m/12) ≈ 1139.9 < 1150.
+    tables = scenario(
+        settings={**H, "horizon_months": 12, "discount_rate_annual": 0.12},
+        regions=regions(r1="s1", r2="s1"),
+        offers=[commit("monthly", 1, 1.0),
+                commit("reserved", 12, 0.0, region="r2", upfront_usd_per_gpu=1150)],
+        demand=flat(months=12))
+    plan = solve_tables(tmp_path, tables, solver)
+    weighed = sum(100 * 1.12 ** (-m / 12) for m in range(12))
+    assert weighed == pytest.approx(1139.87, abs=0.01)
+    assert set(plan.commitments["term"]) == {"monthly"}
+    assert plan.totals["objective_usd"] == pytest.approx(weighed)
+    assert cost(plan) == pytest.approx(1200)  # nominal
+    tables["settings"] = [r for r in tables["settings"] if r["key"] != "discount_rate_annual"]
+    plan = solve_tables(tmp_path, tables, solver)
+    assert set(plan.commitments["term"]) == {"reserved"} and cost(plan) == pytest.approx(1150)
+
+
+def test_training_stays_in_one_region_on_one_gpu_type(tmp_path, solver):
+    # 16 GPUs of training. r1 (10 GPUs max, $1) + r2 (10 max, $1.1) would give
+    # 10 × 100 + 6 × 110 = 1660, but training must stay together: only r3 (unlimited,
+    # $1.5) holds all 16: 16 × 150 = $2400.
+    plan = solve_tables(tmp_path, scenario(
+        settings=H, regions=regions(r1="s1", r2="s1", r3="s1"),
+        offers=[od("r1", price=1, max_gpus=10), od("r2", price=1.1, max_gpus=10),
+                od("r3", price=1.5)],
+        workloads=[{"workload": "t", "kind": "training"}],
+        throughput=[{"workload": "t", "gpu": "A", "units_per_gpu": 1}],
+        demand=flat("t", 16)), solver)
+    assert cost(plan) == pytest.approx(2400)
+    assert gpus_by(plan, "region") == {"r3": 16}
+
+
+def test_users_at_several_sites_are_served_near_each(tmp_path, solver):
+    # users at ny (10 units) and fra (20 units), SLO 30 ms; ny–fra 80 ms. Each site can only
+    # be served from its own region: 1 GPU at us ($2) + 2 GPUs at eu ($3): 200 + 600 = $800.
+    plan = solve_tables(tmp_path, scenario(
+        settings=H,
+        sites=[{"site": "ny", "country": "US", "jurisdiction": "US"},
+               {"site": "fra", "country": "DE", "jurisdiction": "EU"}],
+        links=[{"site_a": "ny", "site_b": "fra", "rtt_ms": 80}],
+        regions=regions(us="ny", eu="fra"),
+        offers=[od("us", price=2), od("eu", price=3)],
+        workloads=[{"workload": "w", "kind": "inference", "latency_slo_ms": 30}],
+        demand=flat(site="ny") + flat(amount=20, site="fra")), solver)
+    assert cost(plan) == pytest.approx(800)
+    assert gpus_by(plan, "region") == {"us": 1, "eu": 2}
+
+
+def test_offer_capacity_per_month(tmp_path, solver):
+    # r1 is cheaper ($1) but holds 2 GPUs; the third GPU comes from r2 ($2): 200 + 200 = 400.
+    plan = solve_tables(tmp_path, scenario(
+        settings=H, regions=regions(r1="s1", r2="s1"),
+        offers=[od("r1", price=1, max_gpus=2), od("r2", price=2)],
+        demand=flat(amount=30)), solver)
+    assert cost(plan) == pytest.approx(400)
+    assert gpus_by(plan, "region") == {"r1": 2, "r2": 1}
