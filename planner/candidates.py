@@ -32,7 +32,7 @@ UNMET_JURISDICTION = "no offer in an allowed jurisdiction"
 UNMET_LATENCY = "no offer within the latency SLO"
 UNMET_LEAD_TIME = "lead time: no offer available yet in this month"
 UNMET_CAPACITY = "capacity exhausted"
-UNMET_PENALTY = "serving costs more than the unmet-demand penalty"
+UNMET_PENALTY = "serving costs more than the unmet-demand penalty (or lies within the MIP gap)"
 
 
 @dataclass(frozen=True)

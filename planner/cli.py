@@ -134,6 +134,44 @@ def template(file: Path = typer.Argument(..., help="the .xlsx file to write")):
 
 @app.command()
 @_guard
+def throughput(
+    scenario: Path = typer.Argument(..., help="scenario folder whose gpus.csv to read and "
+                                    "whose throughput.csv to write"),
+    models: Path = typer.Argument(Path("models"), help="folder of model profiles with "
+                                  "workloads.csv (workload, model, precision, mode)"),
+):
+    """Derive the throughput table from AI model profiles (see models/README.md)."""
+    from planner.load import load_raw
+    from planner.profiles import derive_all, write_throughput
+    from planner.scenario import Gpu
+    from planner.schema import TABLES_BY_NAME
+    from planner.validate import _typed_rows, _Collector
+
+    raw = load_raw(scenario)
+    table = raw.tables.get("gpus")
+    if table is None:
+        err.print(f"[red]error:[/] {scenario} has no gpus table")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    issues: list[Issue] = []
+    rows = _typed_rows(table, TABLES_BY_NAME["gpus"], _Collector(issues))
+    if issues:
+        _print_issues(issues, str(scenario))
+        raise typer.Exit(EXIT_BAD_INPUT)
+    gpus = [Gpu(**values) for _, values, _ in rows]
+    derived = derive_all(models, gpus)
+    write_throughput(derived, scenario / "throughput.csv")
+    table_out = Table(title=f"Throughput derived from {models}")
+    for col in ("workload", "gpu", "units/GPU", "GPUs/replica", "how"):
+        table_out.add_column(col)
+    for r in derived:
+        table_out.add_row(r.workload, r.gpu, f"{r.units_per_gpu:g}", str(r.gpus_per_replica),
+                          r.how)
+    err.print(table_out)
+    err.print(f"wrote {scenario / 'throughput.csv'} ({len(derived)} rows)")
+
+
+@app.command()
+@_guard
 def solve(
     scenario: Optional[Path] = typer.Argument(None, help="folder of CSVs or .xlsx; "
                                               "default: the scenario in data/"),

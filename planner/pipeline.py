@@ -23,7 +23,7 @@ class Run:
 def plan_scenario(scenario: Scenario, solver: str | None = None,
                   time_limit: float | None = None, gap: float | None = None,
                   restrictions: Restrictions | None = None,
-                  transit: Transit | None = None) -> Run:
+                  transit: Transit | None = None, threads: int | None = 1) -> Run:
     st = scenario.settings
     seconds: dict[str, float] = {}
     t = time.perf_counter()
@@ -37,7 +37,7 @@ def plan_scenario(scenario: Scenario, solver: str | None = None,
     seconds["build"] = time.perf_counter() - t
     result = solve(model, solver or st.solver,
                    time_limit if time_limit is not None else st.time_limit_s,
-                   gap if gap is not None else st.mip_gap)
+                   gap if gap is not None else st.mip_gap, threads=threads)
     seconds["solve"] = result.seconds
     t = time.perf_counter()
     plan = extract_plan(model, result) if result.has_solution else None

@@ -8,6 +8,7 @@ when PuLP's solution status says one was found and the values are integral.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -33,28 +34,93 @@ class SolveResult:
         return self.has_solution and self.status in ("optimal", "feasible")
 
 
+# Above this many integer variables the LP-guided start (planner.heuristic) runs first.
+LARGE_MODEL = 3000
+
+
 def solve(model: PlanningModel, solver: str = "highs", time_limit: float = 60.0,
-          gap: float = 1e-4, threads: int | None = 1, msg: bool = False) -> SolveResult:
-    """Solve `model` in place; deterministic for a given model (fixed seed and threads)."""
+          gap: float = 1e-4, threads: int | None = 1, msg: bool = False,
+          strategy: str = "auto") -> SolveResult:
+    """Solve `model` in place; deterministic for a given model (fixed seed and threads).
+
+    strategy: "direct" (the MIP alone), "lp-guided" (heuristic start first), or "auto"
+    (lp-guided above LARGE_MODEL integer variables).
+    """
     prob = model.prob
     if not prob.variables():
         prob.addVariable(pulp.LpVariable("empty__model", lowBound=0, upBound=0))
-    start = time.perf_counter()
+    started = time.perf_counter()
+
+    def left() -> float:
+        return max(1.0, time_limit - (time.perf_counter() - started))
+
+    integers = sum(1 for v in prob.variables() if v.cat != pulp.LpContinuous)
+    guided = strategy == "lp-guided" or (strategy == "auto" and integers > LARGE_MODEL)
+    start = None
+    if guided:
+        from planner.heuristic import lp_guided_start
+
+        def run_part(part, _limit, part_gap):
+            r = _run(part, solver, left(), part_gap, threads, msg)
+            return r["objective"] if r["has_solution"] else None
+
+        start = lp_guided_start(model, run_part, gap, time_limit)
+        if start is not None:
+            achieved = (start.objective - start.lp_bound) / max(abs(start.objective), 1e-9)
+            if achieved <= gap:
+                return SolveResult(
+                    solver=solver, status="optimal",
+                    termination="within the gap of the LP bound (LP-guided start)",
+                    has_solution=True, objective=start.objective, bound=start.lp_bound,
+                    gap=max(achieved, 0.0), seconds=time.perf_counter() - started,
+                    version=_version(solver))
+    kept = {v.name: v.varValue for v in prob.variables()} if start is not None else None
+    result = _run(prob, solver, left(), gap, threads, msg, warm=start is not None)
+    if start is not None:
+        if not result["has_solution"] or result["objective"] > start.objective:
+            for v in prob.variables():  # the solver did not improve on the start: keep it
+                v.varValue = kept.get(v.name)
+            result.update(has_solution=True, objective=start.objective,
+                          status="feasible" if result["status"] != "infeasible" else "feasible")
+        bound = max(result["bound"] or -math.inf, start.lp_bound)
+        result["bound"] = bound
+        result["gap"] = max(0.0, (result["objective"] - bound) / max(abs(result["objective"]),
+                                                                      1e-9))
+        if result["gap"] <= gap:
+            result["status"] = "optimal"
+    return SolveResult(seconds=time.perf_counter() - started, **result)
+
+
+def solve_problem(prob: pulp.LpProblem, solver: str = "highs", time_limit: float = 60.0,
+                  gap: float = 1e-4, threads: int | None = 1, msg: bool = False) -> dict:
+    """Run one solver on any PuLP problem; the normalised fields of a SolveResult."""
+    return _run(prob, solver, time_limit, gap, threads, msg)
+
+
+def _run(prob, solver, time_limit, gap, threads, msg, warm=False) -> dict:
     if solver == "highs":
-        result = _solve_highs(prob, time_limit, gap, threads, msg)
-    elif solver == "cbc":
-        result = _solve_cbc(prob, time_limit, gap, threads, msg)
-    else:
-        raise ValueError(f"unknown solver {solver!r}")
-    seconds = time.perf_counter() - start
-    return SolveResult(seconds=seconds, **result)
+        return _solve_highs(prob, time_limit, gap, threads, msg, warm)
+    if solver == "cbc":
+        return _solve_cbc(prob, time_limit, gap, threads, msg, warm)
+    raise ValueError(f"unknown solver {solver!r}")
 
 
-def _solve_highs(prob, time_limit, gap, threads, msg) -> dict:
+def _version(solver: str) -> str:
+    if solver == "highs":
+        import highspy
+
+        h = highspy.Highs()
+        return f"HiGHS {h.versionMajor()}.{h.versionMinor()}.{h.versionPatch()}"
+    return "CBC (PuLP)"
+
+
+def _solve_highs(prob, time_limit, gap, threads, msg, warm=False) -> dict:
     import highspy
 
-    cmd = pulp.HiGHS(msg=msg, timeLimit=time_limit, gapRel=gap, threads=threads,
-                     random_seed=0)
+    from planner.highs import BulkHiGHS
+
+    cmd = BulkHiGHS(msg=msg, timeLimit=time_limit, gapRel=gap, threads=threads,
+                    random_seed=0, start=warm)
     try:
         prob.solve(cmd)
     except pulp.PulpSolverError as e:
@@ -85,15 +151,14 @@ def _solve_highs(prob, time_limit, gap, threads, msg) -> dict:
         mip_gap = 0.0 if norm == "optimal" else mip_gap
     if mip_gap is not None and mip_gap > 1e300:
         mip_gap = None
-    version = ".".join(str(x) for x in (h.versionMajor(), h.versionMinor(),
-                                        h.versionPatch()))
     return dict(solver="highs", status=norm, termination=termination,
                 has_solution=has_solution, objective=objective, bound=bound, gap=mip_gap,
-                version=f"HiGHS {version}")
+                version=_version("highs"))
 
 
-def _solve_cbc(prob, time_limit, gap, threads, msg) -> dict:
-    cmd = pulp.PULP_CBC_CMD(msg=msg, timeLimit=time_limit, gapRel=gap, threads=threads)
+def _solve_cbc(prob, time_limit, gap, threads, msg, warm=False) -> dict:
+    cmd = pulp.PULP_CBC_CMD(msg=msg, timeLimit=time_limit, gapRel=gap, threads=threads,
+                            warmStart=warm)
     try:
         prob.solve(cmd)
     except pulp.PulpSolverError as e:

@@ -1,0 +1,204 @@
+"""An LP-guided start for large models: a good plan fast, and a valid bound.
+
+Large plans have tens of thousands of integer replica counts, each a few hundred GPUs; the
+LP relaxation is then tight, but a MIP solver spends long minutes finding its first good
+plan. We build one from the relaxation, on the same PuLP model:
+
+1. solve the LP relaxation: its objective is a valid lower bound on every plan;
+2. fix the decisions that couple months: each single-region workload's (region, GPU type)
+   (largest LP use), and commitments (LP value rounded to the nearest whole GPU, raised to
+   min_gpus or dropped, then cut back to offer capacity);
+3. the months are now independent: solve one small MIP per month, over the (workload,
+   region, GPU type, source) columns the LP uses.
+
+The result is feasible for the full model (unmet demand absorbs anything not served) and
+deterministic (no time limit decides it). `solve` stops here when the plan is within the
+gap of the LP bound, else hands it to the full MIP as a warm start.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+
+import pulp
+from pulp import LpAffineExpression
+
+from planner.model import PlanningModel
+
+_MONTH = re.compile(r"_m(\d+)(?:_|$)")
+MONTH_GAP = 0.01
+
+
+@dataclass(frozen=True)
+class Start:
+    lp_bound: float  # objective of the LP relaxation (a lower bound)
+    objective: float  # objective of the plan built
+
+
+def _month_of(name: str) -> int | None:
+    m = _MONTH.search(name)
+    return int(m.group(1)) if m else None
+
+
+def lp_guided_start(model: PlanningModel, solve_problem, gap: float,
+                    time_limit: float) -> Start | None:
+    """Set every variable of `model` to a feasible plan; None if the LP fails."""
+    prob = model.prob
+    s = model.scenario
+    integers = [v for v in prob.variables() if v.cat != pulp.LpContinuous]
+    for v in integers:
+        v.cat = pulp.LpContinuous
+    try:
+        lp_bound = solve_problem(prob, time_limit, gap)
+    finally:
+        for v in integers:
+            v.cat = pulp.LpInteger
+    if lp_bound is None:
+        return None
+
+    # -- decisions that couple months -------------------------------------------------------
+    fixed: dict[str, tuple] = {}  # variable name -> previous (lowBound, upBound)
+
+    def fix(v: pulp.LpVariable, value: float):
+        fixed.setdefault(v.name, (v, v.lowBound, v.upBound))
+        v.lowBound = v.upBound = value
+        v.varValue = value
+
+    best = _single_region_choice(model)
+    for (w, r, g), v in model.choose.items():
+        fix(v, 1.0 if best.get(w) == (r, g) else 0.0)
+    if best:  # let commitments and everything else follow the choice
+        for v in integers:
+            v.cat = pulp.LpContinuous
+        try:
+            if solve_problem(prob, time_limit, gap) is None:
+                return None
+        finally:
+            for v in integers:
+                v.cat = pulp.LpInteger
+
+    quantity: dict[tuple[str, int], int] = {}
+    for (key, t), v in sorted(model.commit.items()):
+        o = s.offer_by_key[key]
+        x = v.varValue or 0.0
+        q = int(math.floor(x + 0.5))
+        if 0 < q < o.min_gpus:
+            q = o.min_gpus if x >= o.min_gpus / 2 else 0
+        quantity[(key, t)] = min(q, int(v.upBound)) if v.upBound is not None else q
+    _fit_offer_capacity(model, quantity)
+    for (key, t), v in model.commit.items():
+        fix(v, float(quantity[(key, t)]))
+        if (key, t) in model.commit_on:
+            fix(model.commit_on[(key, t)], 1.0 if quantity[(key, t)] > 0 else 0.0)
+
+    # -- restrict to the columns the LP uses ----------------------------------------------
+    active = {(w, r, g, src) for (w, r, g, src, m, k), v in model.supply.items()
+              if (v.varValue or 0.0) > 1e-7}
+    active |= {(w, r, g, src) for (w, r, g, src, m, k) in model.supply if (w, r, g) in
+               {(ww, *rg) for ww, rg in best.items()}}
+    kept_cells = set()
+    pool_of = {w.workload: w.pool_name for w in s.workloads}
+    for (w, r, g, src, m, k), v in model.supply.items():
+        if (w, r, g, src) in active:
+            kept_cells.add((pool_of[w], r, g, src, m, k))
+        else:
+            fix(v, 0.0)
+    for key, v in model.replicas.items():
+        if key not in kept_cells:
+            fix(v, 0.0)
+
+    # -- one MIP per month ------------------------------------------------------------------
+    by_month: dict[int, list] = defaultdict(list)
+    for name, c in prob.constraints.items():
+        m = _month_of(name)
+        if m is not None:
+            by_month[m].append(c)
+    objective = prob.objective
+    coef = {v.name: (v, a) for v, a in objective.items()}
+    vars_of_month: dict[int, list] = defaultdict(list)
+    for name, (v, a) in coef.items():
+        m = _month_of(name)
+        if m is not None:
+            vars_of_month[m].append((v, a))
+    try:
+        for m in sorted(by_month):  # noqa: B007
+            sub = pulp.LpProblem(f"{prob.name}_m{m}", pulp.LpMinimize)
+            sub.setObjective(LpAffineExpression(vars_of_month.get(m, [])))
+            for c in by_month[m]:
+                sub.addConstraint(c, name=c.name)
+            # months are small: solve them tightly, so the plan's gap is the LP's, not theirs
+            if solve_problem(sub, time_limit, min(gap, MONTH_GAP)) is None:
+                return None
+    finally:
+        for v, low, up in fixed.values():
+            v.lowBound, v.upBound = low, up
+    return Start(lp_bound=lp_bound, objective=pulp.value(prob.objective))
+
+
+def _single_region_choice(model: PlanningModel) -> dict[str, tuple[str, str]]:
+    """For each single-region workload, the (region, GPU type) to keep: one whose offers can
+    hold its busiest segment (an LP that splits it may favour a small one), then the one
+    the LP used most, then by name."""
+    s = model.scenario
+    use: dict[tuple, float] = defaultdict(float)
+    peak: dict[str, float] = defaultdict(float)
+    for (w, r, g, src, m, k), v in model.supply.items():
+        use[(w, r, g)] += v.varValue or 0.0
+    for (w, _site, m, k), level in model.candidates.level.items():
+        peak[w] = max(peak[w], level)
+    sources: dict[tuple, set[str]] = defaultdict(set)
+    for (w, r, g, src, m, k) in model.supply:
+        sources[(w, r, g)].add(src)
+    committed_offers: dict[tuple[str, str], list] = defaultdict(list)
+    for (key, _t) in model.commit:
+        o = s.offer_by_key[key]
+        if o not in committed_offers[(o.region, o.gpu)]:
+            committed_offers[(o.region, o.gpu)].append(o)
+    existing: dict[tuple[str, str], int] = defaultdict(int)
+    for e in s.existing:
+        existing[(e.region, e.gpu)] = max(existing[(e.region, e.gpu)], e.gpus)
+
+    def capacity(w, r, g) -> float:
+        total = float(existing[(r, g)])
+        for src in sources[(w, r, g)]:
+            offers = committed_offers[(r, g)] if src == "committed" else [
+                s.offer_by_key[src]]
+            for o in offers:
+                total += math.inf if o.max_gpus is None else o.max_gpus
+        return total
+
+    best: dict[str, tuple] = {}
+    for (w, r, g) in sorted(model.choose):
+        t = s.throughput_by_pair[(w, g)]
+        fits = capacity(w, r, g) * t.units_per_gpu >= peak[w] - 1e-9
+        score = (fits, use[(w, r, g)])
+        if w not in best or score > best[w][0]:
+            best[w] = (score, (r, g))
+    return {w: rg for w, (_, rg) in best.items()}
+
+
+def _fit_offer_capacity(model: PlanningModel, quantity: dict[tuple[str, int], int]) -> None:
+    """Cut rounded commitments back (latest start first) until every month fits max_gpus."""
+    s = model.scenario
+    by_offer: dict[str, list[int]] = defaultdict(list)
+    for (key, t) in quantity:
+        by_offer[key].append(t)
+    for key, starts in by_offer.items():
+        o = s.offer_by_key[key]
+        if o.max_gpus is None:
+            continue
+        for m in s.settings.months:
+            active = sorted((t for t in starts if t <= m < t + o.commit_months), reverse=True)
+            excess = sum(quantity[(key, t)] for t in active) - o.max_gpus
+            for t in active:
+                if excess <= 0:
+                    break
+                cut = min(excess, quantity[(key, t)])
+                left = quantity[(key, t)] - cut
+                if 0 < left < o.min_gpus:
+                    cut, left = quantity[(key, t)], 0
+                quantity[(key, t)] = left
+                excess -= cut
