@@ -293,8 +293,10 @@ def _costs_sheet(wb, plan: Plan, ps: Sheet, cs: Sheet, es: Sheet) -> Sheet:
         row.append(F(f"={c('Total')}{{r}}*{c('Discount factor')}{{r}}"))
         row.append(None)
         for p in providers:
-            payg = (f"SUMIFS({ps.rng('Cost')},{ps.rng('Month #')},$B{{r}},"
-                    f"{ps.rng('Provider')},\"{p}\")")
+            payg = "+".join(
+                f"SUMIFS({ps.rng('Cost')},{ps.rng('Month #')},$B{{r}},"
+                f"{ps.rng('Provider')},\"{p}\",{ps.rng('Term')},\"{term}\")"
+                for term in PAY_AS_YOU_GO)  # committed rows are paid by their contract
             commit = _commitment_formula(cs, f'"{p}"', "Provider")[1:]
             egress = (f"SUMIFS({es.rng('Cost')},{es.rng('Month #')},$B{{r}},"
                       f"{es.rng('Provider')},\"{p}\")")
