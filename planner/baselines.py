@@ -28,7 +28,8 @@ def cheapest_gpu_per_workload(scenario: Scenario, run: Run) -> dict[str, str]:
     return {w: g for w, (_, g) in best.items()}
 
 
-def solve_baselines(scenario: Scenario, solver, time_limit, gap, run: Run) -> dict:
+def solve_baselines(scenario: Scenario, solver, time_limit, gap, run: Run,
+                    threads: int | None = 1) -> dict:
     variants = {
         PAYG: Restrictions(terms={"spot": None, "on_demand": None}),
         SINGLE_GPU: Restrictions(gpu_of=cheapest_gpu_per_workload(scenario, run)),
@@ -36,7 +37,7 @@ def solve_baselines(scenario: Scenario, solver, time_limit, gap, run: Run) -> di
     out = {}
     for name, restrictions in variants.items():
         other = plan_scenario(scenario, solver, time_limit, gap, restrictions,
-                              transit=run.model.candidates.transit)
+                              transit=run.model.candidates.transit, threads=threads)
         if other.plan is None:
             continue
         out[name] = {

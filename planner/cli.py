@@ -183,6 +183,9 @@ def solve(
     gap: Optional[float] = typer.Option(None, "--gap", help="relative MIP gap"),
     export_model: Optional[Path] = typer.Option(None, "--export-model",
                                                 help="write the model as MPS"),
+    threads: int = typer.Option(1, "--threads", min=0,
+                                help="solver threads (0: the solver's choice); the plan is "
+                                     "the same whatever the count"),
     baselines: bool = typer.Option(True, "--baselines/--no-baselines",
                                    help="also solve the pay-as-you-go and single-GPU plans "
                                         "for the workbook's savings"),
@@ -208,14 +211,17 @@ def solve(
     for w in s.warnings:
         err.print(f"[yellow]{w}[/]")
     with err.status("building and solving the model"):
-        run = plan_scenario(s, solver, time_limit, gap)
+        run = plan_scenario(s, solver, time_limit, gap, threads=threads or None)
     if export_model is not None:
         run.model.prob.writeMPS(str(export_model))
         err.print(f"model written to {export_model}")
     if run.plan is None:
-        r = run.model and run.model.prob
-        err.print(f"[red]no plan found[/] ({run.seconds.get('solve', 0):.1f} s): "
-                  "the solver stopped without a feasible plan; raise --time-limit")
+        if run.result.status == "error":
+            err.print(f"[red]the solver failed:[/] {run.result.termination}")
+            raise typer.Exit(EXIT_ERROR)
+        err.print(f"[red]no plan found[/] ({run.seconds.get('solve', 0):.1f} s, "
+                  f"{run.result.termination}): the solver stopped without a feasible plan; "
+                  "raise --time-limit")
         raise typer.Exit(EXIT_NO_PLAN)
     plan = run.plan
     problems = check_plan(s, plan)
@@ -229,7 +235,7 @@ def solve(
         from planner.baselines import solve_baselines
 
         with err.status("solving the comparison plans"):
-            compare = solve_baselines(s, solver, time_limit, gap, run)
+            compare = solve_baselines(s, solver, time_limit, gap, run, threads or None)
     with err.status(f"writing {out}"):
         write_workbook(plan, out, baselines=compare, seconds=run.seconds)
     t = plan.totals

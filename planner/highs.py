@@ -12,6 +12,10 @@ import numpy as np
 import pulp
 
 
+_UNSET = object()
+_threads_in_use: object = _UNSET
+
+
 class BulkHiGHS(pulp.HiGHS):
     def __init__(self, *args, start: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
@@ -66,6 +70,13 @@ class BulkHiGHS(pulp.HiGHS):
     def callSolver(self, lp):
         import highspy
 
+        global _threads_in_use
+        # HiGHS keeps one thread scheduler per process; a run asking for another thread
+        # count than the last one fails unless the scheduler is reset first.
+        if self.threads != _threads_in_use:
+            if _threads_in_use is not _UNSET:
+                highspy.Highs.resetGlobalScheduler(True)
+            _threads_in_use = self.threads
         if self.start:
             solution = highspy.HighsSolution()
             solution.col_value = [v.varValue if v.varValue is not None else 0.0

@@ -10,13 +10,14 @@ from planner.graph import Transit
 from planner.model import PlanningModel, Restrictions, build_model
 from planner.plan import Plan, extract_plan
 from planner.scenario import Scenario
-from planner.solve import solve
+from planner.solve import SolveResult, solve
 
 
 @dataclass
 class Run:
     model: PlanningModel
-    plan: Plan
+    plan: Plan | None  # None when the solver found no plan
+    result: SolveResult
     seconds: dict[str, float] = field(default_factory=dict)
 
 
@@ -42,4 +43,4 @@ def plan_scenario(scenario: Scenario, solver: str | None = None,
     t = time.perf_counter()
     plan = extract_plan(model, result) if result.has_solution else None
     seconds["extract"] = time.perf_counter() - t
-    return Run(model, plan, seconds)
+    return Run(model, plan, result, seconds)

@@ -138,6 +138,9 @@ def _solve_highs(prob, time_limit, gap, threads, msg, warm=False) -> dict:
         norm, has_solution = "infeasible", False
     elif has_solution:
         norm = "feasible"  # time, iteration or solution limit with an incumbent
+    elif status in (S.kNotset, S.kLoadError, S.kModelError, S.kPresolveError,
+                    S.kSolveError, S.kPostsolveError):
+        norm = "error"  # the solver failed; not a matter of limits
     else:
         norm = "no_solution"
     # PuLP hands HiGHS the objective without its constant (here: existing contracts)
