@@ -105,8 +105,12 @@ class Sheet:
 
 def write_workbook(plan: Plan, path: str | Path, baselines: dict | None = None,
                    seconds: dict | None = None) -> None:
-    wb = _build(plan, baselines or {}, seconds or {})
-    path = Path(path)
+    save_atomically(_build(plan, baselines or {}, seconds or {}), Path(path))
+
+
+def save_atomically(wb: Workbook, path: Path) -> None:
+    """Save to a temporary file beside `path`, then rename: a failure leaves `path` as it
+    was."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".xlsx", dir=path.parent)
     os.close(fd)
@@ -130,32 +134,35 @@ def _build(plan: Plan, baselines: dict, seconds: dict) -> Workbook:
     summary.title = "Summary"
     wb.calculation.fullCalcOnLoad = True
 
-    # Settings cells that formulas refer to, by name.
-    summary["D1"], summary["E1"] = "Hours per month", st.hours_per_month
-    summary["D2"], summary["E2"] = "Tail policy", st.tail_policy
-    summary["D3"], summary["E3"] = "Discount rate (annual)", st.discount_rate_annual
-    summary["D4"], summary["E4"] = "Horizon (months)", st.horizon_months
-    summary["E3"].number_format = PCT
-    for c in ("D1", "D2", "D3", "D4"):
-        summary[c].font = BOLD
-    _name(wb, "HoursPerMonth", "Summary!$E$1")
-    _name(wb, "TailPolicy", "Summary!$E$2")
-    _name(wb, "DiscountRate", "Summary!$E$3")
-    _name(wb, "HorizonMonths", "Summary!$E$4")
+    settings_block(wb, summary, st)
 
-    plan_sheet = _plan_sheet(wb, plan)
-    commitments = _commitments_sheet(wb, plan, plan_sheet)
+    plans = plan_sheet(wb, plan)
+    commitments = commitments_sheet(wb, plan, plans)
     egress = _egress_sheet(wb, plan)
-    costs = _costs_sheet(wb, plan, plan_sheet, commitments, egress)
+    costs = _costs_sheet(wb, plan, plans, commitments, egress)
     _service_sheet(wb, plan)
     _diagnostics_sheet(wb, plan)
-    _summary(wb, summary, plan, costs, plan_sheet, commitments, egress, baselines, seconds)
+    _summary(wb, summary, plan, costs, plans, commitments, egress, baselines, seconds)
     _input_sheets(wb, plan)
     return wb
 
 
-def _plan_sheet(wb, plan: Plan) -> Sheet:
-    sh = Sheet(wb, "Plan", [
+def settings_block(wb: Workbook, ws, st) -> None:
+    """Settings that formulas refer to by name, in D1:E4 of `ws`."""
+    title = ws.title
+    for i, (label, name, value) in enumerate((
+            ("Hours per month", "HoursPerMonth", st.hours_per_month),
+            ("Tail policy", "TailPolicy", st.tail_policy),
+            ("Discount rate (annual)", "DiscountRate", st.discount_rate_annual),
+            ("Horizon (months)", "HorizonMonths", st.horizon_months)), start=1):
+        ws.cell(i, 4, label).font = BOLD
+        ws.cell(i, 5, value)
+        _name(wb, name, f"'{title}'!$E${i}")
+    ws["E3"].number_format = PCT
+
+
+def plan_sheet(wb, plan: Plan, title: str = "Plan") -> Sheet:
+    sh = Sheet(wb, title, [
         ("Month", None), ("Month #", "0"), ("Segment", "0"), ("Hours", NUM),
         ("Workload", None), ("Region", None), ("Provider", None), ("GPU", None),
         ("Term", None), ("Contract", None), ("GPUs", NUM), ("USD per GPU-hour", USD),
@@ -177,9 +184,9 @@ def _plan_sheet(wb, plan: Plan) -> Sheet:
     return sh
 
 
-def _commitments_sheet(wb, plan: Plan, plan_sheet: Sheet) -> Sheet:
+def commitments_sheet(wb, plan: Plan, plans: Sheet, title: str = "Commitments") -> Sheet:
     st = plan.scenario.settings
-    sh = Sheet(wb, "Commitments", [
+    sh = Sheet(wb, title, [
         ("Contract", None), ("Kind", None), ("Region", None), ("Provider", None),
         ("GPU", None), ("Term", None), ("Commit months", "0"), ("Start month", None),
         ("End month", None), ("Start #", "0"), ("End #", "0"), ("GPUs", "0"),
@@ -201,7 +208,7 @@ def _commitments_sheet(wb, plan: Plan, plan_sheet: Sheet) -> Sheet:
         "Idle cost": "counted payments not used by any workload",
     })
     c = sh.col
-    pc = plan_sheet
+    pc = plans
     offers = plan.scenario.offer_by_key
     for k in plan.contracts.itertuples():
         upfront_per_gpu = offers[k.offer].upfront_usd_per_gpu if k.kind == "new" else 0.0

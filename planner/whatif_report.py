@@ -1,0 +1,156 @@
+"""The what-if comparison workbook: one row per policy and demand level, their stress
+tests, the break-even utilization of every commitment offer, and each variant's own Plan
+and Commitments sheets. Same formula, formatting and text rules as the solve workbook."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from openpyxl import Workbook
+from openpyxl.chart import BarChart, Reference
+from openpyxl.styles import Font
+
+from planner.plan import COST_KEYS
+from planner.report import (
+    NUM,
+    PCT,
+    USD,
+    F,
+    Sheet,
+    commitments_sheet,
+    plan_sheet,
+    save_atomically,
+    settings_block,
+    text_cell,
+)
+from planner.scenario import Scenario
+from planner.whatif import Variant, break_even
+
+
+def _sheet_title(label: str, suffix: str, taken: set[str]) -> str:
+    base = re.sub(r"[\[\]:*?/\\']", "_", label)[: 31 - len(suffix) - 1]
+    title = f"{base} {suffix}"
+    n = 2
+    while title.lower() in taken:
+        title = f"{base[: 31 - len(suffix) - 4]}~{n} {suffix}"
+        n += 1
+    taken.add(title.lower())
+    return title
+
+
+def write_whatif_workbook(scenario: Scenario, variants: list[Variant], path: str | Path,
+                          stress_scales: tuple[float, ...]) -> None:
+    wb = Workbook()
+    wb.calculation.fullCalcOnLoad = True
+    info = wb.active
+    info.title = "Settings"
+    settings_block(wb, info, scenario.settings)
+    info["A1"] = "What-if comparison"
+    info["A1"].font = Font(bold=True, size=14)
+    text_cell(info["A2"], f"scenario {scenario.name}, input hash {scenario.content_hash()}")
+    info.column_dimensions["A"].width = 50
+    info.column_dimensions["D"].width = 24
+
+    down, up = (min(stress_scales), max(stress_scales)) if stress_scales else (None, None)
+    columns = [("Policy", None), ("Terms", None), ("Demand scale", "0.00"), ("Status", None),
+               ("Gap", PCT), *[(t, USD) for t in COST_KEYS], ("egress", USD),
+               ("Total cost", USD), ("Obligation (new)", USD), ("Beyond horizon", USD),
+               ("Average utilization", PCT), ("Pay-as-you-go total", USD),
+               ("Savings vs pay-as-you-go", USD), ("Savings %", PCT),
+               ("Unmet unit-hours", NUM)]
+    if stress_scales:
+        columns += [(f"Stress {down:g}× total", USD), (f"Stress {down:g}× idle committed", USD),
+                    (f"Stress {up:g}× total", USD), (f"Stress {up:g}× pay-as-you-go", USD),
+                    (f"Stress {up:g}× top-up", USD), ("Stress unmet unit-hours", NUM)]
+    sh = Sheet(wb, "Comparison", columns, notes={
+        "Total cost": "= sum of the cost by term and egress (nominal, tail policy applied)",
+        "Average utilization": "GPU-hours used / GPU-hours committed inside the horizon",
+        "Pay-as-you-go total": "total of the pay-as-you-go-only policy at the same demand",
+        f"Stress {down:g}× total": "commitments of this policy kept, only pay-as-you-go "
+                                   "re-optimised, demand scaled",
+        f"Stress {down:g}× idle committed": "commitment payments no workload uses "
+                                            "(stranded) when demand falls",
+        f"Stress {up:g}× top-up": "extra pay-as-you-go spend over this policy's own plan "
+                                  "when demand rises",
+    })
+    c = sh.col
+    payg_row: dict[float, int] = {}
+    rows: list[tuple[Variant, int]] = []
+    for v in variants:
+        t = v.plan.totals if v.plan is not None else None
+        if t is None:
+            r = sh.add([v.policy.name, v.policy.text, v.demand_scale, v.status])
+            rows.append((v, r))
+            continue
+        c_ = v.plan.commitments
+        available = float(c_["available_gpu_hours"].sum())
+        util = float(c_["used_gpu_hours"].sum()) / available if available else None
+        values = [v.policy.name, v.policy.text, v.demand_scale, v.status, v.plan.result.gap,
+                  *[t["cost_by_term_usd"][k] for k in COST_KEYS], t["egress_usd"],
+                  F(f"=SUM({c(COST_KEYS[0])}{{r}}:{c('egress')}{{r}})"),
+                  t["obligation_usd"], t["beyond_horizon_usd"], util,
+                  None, None, None, t["unmet_unit_hours"]]
+        if stress_scales:
+            lo, hi = v.stress.get(down, {}), v.stress.get(up, {})
+            values += [lo.get("total_cost_usd"), lo.get("idle_committed_usd"),
+                       hi.get("total_cost_usd"), hi.get("payg_usd"),
+                       F(f"={c(f'Stress {up:g}× pay-as-you-go')}{{r}}-{c('spot')}{{r}}"
+                         f"-{c('on_demand')}{{r}}") if hi.get("payg_usd") is not None else None,
+                       (lo.get("unmet_unit_hours") or 0) + (hi.get("unmet_unit_hours") or 0)
+                       if v.stress else None]
+        r = sh.add(values)
+        rows.append((v, r))
+        if set(v.policy.terms) <= {"spot", "on_demand"}:
+            payg_row.setdefault(v.demand_scale, r)
+    for v, r in rows:
+        ref = payg_row.get(v.demand_scale)
+        if ref is None or v.plan is None:
+            continue
+        sh.ws[f"{c('Pay-as-you-go total')}{r}"] = f"={c('Total cost')}{ref}"
+        sh.ws[f"{c('Savings vs pay-as-you-go')}{r}"] = (
+            f"={c('Pay-as-you-go total')}{r}-{c('Total cost')}{r}")
+        sh.ws[f"{c('Savings %')}{r}"] = (
+            f"=IF({c('Pay-as-you-go total')}{r}>0,{c('Savings vs pay-as-you-go')}{r}/"
+            f"{c('Pay-as-you-go total')}{r},0)")
+    sh.finish()
+    if rows:
+        chart = BarChart()
+        chart.type, chart.title, chart.y_axis.title = "col", "Total cost by policy", "USD"
+        j = sh.columns.index("Total cost") + 1
+        chart.add_data(Reference(sh.ws, min_col=j, max_col=j, min_row=1, max_row=sh.row),
+                       titles_from_data=True)
+        if stress_scales:
+            for name in (f"Stress {down:g}× total", f"Stress {up:g}× total"):
+                k = sh.columns.index(name) + 1
+                chart.add_data(Reference(sh.ws, min_col=k, max_col=k, min_row=1,
+                                         max_row=sh.row), titles_from_data=True)
+        chart.set_categories(Reference(sh.ws, min_col=1, max_col=1, min_row=2,
+                                       max_row=sh.row))
+        chart.width, chart.height = 24, 12
+        sh.ws.add_chart(chart, f"A{sh.row + 3}")
+
+    be = Sheet(wb, "Break-even", [
+        ("Offer", None), ("Region", None), ("GPU", None), ("Term", None),
+        ("Commit months", "0"), ("USD per GPU-hour", USD), ("Upfront per GPU", USD),
+        ("On-demand USD per GPU-hour", USD), ("Break-even utilization", PCT)],
+        notes={"Break-even utilization": "= (months × hours × rate + upfront) / (months × "
+               "hours × on-demand rate): below this utilization on-demand is cheaper"})
+    b = be.col
+    for row in break_even(scenario):
+        formula = (F(f"=({b('Commit months')}{{r}}*HoursPerMonth*{b('USD per GPU-hour')}{{r}}"
+                     f"+{b('Upfront per GPU')}{{r}})/({b('Commit months')}{{r}}*HoursPerMonth*"
+                     f"{b('On-demand USD per GPU-hour')}{{r}})")
+                   if row["on_demand_usd_per_gpu_hour"] else "no on-demand offer")
+        be.add([row["offer"], row["region"], row["gpu"], row["term"], row["commit_months"],
+                row["usd_per_gpu_hour"], row["upfront_usd_per_gpu"],
+                row["on_demand_usd_per_gpu_hour"], formula])
+    be.finish()
+
+    taken = {name.lower() for name in wb.sheetnames}
+    for v in variants:
+        if v.plan is None:
+            continue
+        plans = plan_sheet(wb, v.plan, _sheet_title(v.label, "Plan", taken))
+        commitments_sheet(wb, v.plan, plans, _sheet_title(v.label, "Commitments", taken))
+    save_atomically(wb, Path(path))

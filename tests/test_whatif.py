@@ -1,0 +1,116 @@
+"""What-if runs (SPEC §4 `whatif`): policies, demand levels, stress tests, the workbook."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from openpyxl import load_workbook
+from typer.testing import CliRunner
+
+from planner.cli import app
+from planner.validate import load_scenario
+from planner.whatif import PolicyError, parse_policy, run_whatif
+from scenarios import scenario, write_csv
+from solving import solve_tables
+
+# 2 GPUs (20 units) for 6 months at 100 h/month. On-demand $2, monthly $1.8 (1 month),
+# reserved $1.5 (3 months). payg: 2 × 6 × 200 = 2400; monthly: 2 × 6 × 180 = 2160;
+# reserved: two 3-month commitments of 2 GPUs, 2 × 6 × 150 = 1800 — all inside the horizon.
+TABLES = scenario(
+    settings={"horizon_months": 6, "hours_per_month": 100},
+    offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 2},
+            {"region": "r1", "gpu": "A", "term": "monthly", "usd_per_gpu_hour": 1.8,
+             "commit_months": 1},
+            {"region": "r1", "gpu": "A", "term": "reserved", "usd_per_gpu_hour": 1.5,
+             "commit_months": 3}],
+    demand=[{"workload": "w", "period": f"2027-{m:02d}", "amount": 20} for m in range(1, 7)],
+)
+POLICIES = [parse_policy(p) for p in ("payg=spot,on_demand", "monthly=on_demand,monthly",
+                                      "r3=on_demand,monthly,reserved:3")]
+
+
+def test_parse_policy():
+    p = parse_policy("r12=spot, on_demand,monthly,reserved:12")
+    assert p.name == "r12"
+    assert p.terms == {"spot": None, "on_demand": None, "monthly": None, "reserved": 12}
+    for bad in ("r12", "=spot", "x=weekly", "x=spot:3", "x=reserved:0", "x=reserved:abc"):
+        with pytest.raises(PolicyError):
+            parse_policy(bad)
+
+
+def test_policy_total_equals_a_plain_solve_restricted_to_its_terms(tmp_path):
+    s = load_scenario(write_csv(tmp_path / "scn", TABLES))
+    variants = run_whatif(s, POLICIES, [1.0], stress_scales=())
+    totals = {v.policy.name: v.plan.totals["total_cost_usd"] for v in variants}
+    assert totals == pytest.approx({"payg": 2400, "monthly": 2160, "r3": 1800})
+    for policy in POLICIES:
+        restricted = dict(TABLES)
+        restricted["offers"] = [o for o in TABLES["offers"] if o["term"] in policy.terms]
+        plain = solve_tables(tmp_path, restricted)
+        assert plain.totals["total_cost_usd"] == pytest.approx(totals[policy.name])
+
+
+def test_stress_equals_a_solve_with_the_commitments_fixed(tmp_path):
+    s = load_scenario(write_csv(tmp_path / "scn", TABLES))
+    (r3,) = run_whatif(s, POLICIES[2:], [1.0], stress_scales=(0.8, 1.2))
+    signed = r3.plan.commitments
+    assert signed["gpus"].tolist() == [2, 2] and signed["start"].tolist() == [0, 3]
+    # the same commitments as existing contracts, demand scaled, pay-as-you-go only:
+    for factor in (0.8, 1.2):
+        tables = dict(TABLES)
+        tables["offers"] = [o for o in TABLES["offers"] if o["term"] == "on_demand"]
+        tables["demand"] = [{**d, "amount": d["amount"] * factor} for d in TABLES["demand"]]
+        tables["existing"] = [
+            {"region": "r1", "gpu": "A", "gpus": 2, "start_month": c.start_month,
+             "end_month": c.end_month, "usd_per_gpu_hour": 1.5}
+            for c in signed.itertuples()]
+        fixed = solve_tables(tmp_path, tables)
+        assert r3.stress[factor]["total_cost_usd"] == pytest.approx(
+            fixed.totals["total_cost_usd"])
+    # 24 units need a third GPU on demand: 1800 + 6 × 200 = 3000; 16 units fit in 2 GPUs
+    assert r3.stress[1.2]["total_cost_usd"] == pytest.approx(3000)
+    assert r3.stress[0.8]["total_cost_usd"] == pytest.approx(1800)
+
+
+def test_parallel_equals_sequential(tmp_path):
+    s = load_scenario(write_csv(tmp_path / "scn", TABLES))
+    one = run_whatif(s, POLICIES, [0.5, 1.0], jobs=1)
+    two = run_whatif(s, POLICIES, [0.5, 1.0], jobs=2)
+    for a, b in zip(one, two):
+        assert a.label == b.label
+        assert a.plan.totals == b.plan.totals
+        assert a.plan.assignments.equals(b.plan.assignments)
+        assert a.stress == b.stress
+
+
+def test_cli_whatif_json_and_workbook(tmp_path):
+    folder = write_csv(tmp_path / "scn", TABLES)
+    out = tmp_path / "whatif.xlsx"
+    res = CliRunner().invoke(app, [
+        "whatif", str(folder), "--policy", "payg=spot,on_demand",
+        "--policy", "r3=on_demand,reserved:3", "--demand-scale", "1.0,1.5", "--jobs", "1",
+        "-o", str(out), "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    names = [(p["name"], p["demand_scale"]) for p in data["policies"]]
+    assert names == [("payg", 1.0), ("payg", 1.5), ("r3", 1.0), ("r3", 1.5)]
+    for p in data["policies"]:
+        for key in ("status", "objective_usd", "total_cost_usd", "cost_by_term_usd",
+                    "egress_usd", "unmet_unit_hours", "mip_gap", "solve_seconds",
+                    "commitments", "assignments"):
+            assert key in p
+    wb = load_workbook(out)
+    assert {"Comparison", "Break-even", "payg @1 Plan", "r3 @1.5 Commitments"} <= \
+        set(wb.sheetnames)
+    ws = wb["Comparison"]
+    head = [c.value for c in ws[1]]
+    total = ws.cell(2, head.index("Total cost") + 1).value
+    assert isinstance(total, str) and total.startswith("=SUM(")
+    assert ws.cell(4, head.index("Savings vs pay-as-you-go") + 1).value.startswith("=")
+
+
+def test_cli_whatif_bad_policy_exits_2(tmp_path):
+    folder = write_csv(tmp_path / "scn", TABLES)
+    res = CliRunner().invoke(app, ["whatif", str(folder), "--policy", "x=weekly"])
+    assert res.exit_code == 2 and "unknown term" in res.output
