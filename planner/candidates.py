@@ -25,6 +25,7 @@ LATENCY = "latency SLO not met from any demand site"
 SPOT = "spot not allowed for this workload"
 LEAD_TIME = "lead time past the horizon"
 NO_CAPACITY = "offer has no capacity (max_gpus = 0)"
+DOMINATED = "dominated by"  # + the offer that is never worse
 
 # Why demand is left unmet (SPEC "Unmet demand").
 UNMET_NO_GPU = "no GPU type that can serve it"
@@ -79,7 +80,7 @@ class Candidates:
     def counts(self) -> dict[str, int]:
         by_reason: dict[str, int] = defaultdict(int)
         for reason in self.pruned.values():
-            by_reason[reason] += 1
+            by_reason[DOMINATED if reason.startswith(DOMINATED) else reason] += 1
         return {
             "candidate pairs": sum(len(v) for v in self.offers.values()),
             "pruned pairs": len(self.pruned),
@@ -131,7 +132,8 @@ def _allowed(scenario: Scenario, w: Workload, region: str) -> bool:
     return site.jurisdiction in w.residency or site.country in w.residency
 
 
-def find_candidates(scenario: Scenario, transit: Transit | None = None) -> Candidates:
+def find_candidates(scenario: Scenario, transit: Transit | None = None,
+                    prune_dominated: bool = True) -> Candidates:
     s = scenario
     transit = transit or Transit(s)
     segments = make_segments(s)
@@ -183,4 +185,63 @@ def find_candidates(scenario: Scenario, transit: Transit | None = None) -> Candi
                 continue
             cands.pruned[(w.workload, o.key)] = reason
         cands.offers[w.workload] = usable
+    if prune_dominated:
+        _prune_dominated(cands)
     return cands
+
+
+def _prune_dominated(cands: Candidates) -> None:
+    """Drop pay-as-you-go offers another offer beats for every workload of a pool.
+
+    Offer o (region r) is dominated by an on-demand offer o' (region r') of the same GPU
+    type when o' has no capacity limit, costs no more per GPU-hour (ties broken by key),
+    is usable no later, and for every workload of the pool that may use o: may use o' too,
+    from every demand site that reaches r also reaches r', and pays no more egress per
+    unit. Moving o's replicas to o' one for one then never costs more, so no optimal plan
+    needs o. Single-region workloads are left alone (moving part of them splits them).
+    """
+    s = cands.scenario
+    members: dict[str, list[str]] = defaultdict(list)
+    for w in s.workloads:
+        if w.workload in cands.offers:
+            members[w.pool_name].append(w.workload)
+    egress = {r.region: r.egress_usd_per_gb for r in s.regions}
+    for pool, names in members.items():
+        if any(s.workload_by_name[w].single_region for w in names):
+            continue
+        usable = {w: {o.key for o in cands.offers[w]} for w in names}
+        reach = {w: _sites_reaching(cands, w) for w in names}
+        by_gpu: dict[str, list[Offer]] = defaultdict(list)
+        for w in names:
+            for o in cands.offers[w]:
+                if not o.is_commitment and o not in by_gpu[o.gpu]:
+                    by_gpu[o.gpu].append(o)
+        for gpu, offers in by_gpu.items():
+            winners = sorted((o for o in offers if o.term == "on_demand" and o.max_gpus is None),
+                             key=lambda o: (o.usd_per_gpu_hour, o.key))
+            for o in offers:
+                users = [w for w in names if o.key in usable[w]]
+                for b in winners:
+                    if (b.usd_per_gpu_hour, b.key) >= (o.usd_per_gpu_hour, o.key):
+                        break
+                    if b.first_month > o.first_month:
+                        continue
+                    if all(b.key in usable[w]
+                           and reach[w].get(o.region, set()) <= reach[w].get(b.region, set())
+                           and (s.workload_by_name[w].egress_gb_per_unit_hour == 0
+                                or egress[b.region] <= egress[o.region])
+                           for w in users):
+                        for w in users:
+                            cands.offers[w] = [x for x in cands.offers[w] if x.key != o.key]
+                            cands.pruned[(w, o.key)] = f"{DOMINATED} {b.key}"
+                        break
+
+
+def _sites_reaching(cands: Candidates, workload: str) -> dict[str, set]:
+    """region → the demand sites of `workload` that may be served from it."""
+    out: dict[str, set] = defaultdict(set)
+    for (w, site), regions in cands.regions_for_site.items():
+        if w == workload:
+            for r in regions:
+                out[r].add(site)
+    return out

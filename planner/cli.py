@@ -252,6 +252,22 @@ def solve(
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
 
 
+@app.command()
+@_guard
+def generate(
+    out: Path = typer.Argument(..., help="folder to write the scenario's CSV files to"),
+    workloads: int = typer.Option(50, "--workloads", min=1),
+    regions: int = typer.Option(20, "--regions", min=3),
+    months: int = typer.Option(24, "--months", min=1),
+    seed: int = typer.Option(0, "--seed"),
+):
+    """Write a synthetic but realistic scenario (for benchmarks and experiments)."""
+    from planner.generate import generate as make
+
+    counts = make(out, workloads, regions, months, seed)
+    err.print(f"wrote {out}: " + ", ".join(f"{n} {k}" for k, n in counts.items()))
+
+
 def _numbers(text: str, option: str) -> list[float]:
     try:
         return [float(x) for x in text.split(",") if x.strip()]

@@ -85,11 +85,13 @@ class Restrictions:
     gpu_of: workload → the only GPU type it may use.
     fixed_commitments: (offer key, start month) → GPUs; when given, exactly these
         commitments are signed and no others (a stress test of a signed plan).
+    providers: the only providers whose offers may be bought (existing contracts stay).
     """
 
     terms: dict[str, int | None] | None = None
     gpu_of: dict[str, str] | None = None
     fixed_commitments: dict[tuple[str, int], int] | None = None
+    providers: frozenset[str] | None = None
 
 
 def build_model(scenario: Scenario, candidates: Candidates,
@@ -118,6 +120,9 @@ class _Builder:
         self.m.prob.addConstraint(LpConstraint(Expr(terms), sense, name, rhs))
 
     def _offer_allowed(self, o: Offer) -> bool:
+        providers = self.restrictions.providers
+        if providers is not None and self.s.region_by_name[o.region].provider not in providers:
+            return False
         terms = self.restrictions.terms
         fixed = self.restrictions.fixed_commitments
         if fixed is not None and o.is_commitment:

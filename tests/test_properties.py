@@ -191,3 +191,46 @@ def brute_force(tables) -> float:
 def test_tiny_optimum_equals_brute_force(tmp_path_factory, tables):
     plan = solve_tables(tmp_path_factory.mktemp("tiny"), tables)
     assert plan.totals["objective_usd"] == pytest.approx(brute_force(tables), abs=1e-4)
+
+
+@settings(max_examples=40, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(tables=scenarios())
+def test_pruning_dominated_offers_never_changes_the_optimum(tmp_path_factory, tables):
+    from planner.candidates import find_candidates
+    from planner.check import check_plan
+    from planner.model import build_model
+    from planner.plan import extract_plan
+    from planner.solve import solve
+    from planner.validate import load_scenario
+    from scenarios import write_csv
+
+    s = load_scenario(write_csv(tmp_path_factory.mktemp("dom"), tables))
+    objectives = []
+    for prune in (True, False):
+        model = build_model(s, find_candidates(s, prune_dominated=prune))
+        result = solve(model, gap=1e-9, strategy="direct")
+        assert check_plan(s, extract_plan(model, result)) == []
+        objectives.append(result.objective)
+    assert objectives[0] == pytest.approx(objectives[1], rel=1e-7, abs=1e-6)
+
+
+def test_dearer_offers_are_pruned_as_dominated(tmp_path):
+    """r1 on-demand at $2 is unlimited: on-demand at $3 and spot at $2.5 in r2 (same site,
+    same GPU) can never be better; spot at $1 in r1 stays."""
+    from planner.candidates import find_candidates
+    from planner.validate import load_scenario
+    from scenarios import scenario, write_csv
+
+    tables = scenario(
+        regions=[{"region": "r1", "provider": "p", "site": "s1"},
+                 {"region": "r2", "provider": "q", "site": "s1"}],
+        offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 2},
+                {"region": "r2", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 3},
+                {"region": "r2", "gpu": "A", "term": "spot", "usd_per_gpu_hour": 2.5},
+                {"region": "r1", "gpu": "A", "term": "spot", "usd_per_gpu_hour": 1.0}],
+        workloads=[{"workload": "w", "kind": "burst"}])
+    c = find_candidates(load_scenario(write_csv(tmp_path / "s", tables)))
+    assert c.pruned[("w", "r2/A/on_demand")] == "dominated by r1/A/on_demand"
+    assert c.pruned[("w", "r2/A/spot")] == "dominated by r1/A/on_demand"
+    assert {o.key for o in c.offers["w"]} == {"r1/A/on_demand", "r1/A/spot"}

@@ -148,6 +148,10 @@ def offers() -> list[dict]:
         for gpu, od, what in (("H100", od_h100, "ND96isr_H100_v5 $98.32/8"),
                               ("A100-80GB", od_a100, "NC24ads_A100_v4 $3.67")):
             add(region, gpu, "on_demand", od, f"{az}: {what}{eu}")
+            add(region, gpu, "spot", od * 0.34,
+                "derived: on-demand × 0.34, the AWS H100 spot midpoint over on-demand "
+                "(2.32/6.88, market-facts B1); no Azure spot price in the corpus",
+                interruption_rate=0.15, max_gpus=CAPACITY_SPOT)
             add(region, gpu, "reserved", od * 0.62,
                 "derived: on-demand × 0.62 (1-yr RI, 35-40 % off)", commit_months=12)
             add(region, gpu, "reserved", od * 0.40,
