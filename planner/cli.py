@@ -27,6 +27,8 @@ err = Console(stderr=True, highlight=False,
               width=None if sys.stderr.isatty() or os.environ.get("COLUMNS") else 200)
 
 EXIT_OK, EXIT_ERROR, EXIT_BAD_INPUT, EXIT_NO_PLAN = 0, 1, 2, 3
+SOLVER_OPTION = typer.Option(None, "--solver", help="highs (default) or cbc")
+GAP_OPTION = typer.Option(None, "--gap", help="relative MIP gap (default: the setting)")
 
 
 def default_scenario() -> Path:
@@ -62,6 +64,16 @@ def _load(path: Path):
         _print_issues(e.issues, str(path))
         raise typer.Exit(EXIT_BAD_INPUT)
     return scenario
+
+
+def _check_solver_options(solver, time_limit, gap) -> None:
+    if solver is not None and solver not in ("highs", "cbc"):
+        err.print(f"[red]error:[/] --solver must be highs or cbc, not '{solver}'")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    for name, value in (("--time-limit", time_limit), ("--gap", gap)):
+        if value is not None and value < 0:
+            err.print(f"[red]error:[/] {name} must not be negative")
+            raise typer.Exit(EXIT_BAD_INPUT)
 
 
 def _guard(fn):
@@ -178,9 +190,9 @@ def solve(
     output: Optional[Path] = typer.Option(None, "-o", "--output",
                                           help="workbook to write (default reports/plan.xlsx)"),
     as_json: bool = typer.Option(False, "--json", help="print the plan as JSON on stdout"),
-    solver: Optional[str] = typer.Option(None, "--solver", help="highs (default) or cbc"),
+    solver: Optional[str] = SOLVER_OPTION,
     time_limit: Optional[float] = typer.Option(None, "--time-limit", help="seconds"),
-    gap: Optional[float] = typer.Option(None, "--gap", help="relative MIP gap"),
+    gap: Optional[float] = GAP_OPTION,
     export_model: Optional[Path] = typer.Option(None, "--export-model",
                                                 help="write the model as MPS"),
     threads: int = typer.Option(1, "--threads", min=0,
@@ -196,13 +208,7 @@ def solve(
     from planner.pipeline import plan_scenario
     from planner.report import write_workbook
 
-    if solver is not None and solver not in ("highs", "cbc"):
-        err.print(f"[red]error:[/] --solver must be highs or cbc, not '{solver}'")
-        raise typer.Exit(EXIT_BAD_INPUT)
-    for name, value in (("--time-limit", time_limit), ("--gap", gap)):
-        if value is not None and value < 0:
-            err.print(f"[red]error:[/] {name} must not be negative")
-            raise typer.Exit(EXIT_BAD_INPUT)
+    _check_solver_options(solver, time_limit, gap)
     path = scenario or default_scenario()
     out = output or Path("reports/plan.xlsx")
     started = time.perf_counter()
@@ -295,15 +301,16 @@ def whatif(
     output: Optional[Path] = typer.Option(None, "-o", "--output",
                                           help="workbook (default reports/whatif.xlsx)"),
     as_json: bool = typer.Option(False, "--json", help="print {\"policies\": [...]} on stdout"),
-    solver: Optional[str] = typer.Option(None, "--solver", help="highs (default) or cbc"),
+    solver: Optional[str] = SOLVER_OPTION,
     time_limit: Optional[float] = typer.Option(None, "--time-limit", help="seconds per solve"),
-    gap: Optional[float] = typer.Option(None, "--gap", help="relative MIP gap"),
+    gap: Optional[float] = GAP_OPTION,
 ):
     """Compare commitment policies and demand levels side by side in one workbook."""
     from planner.whatif import (
         DEFAULT_POLICIES, Policy, PolicyError, parse_policy, run_whatif, variant_summary)
     from planner.whatif_report import write_whatif_workbook
 
+    _check_solver_options(solver, time_limit, gap)
     try:
         policies = [parse_policy(p) for p in (policy or DEFAULT_POLICIES)]
     except PolicyError as e:

@@ -32,6 +32,10 @@ def us_sites(*names):
     return [{"site": s, "country": "US", "jurisdiction": "US"} for s in names]
 
 
+NY_FRA = [{"site": "ny", "country": "US", "jurisdiction": "US"},
+          {"site": "fra", "country": "DE", "jurisdiction": "EU"}]
+
+
 def regions(**site_of):
     return [{"region": r, "provider": "p", "site": s} for r, s in site_of.items()]
 
@@ -63,8 +67,7 @@ def test_residency_keeps_data_in_its_jurisdiction(tmp_path, solver):
     # EU-only workload: the US region at $1 is out; the EU region at $2: 100 × 2 = $200.
     plan = solve_tables(tmp_path, scenario(
         settings=H,
-        sites=[{"site": "ny", "country": "US", "jurisdiction": "US"},
-               {"site": "fra", "country": "DE", "jurisdiction": "EU"}],
+        sites=NY_FRA,
         regions=regions(us="ny", eu="fra"),
         offers=[od("us", price=1), od("eu", price=2)],
         workloads=[{"workload": "w", "kind": "inference", "residency": "EU"}]), solver)
@@ -371,8 +374,7 @@ def test_users_at_several_sites_are_served_near_each(tmp_path, solver):
     # be served from its own region: 1 GPU at us ($2) + 2 GPUs at eu ($3): 200 + 600 = $800.
     plan = solve_tables(tmp_path, scenario(
         settings=H,
-        sites=[{"site": "ny", "country": "US", "jurisdiction": "US"},
-               {"site": "fra", "country": "DE", "jurisdiction": "EU"}],
+        sites=NY_FRA,
         links=[{"site_a": "ny", "site_b": "fra", "rtt_ms": 80}],
         regions=regions(us="ny", eu="fra"),
         offers=[od("us", price=2), od("eu", price=3)],

@@ -118,3 +118,11 @@ def test_cli_whatif_bad_policy_exits_2(tmp_path):
     folder = write_csv(tmp_path / "scn", TABLES)
     res = CliRunner().invoke(app, ["whatif", str(folder), "--policy", "x=weekly"])
     assert res.exit_code == 2 and "unknown term" in res.output
+
+
+def test_cli_bad_solver_options_exit_2(tmp_path):
+    folder = write_csv(tmp_path / "scn", TABLES)
+    for args in (["whatif", str(folder), "--solver", "gurobi"],
+                 ["solve", str(folder), "--gap", "-1"]):
+        res = CliRunner().invoke(app, args)
+        assert res.exit_code == 2 and "error" in res.output
