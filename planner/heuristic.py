@@ -48,7 +48,7 @@ def lp_guided_start(model: PlanningModel, solve_problem, gap: float,
     """Set every variable of `model` to a feasible plan; None if the LP fails."""
     prob = model.prob
     s = model.scenario
-    integers = [v for v in prob.variables() if v.cat != pulp.LpContinuous]
+    integers = model.integer_variables()
     for v in integers:
         v.cat = pulp.LpContinuous
     try:

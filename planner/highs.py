@@ -32,7 +32,7 @@ class BulkHiGHS(pulp.HiGHS):
         started = time.perf_counter()
         inf = highspy.kHighsInf
         h = lp.solverModel
-        variables = lp.variables()
+        variables = self._variables = lp.variables()
         n = len(variables)
         for i, v in enumerate(variables):
             v.index = i
@@ -87,7 +87,7 @@ class BulkHiGHS(pulp.HiGHS):
         if self.start:
             solution = highspy.HighsSolution()
             solution.col_value = [v.varValue if v.varValue is not None else 0.0
-                                  for v in lp.variables()]
+                                  for v in self._variables]
             lp.solverModel.setSolution(solution)
         started = time.perf_counter()
         lp.solverModel.run()

@@ -67,6 +67,12 @@ class PlanningModel:
     constant_usd: float = 0.0  # sunk cost of existing contracts (discounted)
     index: ModelIndex = field(default_factory=ModelIndex)
 
+    def integer_variables(self) -> list[pulp.LpVariable]:
+        """Every integer or binary variable, from the model's own index (PuLP's
+        `variables()` walks every constraint and sorts all names on each call)."""
+        return [*self.replicas.values(), *self.commit.values(), *self.commit_on.values(),
+                *self.choose.values()]
+
     def stats(self) -> dict[str, int]:
         variables = self.prob.variables()
         return {

@@ -47,14 +47,14 @@ def solve(model: PlanningModel, solver: str = "highs", time_limit: float = 60.0,
     (lp-guided above LARGE_MODEL integer variables).
     """
     prob = model.prob
-    if not prob.variables():
+    if not model.unmet and not model.commit:  # nothing to decide: give the solver a column
         prob.addVariable(pulp.LpVariable("empty__model", lowBound=0, upBound=0))
     started = time.perf_counter()
 
     def left() -> float:
         return max(1.0, time_limit - (time.perf_counter() - started))
 
-    integers = sum(1 for v in prob.variables() if v.cat != pulp.LpContinuous)
+    integers = len(model.integer_variables())
     guided = strategy == "lp-guided" or (strategy == "auto" and integers > LARGE_MODEL)
     start = None
     if guided:
@@ -74,12 +74,13 @@ def solve(model: PlanningModel, solver: str = "highs", time_limit: float = 60.0,
                     has_solution=True, objective=start.objective, bound=start.lp_bound,
                     gap=max(achieved, 0.0), seconds=time.perf_counter() - started,
                     version=_version(solver))
-    kept = {v.name: v.varValue for v in prob.variables()} if start is not None else None
+    variables = prob.variables() if start is not None else []
+    kept = [v.varValue for v in variables]
     result = _run(prob, solver, left(), gap, threads, msg, warm=start is not None)
     if start is not None:
         if not result["has_solution"] or result["objective"] > start.objective:
-            for v in prob.variables():  # the solver did not improve on the start: keep it
-                v.varValue = kept.get(v.name)
+            for v, value in zip(variables, kept):  # the solver did not improve: keep the start
+                v.varValue = value
             result.update(has_solution=True, objective=start.objective,
                           status="feasible" if result["status"] != "infeasible" else "feasible")
         bound = max(result["bound"] or -math.inf, start.lp_bound)
