@@ -122,6 +122,14 @@ def save_atomically(wb: Workbook, path: Path) -> None:
             os.unlink(tmp)
 
 
+def fit_to_page_width(ws) -> None:
+    """Print on landscape pages one sheet wide (finance prints Summary and Commitments)."""
+    ws.page_setup.orientation = "landscape"
+    ws.sheet_properties.pageSetUpPr.fitToPage = True
+    ws.page_setup.fitToWidth = 1
+    ws.page_setup.fitToHeight = 0
+
+
 def _name(wb: Workbook, name: str, ref: str) -> None:
     wb.defined_names[name] = DefinedName(name, attr_text=ref)
 
@@ -143,6 +151,8 @@ def _build(plan: Plan, baselines: dict, seconds: dict) -> Workbook:
     _service_sheet(wb, plan)
     _diagnostics_sheet(wb, plan)
     _summary(wb, summary, plan, costs, plans, commitments, egress, baselines, seconds)
+    for ws in (summary, commitments.ws):
+        fit_to_page_width(ws)
     _input_sheets(wb, plan)
     return wb
 

@@ -19,6 +19,7 @@ from planner.report import (
     F,
     Sheet,
     commitments_sheet,
+    fit_to_page_width,
     plan_sheet,
     save_atomically,
     settings_block,
@@ -153,4 +154,5 @@ def write_whatif_workbook(scenario: Scenario, variants: list[Variant], path: str
             continue
         plans = plan_sheet(wb, v.plan, _sheet_title(v.label, "Plan", taken))
         commitments_sheet(wb, v.plan, plans, _sheet_title(v.label, "Commitments", taken))
+    fit_to_page_width(sh.ws)
     save_atomically(wb, Path(path))
