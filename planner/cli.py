@@ -62,7 +62,7 @@ def _load(path: Path):
         scenario = load_scenario(path)
     except ScenarioError as e:
         _print_issues(e.issues, str(path))
-        raise typer.Exit(EXIT_BAD_INPUT)
+        raise typer.Exit(EXIT_BAD_INPUT) from None
     return scenario
 
 
@@ -90,7 +90,7 @@ def _guard(fn):
             err.print(f"[red]unexpected error:[/] {type(e).__name__}: {e}")
             if "PLANNER_DEBUG" in os.environ:
                 raise
-            raise typer.Exit(EXIT_ERROR)
+            raise typer.Exit(EXIT_ERROR) from None
 
     return wrapper
 

@@ -100,7 +100,7 @@ def generate(out: Path, workloads: int, regions: int, months: int, seed: int = 0
             base = GPUS[g][4] * factor * premium
             src = f"synthetic: {g} reference ${GPUS[g][4]}/h × {factor} ({kind}) × {premium:.2f}"
 
-            def offer(term, price, **kw):
+            def offer(term, price, region=region, g=g, src=src, **kw):
                 offer_rows.append({"region": region, "gpu": g, "term": term,
                                    "usd_per_gpu_hour": round(price, 4), **kw, "source": src})
 

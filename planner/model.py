@@ -198,7 +198,7 @@ class _Builder:
 
     def add_variables(self):
         """Unmet, flow and supply variables for every demand cell and usable source."""
-        s, c, m = self.s, self.c, self.m
+        c, m = self.c, self.m
         sites_of: dict[str, list] = defaultdict(list)
         for (w, site, _, _) in c.level:
             if site not in sites_of[w]:

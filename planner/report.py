@@ -25,7 +25,7 @@ from openpyxl.utils import get_column_letter
 from openpyxl.workbook.defined_name import DefinedName
 
 from planner.plan import COST_KEYS, Plan
-from planner.schema import COMMITMENT_TERMS, PAY_AS_YOU_GO, TABLES
+from planner.schema import PAY_AS_YOU_GO, TABLES
 
 USD = '"$"#,##0.00'
 USD0 = '"$"#,##0'
@@ -364,7 +364,6 @@ def _commitment_formula(cs: Sheet, value: str, column: str) -> str:
 def _service_sheet(wb, plan: Plan) -> None:
     s = plan.scenario
     st = s.settings
-    hpm = st.hours_per_month
     demand = defaultdict(float)
     for d in s.demand:
         demand[(d.workload, d.month)] += d.amount

@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
-from collections import defaultdict
 from pathlib import Path
 
 from planner.issues import Issue, ScenarioError
@@ -488,10 +487,9 @@ class _Builder:
             if s is None:
                 continue
             kind, (year, part) = v["period"]
-            first = (year * 12 + (part - 1) * 3) if kind == "quarter" else year * 12 + part - 1
+            first = _month_index(s, (year, 3 * part - 2) if kind == "quarter" else (year, part))
             count = 3 if kind == "quarter" else 1
-            start = s.start_month[0] * 12 + s.start_month[1] - 1
-            for month in range(first - start, first - start + count):
+            for month in range(first, first + count):
                 if not 0 <= month < s.horizon_months:
                     outside += 1
                     continue
@@ -523,12 +521,16 @@ class _Builder:
                 ok = False
             if not ok or s is None:
                 continue
-            base = s.start_month[0] * 12 + s.start_month[1] - 1
-            index = lambda ym: ym[0] * 12 + ym[1] - 1 - base  # noqa: E731
             rows.append(Existing(v["region"], v["gpu"], int(v["gpus"]),
-                                 index(v["start_month"]), index(v["end_month"]),
-                                 v["usd_per_gpu_hour"]))
+                                 _month_index(s, v["start_month"]),
+                                 _month_index(s, v["end_month"]), v["usd_per_gpu_hour"]))
         return rows
+
+
+def _month_index(settings: Settings, year_month: tuple[int, int]) -> int:
+    """Index of (year, month) counted from the start of the horizon (may be negative)."""
+    y0, m0 = settings.start_month
+    return (year_month[0] - y0) * 12 + year_month[1] - m0
 
 
 def _reachable_from_regions(sites, links, regions) -> set[str]:

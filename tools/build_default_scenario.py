@@ -127,10 +127,10 @@ def offers() -> list[dict]:
             # hyperscaler 1-yr reserved "35-40 % off" (digiterialabs), 3-yr: AWS RI/SP up to
             # 66-75 % off; we take 38 % and 55 %
             add(region, gpu, "reserved", od * p * 0.62,
-                f"derived: on-demand × 0.62 (1-yr reserved 35-40 % off, market-facts B1)",
+                "derived: on-demand × 0.62 (1-yr reserved 35-40 % off, market-facts B1)",
                 commit_months=12)
             add(region, gpu, "reserved", od * p * 0.45,
-                f"derived: on-demand × 0.45 (3-yr RI/SP up to 66-75 % off; 55 % taken)",
+                "derived: on-demand × 0.45 (3-yr RI/SP up to 66-75 % off; 55 % taken)",
                 commit_months=36)
             if gpu in AWS_SPOT:
                 lo, hi = AWS_SPOT[gpu]
