@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -45,7 +46,10 @@ def _month_of(name: str) -> int | None:
 
 def lp_guided_start(model: PlanningModel, solve_problem, gap: float,
                     time_limit: float) -> Start | None:
-    """Set every variable of `model` to a feasible plan; None if the LP fails."""
+    """Set every variable of `model` to a feasible plan; None if the LP fails or a month
+    finds no plan in its share of `time_limit` (seconds from this call).
+    `solve_problem(problem, seconds, gap)` returns the objective or None."""
+    deadline = time.perf_counter() + time_limit
     prob = model.prob
     s = model.scenario
     integers = model.integer_variables()
@@ -123,14 +127,18 @@ def lp_guided_start(model: PlanningModel, solve_problem, gap: float,
         m = _month_of(name)
         if m is not None:
             vars_of_month[m].append((v, a))
+    months = sorted(by_month)
     try:
-        for m in sorted(by_month):  # noqa: B007
+        for i, m in enumerate(months):
+            # a fair share of what is left, so early months cannot starve later ones; a
+            # month stopped at its share still gives its best plan so far
+            share = max(2.0, (deadline - time.perf_counter()) / (len(months) - i))
             sub = pulp.LpProblem(f"{prob.name}_m{m}", pulp.LpMinimize)
             sub.setObjective(LpAffineExpression(vars_of_month.get(m, [])))
             for c in by_month[m]:
                 sub.addConstraint(c, name=c.name)
             # months are small: solve them tightly, so the plan's gap is the LP's, not theirs
-            if solve_problem(sub, time_limit, min(gap, MONTH_GAP)) is None:
+            if solve_problem(sub, share, min(gap, MONTH_GAP)) is None:
                 return None
     finally:
         for v, low, up in fixed.values():

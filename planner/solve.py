@@ -60,11 +60,11 @@ def solve(model: PlanningModel, solver: str = "highs", time_limit: float = 60.0,
     if guided:
         from planner.heuristic import lp_guided_start
 
-        def run_part(part, _limit, part_gap):
-            r = _run(part, solver, left(), part_gap, threads, msg)
+        def run_part(part, limit, part_gap):
+            r = _run(part, solver, min(limit, left()), part_gap, threads, msg)
             return r["objective"] if r["has_solution"] else None
 
-        start = lp_guided_start(model, run_part, gap, time_limit)
+        start = lp_guided_start(model, run_part, gap, left())
         if start is not None:
             achieved = (start.objective - start.lp_bound) / max(abs(start.objective), 1e-9)
             if achieved <= gap:
