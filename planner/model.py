@@ -308,11 +308,11 @@ class _Builder:
         """
         s, m = self.s, self.m
         usage: dict[tuple, list] = defaultdict(list)
-        need: dict[tuple[str, str], float] = defaultdict(float)
+        used: set[tuple[str, str]] = set()  # (r, g) whose committed GPUs someone may use
         for (p, r, g, src, month, k), v in m.replicas.items():
             if src == COMMITTED:
                 usage[(r, g, month, k)].append((v, float(self.gpus_per_replica[(p, g)])))
-                need[(r, g)] = max(need[(r, g)], 0.0)
+                used.add((r, g))
         # A valid upper bound on GPUs worth committing at (r, g): the replicas the whole
         # demand that may use (r, g) would need in its busiest segment.
         busiest: dict[tuple[str, str], float] = defaultdict(float)
@@ -330,7 +330,7 @@ class _Builder:
         horizon = self.settings.horizon_months
         fixed = self.restrictions.fixed_commitments
         active: dict[tuple, list] = defaultdict(list)
-        for (r, g) in sorted(need):
+        for (r, g) in sorted(used):
             for o in self.commit_offers.get((r, g), []):
                 # committing the minimum can pay even when fewer GPUs are needed
                 up = max(math.ceil(busiest[(r, g)] - 1e-9), o.min_gpus)

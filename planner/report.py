@@ -72,7 +72,7 @@ class Sheet:
     def col(self, name: str) -> str:
         return get_column_letter(self.columns.index(name) + 1)
 
-    def rng(self, name: str, absolute: bool = True) -> str:
+    def rng(self, name: str) -> str:
         """The whole data range of a column, e.g. Plan!$L$2:$L$40 (at least one row)."""
         c = self.col(name)
         last = max(self.row, 2)
