@@ -11,9 +11,10 @@ plan. We build one from the relaxation, on the same PuLP model:
 3. the months are now independent: solve one small MIP per month, over the (workload,
    region, GPU type, source) columns the LP uses.
 
-The result is feasible for the full model (unmet demand absorbs anything not served) and
-deterministic (no time limit decides it). `solve` stops here when the plan is within the
-gap of the LP bound, else hands it to the full MIP as a warm start.
+The result is feasible for the full model (unmet demand absorbs anything not served). It
+is deterministic as long as no month's MIP reaches its share of the time limit (the
+default scenario's months finish in well under a second). `solve` stops here when the plan
+is within the gap of the LP bound, else hands it to the full MIP as a warm start.
 """
 
 from __future__ import annotations
@@ -53,82 +54,77 @@ def lp_guided_start(model: PlanningModel, solve_problem, gap: float,
     prob = model.prob
     s = model.scenario
     integers = model.integer_variables()
-    for v in integers:
-        v.cat = pulp.LpContinuous
-    try:
-        lp_bound = solve_problem(prob, time_limit, gap)
-    finally:
+
+    def solve_relaxed() -> float | None:
         for v in integers:
-            v.cat = pulp.LpInteger
+            v.cat = pulp.LpContinuous
+        try:
+            return solve_problem(prob, max(1.0, deadline - time.perf_counter()), gap)
+        finally:
+            for v in integers:
+                v.cat = pulp.LpInteger
+
+    lp_bound = solve_relaxed()
     if lp_bound is None:
         return None
 
     # -- decisions that couple months -------------------------------------------------------
-    fixed: dict[str, tuple] = {}  # variable name -> previous (lowBound, upBound)
+    fixed: dict[str, tuple] = {}  # variable name -> (variable, lowBound, upBound) before
 
     def fix(v: pulp.LpVariable, value: float):
         fixed.setdefault(v.name, (v, v.lowBound, v.upBound))
         v.lowBound = v.upBound = value
         v.varValue = value
 
-    best = _single_region_choice(model)
-    for (w, r, g), v in model.choose.items():
-        fix(v, 1.0 if best.get(w) == (r, g) else 0.0)
-    if best:  # let commitments and everything else follow the choice
-        for v in integers:
-            v.cat = pulp.LpContinuous
-        try:
-            if solve_problem(prob, time_limit, gap) is None:
-                return None
-        finally:
-            for v in integers:
-                v.cat = pulp.LpInteger
-
-    quantity: dict[tuple[str, int], int] = {}
-    for (key, t), v in sorted(model.commit.items()):
-        o = s.offer_by_key[key]
-        x = v.varValue or 0.0
-        q = int(math.floor(x + 0.5))
-        if 0 < q < o.min_gpus:
-            q = o.min_gpus if x >= o.min_gpus / 2 else 0
-        quantity[(key, t)] = min(q, int(v.upBound)) if v.upBound is not None else q
-    _fit_offer_capacity(model, quantity)
-    for (key, t), v in model.commit.items():
-        fix(v, float(quantity[(key, t)]))
-        if (key, t) in model.commit_on:
-            fix(model.commit_on[(key, t)], 1.0 if quantity[(key, t)] > 0 else 0.0)
-
-    # -- restrict to the columns the LP uses ----------------------------------------------
-    active = {(w, r, g, src) for (w, r, g, src, m, k), v in model.supply.items()
-              if (v.varValue or 0.0) > 1e-7}
-    active |= {(w, r, g, src) for (w, r, g, src, m, k) in model.supply if (w, r, g) in
-               {(ww, *rg) for ww, rg in best.items()}}
-    kept_cells = set()
-    pool_of = {w.workload: w.pool_name for w in s.workloads}
-    for (w, r, g, src, m, k), v in model.supply.items():
-        if (w, r, g, src) in active:
-            kept_cells.add((pool_of[w], r, g, src, m, k))
-        else:
-            fix(v, 0.0)
-    for key, v in model.replicas.items():
-        if key not in kept_cells:
-            fix(v, 0.0)
-
-    # -- one MIP per month ------------------------------------------------------------------
-    by_month: dict[int, list] = defaultdict(list)
-    for name, c in prob.constraints.items():
-        m = _month_of(name)
-        if m is not None:
-            by_month[m].append(c)
-    objective = prob.objective
-    coef = {v.name: (v, a) for v, a in objective.items()}
-    vars_of_month: dict[int, list] = defaultdict(list)
-    for name, (v, a) in coef.items():
-        m = _month_of(name)
-        if m is not None:
-            vars_of_month[m].append((v, a))
-    months = sorted(by_month)
     try:
+        best = _single_region_choice(model)
+        for (w, r, g), v in model.choose.items():
+            fix(v, 1.0 if best.get(w) == (r, g) else 0.0)
+        if best and solve_relaxed() is None:  # let commitments and the rest follow the choice
+            return None
+
+        quantity: dict[tuple[str, int], int] = {}
+        for (key, t), v in sorted(model.commit.items()):
+            o = s.offer_by_key[key]
+            x = v.varValue or 0.0
+            q = int(math.floor(x + 0.5))
+            if 0 < q < o.min_gpus:
+                q = o.min_gpus if x >= o.min_gpus / 2 else 0
+            quantity[(key, t)] = min(q, int(v.upBound)) if v.upBound is not None else q
+        _fit_offer_capacity(model, quantity)
+        for (key, t), v in model.commit.items():
+            fix(v, float(quantity[(key, t)]))
+            if (key, t) in model.commit_on:
+                fix(model.commit_on[(key, t)], 1.0 if quantity[(key, t)] > 0 else 0.0)
+
+        # -- restrict to the columns the LP uses ----------------------------------------------
+        active = {(w, r, g, src) for (w, r, g, src, m, k), v in model.supply.items()
+                  if (v.varValue or 0.0) > 1e-7}
+        active |= {(w, r, g, src) for (w, r, g, src, m, k) in model.supply if (w, r, g) in
+                   {(ww, *rg) for ww, rg in best.items()}}
+        kept_cells = set()
+        pool_of = {w.workload: w.pool_name for w in s.workloads}
+        for (w, r, g, src, m, k), v in model.supply.items():
+            if (w, r, g, src) in active:
+                kept_cells.add((pool_of[w], r, g, src, m, k))
+            else:
+                fix(v, 0.0)
+        for key, v in model.replicas.items():
+            if key not in kept_cells:
+                fix(v, 0.0)
+
+        # -- one MIP per month ------------------------------------------------------------------
+        by_month: dict[int, list] = defaultdict(list)
+        for name, c in prob.constraints.items():
+            m = _month_of(name)
+            if m is not None:
+                by_month[m].append(c)
+        vars_of_month: dict[int, list] = defaultdict(list)
+        for v, a in prob.objective.items():
+            m = _month_of(v.name)
+            if m is not None:
+                vars_of_month[m].append((v, a))
+        months = sorted(by_month)
         for i, m in enumerate(months):
             # a fair share of what is left, so early months cannot starve later ones; a
             # month stopped at its share still gives its best plan so far
@@ -140,10 +136,10 @@ def lp_guided_start(model: PlanningModel, solve_problem, gap: float,
             # months are small: solve them tightly, so the plan's gap is the LP's, not theirs
             if solve_problem(sub, share, min(gap, MONTH_GAP)) is None:
                 return None
-    finally:
+        return Start(lp_bound=lp_bound, objective=pulp.value(prob.objective))
+    finally:  # whatever happened, the model keeps its own bounds
         for v, low, up in fixed.values():
             v.lowBound, v.upBound = low, up
-    return Start(lp_bound=lp_bound, objective=pulp.value(prob.objective))
 
 
 def _single_region_choice(model: PlanningModel) -> dict[str, tuple[str, str]]:

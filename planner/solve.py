@@ -81,8 +81,7 @@ def solve(model: PlanningModel, solver: str = "highs", time_limit: float = 60.0,
         if not result["has_solution"] or result["objective"] > start.objective:
             for v, value in zip(variables, kept):  # the solver did not improve: keep the start
                 v.varValue = value
-            result.update(has_solution=True, objective=start.objective,
-                          status="feasible" if result["status"] != "infeasible" else "feasible")
+            result.update(has_solution=True, objective=start.objective, status="feasible")
         bound = max(result["bound"] or -math.inf, start.lp_bound)
         result["bound"] = bound
         result["gap"] = max(0.0, (result["objective"] - bound) / max(abs(result["objective"]),
@@ -90,12 +89,6 @@ def solve(model: PlanningModel, solver: str = "highs", time_limit: float = 60.0,
         if result["gap"] <= gap:
             result["status"] = "optimal"
     return SolveResult(seconds=time.perf_counter() - started, **result)
-
-
-def solve_problem(prob: pulp.LpProblem, solver: str = "highs", time_limit: float = 60.0,
-                  gap: float = 1e-4, threads: int | None = 1, msg: bool = False) -> dict:
-    """Run one solver on any PuLP problem; the normalised fields of a SolveResult."""
-    return _run(prob, solver, time_limit, gap, threads, msg)
 
 
 def _run(prob, solver, time_limit, gap, threads, msg, warm=False) -> dict:
