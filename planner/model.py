@@ -66,6 +66,11 @@ class PlanningModel:
     choose: dict = field(default_factory=dict)
     constant_usd: float = 0.0  # sunk cost of existing contracts (discounted)
     index: ModelIndex = field(default_factory=ModelIndex)
+    # rule → key → constraint, for reading duals (column generation)
+    rows: dict = field(default_factory=lambda: defaultdict(dict))
+    # a valid lower bound on the full model's objective when this model is a restriction
+    # of it (column generation); None when the model is the full one
+    full_bound: float | None = None
 
     def integer_variables(self) -> list[pulp.LpVariable]:
         """Every integer or binary variable, from the model's own index (PuLP's
@@ -103,27 +108,37 @@ class Restrictions:
 def build_model(scenario: Scenario, candidates: Candidates,
                 restrictions: Restrictions | None = None) -> PlanningModel:
     """Build the model of `scenario` from its candidates, within `restrictions`."""
-    return _Builder(scenario, candidates, restrictions or Restrictions()).build()
+    return ModelBuilder(scenario, candidates, restrictions).build()
 
 
-class _Builder:
-    def __init__(self, scenario: Scenario, candidates: Candidates, restrictions):
+class ModelBuilder:
+    """Builds the model over every candidate cell, or over a chosen subset of its supply
+    cells (column generation, planner.columns). What does not depend on the subset — the
+    sources each workload may use, demand levels, and every variable bound — is computed
+    once from all candidates, so a restricted model has exactly the bounds of the full one.
+    """
+
+    def __init__(self, scenario: Scenario, candidates: Candidates,
+                 restrictions: Restrictions | None = None):
         self.s = scenario
         self.c = candidates
         self.settings = scenario.settings
+        self.restrictions = restrictions or Restrictions()
         self.hours = [seg.share * scenario.settings.hours_per_month
                       for seg in candidates.segments]
-        self.m = PlanningModel(scenario, candidates,
-                               pulp.LpProblem(_safe(scenario.name), pulp.LpMinimize))
-        self.restrictions = restrictions
-        self.objective: list[tuple[pulp.LpVariable, float]] = []
+        self._sources()
+        self._levels()
+        self._bounds()
 
     # -- helpers -------------------------------------------------------------------------
     def _var(self, name: str, cat=pulp.LpContinuous, up=None) -> pulp.LpVariable:
         return pulp.LpVariable(name, lowBound=0, upBound=up, cat=cat)
 
-    def _add(self, terms, sense, rhs: float, name: str):
-        self.m.prob.addConstraint(LpConstraint(Expr(terms), sense, name, rhs))
+    def _add(self, terms, sense, rhs: float, name: str, rule: str | None = None, key=None):
+        c = LpConstraint(Expr(terms), sense, name, rhs)
+        self.m.prob.addConstraint(c)
+        if rule is not None:
+            self.m.rows[rule][key] = c
 
     def _offer_allowed(self, o: Offer) -> bool:
         providers = self.restrictions.providers
@@ -143,20 +158,33 @@ class _Builder:
     def _id(self, kind, name):
         return self.m.index(kind, name)
 
-    # -- stages --------------------------------------------------------------------------
-    def build(self) -> PlanningModel:
-        self._sources()
-        self.add_variables()
-        self.add_demand()
-        self.add_replicas()
-        self.add_committed_capacity()
-        self.add_offer_capacity()
-        self.add_minimum_commitment()
-        self.add_spot_share()
-        self.add_single_region()
-        self.add_objective()
-        return self.m
+    def per_replica(self, w: str, g: str, src: str) -> float:
+        """Units one replica of `w` on `g` delivers from `src` (spot: derated)."""
+        t = self.s.throughput_by_pair[(w, g)]
+        derate = self.payg_offer[src].derate if src != COMMITTED else 1.0
+        return t.units_per_gpu * t.gpus_per_replica * derate
 
+    def supply_cost(self, w: str, r: str, month: int, k: int) -> float:
+        """Objective coefficient of one unit of `w` served from `r` for a segment: egress."""
+        rate = self.s.workload_by_name[w].egress_gb_per_unit_hour * \
+            self.s.region_by_name[r].egress_usd_per_gb
+        return rate * self.hours[k] * self.settings.discount(month)
+
+    def replica_cost(self, p: str, g: str, src: str, month: int, k: int) -> float:
+        """Objective coefficient of one pay-as-you-go replica for a segment (committed: 0)."""
+        if src == COMMITTED:
+            return 0.0
+        return (self.gpus_per_replica[(p, g)] * self.hours[k]
+                * self.payg_offer[src].usd_per_gpu_hour * self.settings.discount(month))
+
+    def cells(self):
+        """Every supply cell of the full model: (w, r, g, src, month, k)."""
+        for (w, month, k) in self.demand_cells:
+            for (r, g, src), first in self.sources.get(w, {}).items():
+                if first <= month:
+                    yield (w, r, g, src, month, k)
+
+    # -- what every build shares -----------------------------------------------------------
     def _sources(self):
         """GPU sources per workload: (region, gpu, src) → first month it can be used."""
         s = self.s
@@ -196,39 +224,85 @@ class _Builder:
                     found[key] = min(found.get(key, 10**9), start)
             self.sources[w.workload] = dict(sorted(found.items()))
 
-    def add_variables(self):
-        """Unmet, flow and supply variables for every demand cell and usable source."""
-        c, m = self.c, self.m
+    def _levels(self):
+        """Demand sites per workload and total level per (workload, month, segment)."""
         sites_of: dict[str, list] = defaultdict(list)
-        for (w, site, _, _) in c.level:
+        for (w, site, _, _) in self.c.level:
             if site not in sites_of[w]:
                 sites_of[w].append(site)
         self.sites_of = sites_of
         self.total_level: dict[tuple[str, int, int], float] = defaultdict(float)
-        for (w, site, month, k), x in c.level.items():
+        for (w, site, month, k), x in self.c.level.items():
             self.total_level[(w, month, k)] += x
+        self.demand_cells = sorted(self.total_level, key=lambda x: (x[1], x[2], x[0]))
+        self.gpus_per_replica: dict[tuple[str, str], int] = {}
+        for w in self.s.workloads:
+            for t in self.s.throughput:
+                if t.workload == w.workload:
+                    self.gpus_per_replica[(w.pool_name, t.gpu)] = t.gpus_per_replica
+
+    def _bounds(self):
+        """Valid upper bounds, from every candidate cell: a pool's replicas in a cell never
+        exceed what its whole load needs, and GPUs worth committing at (r, g) never exceed
+        the replicas the whole demand that may use (r, g) needs in its busiest segment."""
+        pool_of = {w.workload: w.pool_name for w in self.s.workloads}
+        need: dict[tuple, float] = defaultdict(float)
+        for (w, r, g, src, month, k) in self.cells():
+            need[(pool_of[w], r, g, src, month, k)] += (
+                self.total_level[(w, month, k)] / self.per_replica(w, g, src))
+        self.replica_bound = {key: max(math.ceil(x - 1e-9), 0) for key, x in need.items()}
+        per_cell: dict[tuple, float] = defaultdict(float)
+        for (p, r, g, src, month, k), up in self.replica_bound.items():
+            if src == COMMITTED:
+                per_cell[(r, g, month, k)] += up * self.gpus_per_replica[(p, g)]
+        self.busiest: dict[tuple[str, str], float] = defaultdict(float)
+        for (r, g, month, k), x in per_cell.items():
+            self.busiest[(r, g)] = max(self.busiest[(r, g)], x)
+
+    # -- stages --------------------------------------------------------------------------
+    def build(self, cells: set | None = None) -> PlanningModel:
+        """The model over `cells` (supply keys; None: every candidate cell)."""
+        self.m = PlanningModel(self.s, self.c,
+                               pulp.LpProblem(_safe(self.s.name), pulp.LpMinimize))
+        self.add_variables(cells)
+        self.add_demand()
+        self.add_replicas()
+        self.add_committed_capacity()
+        self.add_offer_capacity()
+        self.add_minimum_commitment()
+        self.add_spot_share()
+        self.add_single_region()
+        self.add_objective()
+        return self.m
+
+    def add_variables(self, cells: set | None):
+        """Unmet, flow and supply variables for every demand cell and usable source.
+
+        Flows run only to regions with supply in that month and segment: any other flow
+        would be zero by flow balance."""
+        c, m = self.c, self.m
+        for (w, site, month, k) in c.level:
             m.unmet[(w, site, month, k)] = self._var(
                 f"unmet__{self._id('w', w)}_{self._id('s', site)}_m{month}_k{k}")
-        for (w, month, k) in sorted(self.total_level, key=lambda x: (x[1], x[2], x[0])):
-            regions_of_site = {
-                site: set(c.regions_for_site[(w, site)]) for site in sites_of[w]
-            }
-            reach = set().union(*regions_of_site.values())
-            multi = len(sites_of[w]) > 1
-            for (r, g, src), first in self.sources.get(w, {}).items():
-                if first > month or r not in reach:
+        for key in self.cells():
+            if cells is not None and key not in cells:
+                continue
+            w, r, g, src, month, k = key
+            m.supply[key] = self._var(
+                f"supply__{self._id('w', w)}_{self._id('r', r)}_{self._id('g', g)}_"
+                f"{self._id('src', src)}_m{month}_k{k}")
+        supplied: dict[tuple, set[str]] = defaultdict(set)
+        for (w, r, g, src, month, k) in m.supply:
+            if len(self.sites_of[w]) > 1:
+                supplied[(w, month, k)].add(r)
+        for (w, month, k), regions in supplied.items():
+            for site in self.sites_of[w]:
+                if (w, site, month, k) not in c.level:
                     continue
-                m.supply[(w, r, g, src, month, k)] = self._var(
-                    f"supply__{self._id('w', w)}_{self._id('r', r)}_{self._id('g', g)}_"
-                    f"{self._id('src', src)}_m{month}_k{k}")
-            if multi:
-                for site in sites_of[w]:
-                    if (w, site, month, k) not in c.level:
-                        continue
-                    for r in sorted(regions_of_site[site]):
-                        m.flow[(w, site, r, month, k)] = self._var(
-                            f"flow__{self._id('w', w)}_{self._id('s', site)}_"
-                            f"{self._id('r', r)}_m{month}_k{k}")
+                for r in sorted(regions.intersection(c.regions_for_site[(w, site)])):
+                    m.flow[(w, site, r, month, k)] = self._var(
+                        f"flow__{self._id('w', w)}_{self._id('s', site)}_"
+                        f"{self._id('r', r)}_m{month}_k{k}")
 
     def add_demand(self):
         """demand: every unit of demand is served from a region within the SLO or unmet.
@@ -255,14 +329,16 @@ class _Builder:
             served = (supply_by_w[(w, month, k)] if len(self.sites_of[w]) == 1
                       else flow_by_site[(w, site, month, k)])
             terms = [*served, (m.unmet[(w, site, month, k)], 1.0)]
-            self._add(terms, pulp.LpConstraintEQ, level, f"demand__{ids}")
+            self._add(terms, pulp.LpConstraintEQ, level, f"demand__{ids}",
+                      "demand", (w, site, month, k))
         for key in sorted(set(flow_by_region) | {
             k for k in supply_by_wr if len(self.sites_of[k[0]]) > 1
         }, key=str):
             w, r, month, k = key
             terms = supply_by_wr.get(key, []) + flow_by_region.get(key, [])
             ids = f"{self._id('w', w)}_{self._id('r', r)}_m{month}_k{k}"
-            self._add(terms, pulp.LpConstraintEQ, 0.0, f"flow_balance__{ids}")
+            self._add(terms, pulp.LpConstraintEQ, 0.0, f"flow_balance__{ids}",
+                      "flow_balance", key)
 
     def add_replicas(self):
         """replicas: GPUs come in whole replicas; a pool's replicas carry its loads.
@@ -273,30 +349,18 @@ class _Builder:
                 ≤ replicas[p,r,g,src,m,k]
         """
         s, m = self.s, self.m
-        tp = s.throughput_by_pair
         loads: dict[tuple, list] = defaultdict(list)
-        bound: dict[tuple, float] = defaultdict(float)
         for (w, r, g, src, month, k), v in m.supply.items():
-            t = tp[(w, g)]
-            derate = self.payg_offer[src].derate if src != COMMITTED else 1.0
-            per_replica = t.units_per_gpu * t.gpus_per_replica * derate
             p = s.workload_by_name[w].pool_name
-            loads[(p, r, g, src, month, k)].append((v, 1.0 / per_replica))
-            bound[(p, r, g, src, month, k)] += self.total_level[(w, month, k)] / per_replica
-        self.gpus_per_replica: dict[tuple[str, str], int] = {}
-        for w in s.workloads:
-            for t in s.throughput:
-                if t.workload == w.workload:
-                    self.gpus_per_replica[(w.pool_name, t.gpu)] = t.gpus_per_replica
+            loads[(p, r, g, src, month, k)].append((v, 1.0 / self.per_replica(w, g, src)))
         for key, terms in loads.items():
             p, r, g, src, month, k = key
             ids = (f"{self._id('p', p)}_{self._id('r', r)}_{self._id('g', g)}_"
                    f"{self._id('src', src)}_m{month}_k{k}")
-            # A replica more than the whole load needs is never useful: a valid bound.
-            up = math.ceil(bound[key] - 1e-9)
-            var = self._var(f"replicas__{ids}", pulp.LpInteger, up=max(up, 0))
+            var = self._var(f"replicas__{ids}", pulp.LpInteger, up=self.replica_bound[key])
             m.replicas[key] = var
-            self._add(terms + [(var, -1.0)], pulp.LpConstraintLE, 0.0, f"replicas__{ids}")
+            self._add(terms + [(var, -1.0)], pulp.LpConstraintLE, 0.0, f"replicas__{ids}",
+                      "replicas", key)
 
     def add_committed_capacity(self):
         """committed_capacity: replicas on committed GPUs fit in the active commitments.
@@ -308,20 +372,12 @@ class _Builder:
         """
         s, m = self.s, self.m
         usage: dict[tuple, list] = defaultdict(list)
-        used: set[tuple[str, str]] = set()  # (r, g) whose committed GPUs someone may use
         for (p, r, g, src, month, k), v in m.replicas.items():
             if src == COMMITTED:
                 usage[(r, g, month, k)].append((v, float(self.gpus_per_replica[(p, g)])))
-                used.add((r, g))
-        # A valid upper bound on GPUs worth committing at (r, g): the replicas the whole
-        # demand that may use (r, g) would need in its busiest segment.
-        busiest: dict[tuple[str, str], float] = defaultdict(float)
-        per_cell: dict[tuple, float] = defaultdict(float)
-        for (p, r, g, src, month, k), v in m.replicas.items():
-            if src == COMMITTED:
-                per_cell[(r, g, month, k)] += v.upBound * self.gpus_per_replica[(p, g)]
-        for (r, g, month, k), x in per_cell.items():
-            busiest[(r, g)] = max(busiest[(r, g)], x)
+        # (r, g) whose committed GPUs some candidate cell may use, built or not, so a
+        # restricted model prices committed capacity like the full one
+        used = {(r, g) for (p, r, g, src, month, k) in self.replica_bound if src == COMMITTED}
         existing = defaultdict(int)
         for e in s.existing:
             for month in self.settings.months:
@@ -333,7 +389,7 @@ class _Builder:
         for (r, g) in sorted(used):
             for o in self.commit_offers.get((r, g), []):
                 # committing the minimum can pay even when fewer GPUs are needed
-                up = max(math.ceil(busiest[(r, g)] - 1e-9), o.min_gpus)
+                up = max(math.ceil(self.busiest[(r, g)] - 1e-9), o.min_gpus)
                 if o.max_gpus is not None:
                     up = min(up, o.max_gpus)
                 if up <= 0 and fixed is None:
@@ -354,10 +410,13 @@ class _Builder:
             if (key, t) not in m.commit:  # signed, paid, but of no use to this variant
                 ids = f"{self._id('o', key)}_t{t}"
                 m.commit[(key, t)] = pulp.LpVariable(f"commit__{ids}", q, q, pulp.LpInteger)
-        for (r, g, month, k), terms in sorted(usage.items(), key=str):
+        rows = set(usage) | {(r, g, month, k) for (r, g, month) in active
+                             for k in range(len(self.hours))}
+        for (r, g, month, k) in sorted(rows, key=str):
             ids = f"{self._id('r', r)}_{self._id('g', g)}_m{month}_k{k}"
-            self._add(terms + active.get((r, g, month), []), pulp.LpConstraintLE,
-                      float(existing[(r, g, month)]), f"committed_capacity__{ids}")
+            self._add(usage.get((r, g, month, k), []) + active.get((r, g, month), []),
+                      pulp.LpConstraintLE, float(existing[(r, g, month)]),
+                      f"committed_capacity__{ids}", "committed_capacity", (r, g, month, k))
 
     def add_offer_capacity(self):
         """offer_capacity: no offer is used beyond max_gpus in any month and segment.
@@ -373,7 +432,8 @@ class _Builder:
         for (src, month, k), terms in payg.items():
             o = self.payg_offer[src]
             self._add(terms, pulp.LpConstraintLE, float(o.max_gpus),
-                      f"offer_capacity__{self._id('o', src)}_m{month}_k{k}")
+                      f"offer_capacity__{self._id('o', src)}_m{month}_k{k}",
+                      "offer_capacity", (src, month, k))
         by_offer: dict[str, list[tuple[int, pulp.LpVariable]]] = defaultdict(list)
         for (key, t), v in m.commit.items():
             by_offer[key].append((t, v))
@@ -428,7 +488,8 @@ class _Builder:
             terms = [(v, (1.0 - share) if id(v) in spot_ids else -share)
                      for v in everything[(w, month, k)]]
             self._add(terms, pulp.LpConstraintLE, 0.0,
-                      f"spot_share__{self._id('w', w)}_m{month}_k{k}")
+                      f"spot_share__{self._id('w', w)}_m{month}_k{k}", "spot_share",
+                      (w, month, k))
 
     def add_single_region(self):
         """single_region: a training workload runs on one GPU type in one region.
@@ -450,9 +511,11 @@ class _Builder:
                 chosen[w].append((m.choose[key], 1.0))
             ids = f"{self._id('w', w)}_{self._id('r', r)}_{self._id('g', g)}_m{month}_k{k}"
             self._add(terms + [(m.choose[key], -self.total_level[(w, month, k)])],
-                      pulp.LpConstraintLE, 0.0, f"single_region__{ids}")
+                      pulp.LpConstraintLE, 0.0, f"single_region__{ids}", "single_region",
+                      (w, r, g, month, k))
         for w, terms in chosen.items():
-            self._add(terms, pulp.LpConstraintLE, 1.0, f"single_region_choice__{self._id('w', w)}")
+            self._add(terms, pulp.LpConstraintLE, 1.0,
+                      f"single_region_choice__{self._id('w', w)}", "single_region_choice", w)
 
     def add_objective(self):
         """Least total of pay-as-you-go GPU-hours, new commitments (under the tail policy),
@@ -463,17 +526,14 @@ class _Builder:
         for (p, r, g, src, month, k), v in m.replicas.items():
             if src == COMMITTED:
                 continue
-            o = self.payg_offer[src]
-            gpus = self.gpus_per_replica[(p, g)]
-            terms.append((v, gpus * self.hours[k] * o.usd_per_gpu_hour * st.discount(month)))
+            terms.append((v, self.replica_cost(p, g, src, month, k)))
         for (key, t), v in m.commit.items():
             payments, upfront = counted_per_gpu(s.offer_by_key[key], t, st, discounted=True)
             terms.append((v, payments + upfront))
         for (w, r, g, src, month, k), v in m.supply.items():
-            rate = s.workload_by_name[w].egress_gb_per_unit_hour * \
-                s.region_by_name[r].egress_usd_per_gb
-            if rate > 0:
-                terms.append((v, rate * self.hours[k] * st.discount(month)))
+            cost = self.supply_cost(w, r, month, k)
+            if cost > 0:
+                terms.append((v, cost))
         for (w, site, month, k), v in m.unmet.items():
             penalty = s.workload_by_name[w].unmet_penalty_usd_per_unit_hour
             terms.append((v, penalty * self.hours[k] * st.discount(month)))
