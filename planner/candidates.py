@@ -210,13 +210,15 @@ def _prune_dominated(cands: Candidates) -> None:
         if any(s.workload_by_name[w].single_region for w in names):
             continue
         usable = {w: {o.key for o in cands.offers[w]} for w in names}
+        dropped: dict[str, set[str]] = defaultdict(set)
         reach = {w: _sites_reaching(cands, w) for w in names}
-        by_gpu: dict[str, list[Offer]] = defaultdict(list)
+        by_gpu: dict[str, dict[str, Offer]] = defaultdict(dict)  # gpu -> key -> offer
         for w in names:
             for o in cands.offers[w]:
-                if not o.is_commitment and o not in by_gpu[o.gpu]:
-                    by_gpu[o.gpu].append(o)
-        for gpu, offers in by_gpu.items():
+                if not o.is_commitment:
+                    by_gpu[o.gpu].setdefault(o.key, o)
+        for gpu, keyed in by_gpu.items():
+            offers = list(keyed.values())
             winners = sorted((o for o in offers if o.term == "on_demand" and o.max_gpus is None),
                              key=lambda o: (o.usd_per_gpu_hour, o.key))
             for o in offers:
@@ -232,9 +234,12 @@ def _prune_dominated(cands: Candidates) -> None:
                                 or egress[b.region] <= egress[o.region])
                            for w in users):
                         for w in users:
-                            cands.offers[w] = [x for x in cands.offers[w] if x.key != o.key]
                             cands.pruned[(w, o.key)] = f"{DOMINATED} {b.key}"
+                            dropped[w].add(o.key)
                         break
+        for w in names:  # once per workload: filtering per dropped offer is quadratic
+            if dropped[w]:
+                cands.offers[w] = [x for x in cands.offers[w] if x.key not in dropped[w]]
 
 
 def _sites_reaching(cands: Candidates, workload: str) -> dict[str, set]:

@@ -64,9 +64,14 @@ def lp_guided_start(model: PlanningModel, solve_problem, gap: float,
             for v in integers:
                 v.cat = pulp.LpInteger
 
-    lp_bound = solve_relaxed()
+    if model.lp_objective is not None:  # the variables hold it already (column generation)
+        lp_bound, model.lp_objective = model.lp_objective, None
+    else:
+        lp_bound = solve_relaxed()
     if lp_bound is None:
         return None
+    if model.full_bound is not None:  # a restriction: only the full model's bound counts
+        lp_bound = min(lp_bound, model.full_bound)
 
     # -- decisions that couple months -------------------------------------------------------
     fixed: dict[str, tuple] = {}  # variable name -> (variable, lowBound, upBound) before

@@ -92,3 +92,102 @@ class BulkHiGHS(pulp.HiGHS):
         started = time.perf_counter()
         lp.solverModel.run()
         TIMES["run"] += time.perf_counter() - started
+
+
+class IncrementalLP:
+    """One HiGHS LP that grows with a PuLP model rebuilt over more columns (column
+    generation): each `solve` adds only the columns and rows whose names are new, so the
+    simplex restarts from the last basis instead of from nothing. Coefficients of rows and
+    columns already handed over must not change between builds (the model builder
+    guarantees it: bounds and coefficients do not depend on which cells are built)."""
+
+    def __init__(self, time_limit: float, threads: int | None = 1):
+        import highspy
+
+        self.h = highspy.Highs()
+        self.h.setOptionValue("output_flag", False)
+        self.h.setOptionValue("random_seed", 0)
+        if threads:
+            self.h.setOptionValue("threads", threads)
+        self.deadline = time.perf_counter() + time_limit
+        self.cols: dict[str, int] = {}
+        self.rows: dict[str, int] = {}
+
+    def solve(self, lp: pulp.LpProblem) -> float | None:
+        """The LP relaxation of `lp` (integers relaxed): objective, values in `varValue`,
+        duals in each constraint's `pi`; None unless optimal."""
+        import highspy
+
+        started = time.perf_counter()
+        inf = highspy.kHighsInf
+        h = self.h
+        variables = lp.variables()
+        cost = {v.name: a for v, a in (lp.objective or {}).items()}
+        new = [v for v in variables if v.name not in self.cols]
+        for v in new:
+            self.cols[v.name] = len(self.cols)
+        # new columns, with their entries in rows HiGHS already has
+        entries: dict[str, list[tuple[int, float]]] = {v.name: [] for v in new}
+        new_rows = []
+        for name, c in lp.constraints.items():
+            row = self.rows.get(name)
+            if row is None:
+                new_rows.append((name, c))
+                continue
+            for v, a in c.items():
+                if v.name in entries and a != 0:
+                    entries[v.name].append((row, a))
+        if new:
+            starts, index, value = [], [], []
+            for v in new:
+                starts.append(len(index))
+                for row, a in entries[v.name]:
+                    index.append(row)
+                    value.append(a)
+            h.addCols(len(new), np.array([cost.get(v.name, 0.0) for v in new]),
+                      np.array([-inf if v.lowBound is None else v.lowBound for v in new],
+                               dtype=float),
+                      np.array([inf if v.upBound is None else v.upBound for v in new],
+                               dtype=float),
+                      len(index), np.array(starts, dtype=np.int32),
+                      np.array(index, dtype=np.int32), np.array(value, dtype=float))
+        warm = bool(self.rows)
+        if new_rows:
+            starts, index, value, lower, upper = [], [], [], [], []
+            for name, c in new_rows:
+                self.rows[name] = len(self.rows)
+                starts.append(len(index))
+                for v, a in c.items():
+                    if a != 0:
+                        index.append(self.cols[v.name])
+                        value.append(a)
+                lb, ub = c.getLb(), c.getUb()
+                lower.append(-inf if lb is None else lb)
+                upper.append(inf if ub is None else ub)
+            h.addRows(len(new_rows), np.array(lower, dtype=float),
+                      np.array(upper, dtype=float), len(index),
+                      np.array(starts, dtype=np.int32), np.array(index, dtype=np.int32),
+                      np.array(value, dtype=float))
+        if warm:
+            # the last basis stays primal feasible when columns join: primal simplex
+            # goes on from it (dual simplex would start over in phase 1)
+            h.setOptionValue("simplex_strategy", 4)
+        h.setOptionValue("time_limit", max(1.0, self.deadline - time.perf_counter()))
+        TIMES["handoff"] += time.perf_counter() - started
+        started = time.perf_counter()
+        h.run()
+        TIMES["run"] += time.perf_counter() - started
+        status = h.getModelStatus()
+        if status == highspy.HighsModelStatus.kModelEmpty:  # nothing to decide
+            return lp.objective.constant if lp.objective is not None else 0.0
+        if status != highspy.HighsModelStatus.kOptimal:
+            return None
+        solution = h.getSolution()
+        col_value, col_dual, row_dual = solution.col_value, solution.col_dual, solution.row_dual
+        for v in variables:
+            v.varValue = col_value[self.cols[v.name]]
+            v.dj = col_dual[self.cols[v.name]]
+        for name, c in lp.constraints.items():
+            c.pi = row_dual[self.rows[name]]
+        constant = lp.objective.constant if lp.objective is not None else 0.0
+        return h.getInfo().objective_function_value + constant

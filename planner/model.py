@@ -71,6 +71,9 @@ class PlanningModel:
     # a valid lower bound on the full model's objective when this model is a restriction
     # of it (column generation); None when the model is the full one
     full_bound: float | None = None
+    # the LP relaxation's objective while the variables hold its solution (set by column
+    # generation, so the LP-guided start need not solve it again)
+    lp_objective: float | None = None
 
     def integer_variables(self) -> list[pulp.LpVariable]:
         """Every integer or binary variable, from the model's own index (PuLP's
@@ -126,6 +129,7 @@ class ModelBuilder:
         self.restrictions = restrictions or Restrictions()
         self.hours = [seg.share * scenario.settings.hours_per_month
                       for seg in candidates.segments]
+        self.index = ModelIndex()
         self._sources()
         self._levels()
         self._bounds()
@@ -176,6 +180,9 @@ class ModelBuilder:
             return 0.0
         return (self.gpus_per_replica[(p, g)] * self.hours[k]
                 * self.payg_offer[src].usd_per_gpu_hour * self.settings.discount(month))
+
+    def count_cells(self) -> int:
+        return sum(1 for _ in self.cells())
 
     def cells(self):
         """Every supply cell of the full model: (w, r, g, src, month, k)."""
@@ -263,7 +270,8 @@ class ModelBuilder:
     def build(self, cells: set | None = None) -> PlanningModel:
         """The model over `cells` (supply keys; None: every candidate cell)."""
         self.m = PlanningModel(self.s, self.c,
-                               pulp.LpProblem(_safe(self.s.name), pulp.LpMinimize))
+                               pulp.LpProblem(_safe(self.s.name), pulp.LpMinimize),
+                               index=self.index)  # the same names in every build
         self.add_variables(cells)
         self.add_demand()
         self.add_replicas()

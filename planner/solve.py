@@ -82,12 +82,18 @@ def solve(model: PlanningModel, solver: str = "highs", time_limit: float = 60.0,
             for v, value in zip(variables, kept):  # the solver did not improve: keep the start
                 v.varValue = value
             result.update(has_solution=True, objective=start.objective, status="feasible")
-        bound = max(result["bound"] or -math.inf, start.lp_bound)
-        result["bound"] = bound
-        result["gap"] = max(0.0, (result["objective"] - bound) / max(abs(result["objective"]),
-                                                                      1e-9))
-        if result["gap"] <= gap:
-            result["status"] = "optimal"
+        result["bound"] = max(result["bound"] or -math.inf, start.lp_bound)
+    if model.full_bound is not None and result["has_solution"]:
+        # a restricted model (column generation): its own MIP bound says nothing about
+        # the full model, whose LP bound is known
+        result["bound"] = min(result["bound"] or math.inf, model.full_bound)
+        result["status"] = "feasible"
+    if start is not None or model.full_bound is not None:
+        if result["has_solution"]:
+            result["gap"] = max(0.0, (result["objective"] - result["bound"])
+                                / max(abs(result["objective"]), 1e-9))
+            if result["gap"] <= gap:
+                result["status"] = "optimal"
     return SolveResult(seconds=time.perf_counter() - started, **result)
 
 
