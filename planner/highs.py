@@ -17,6 +17,9 @@ import pulp
 TIMES = {"handoff": 0.0, "run": 0.0}
 
 
+# HiGHS simplex_strategy for the LPs after the first in column generation: 4 primal
+WARM_SIMPLEX = 4
+
 _UNSET = object()
 _threads_in_use: object = _UNSET
 
@@ -171,7 +174,7 @@ class IncrementalLP:
         if warm:
             # the last basis stays primal feasible when columns join: primal simplex
             # goes on from it (dual simplex would start over in phase 1)
-            h.setOptionValue("simplex_strategy", 4)
+            h.setOptionValue("simplex_strategy", WARM_SIMPLEX)
         h.setOptionValue("time_limit", max(1.0, self.deadline - time.perf_counter()))
         TIMES["handoff"] += time.perf_counter() - started
         started = time.perf_counter()
