@@ -24,6 +24,54 @@ _UNSET = object()
 _threads_in_use: object = _UNSET
 
 
+def _use_threads(threads) -> None:
+    """HiGHS keeps one thread scheduler per process; a run asking for another thread
+    count than the last one fails unless the scheduler is reset first."""
+    import highspy
+
+    global _threads_in_use
+    if threads != _threads_in_use:
+        if _threads_in_use is not _UNSET:
+            highspy.Highs.resetGlobalScheduler(True)
+        _threads_in_use = threads
+
+
+def _column_bounds(variables) -> tuple[np.ndarray, np.ndarray]:
+    import highspy
+
+    inf = highspy.kHighsInf
+    return (np.array([-inf if v.lowBound is None else v.lowBound for v in variables],
+                     dtype=float),
+            np.array([inf if v.upBound is None else v.upBound for v in variables],
+                     dtype=float))
+
+
+def _add_rows(h, constraints, column_of) -> None:
+    """Hand `constraints` to HiGHS `h` as CSR rows; `column_of(variable)` is its column."""
+    import highspy
+
+    inf = highspy.kHighsInf
+    m = len(constraints)
+    if not m:
+        return
+    starts = np.zeros(m, dtype=np.int32)
+    lower = np.empty(m)
+    upper = np.empty(m)
+    index: list[int] = []
+    value: list[float] = []
+    for i, c in enumerate(constraints):
+        starts[i] = len(index)
+        for v, a in c.items():
+            if a != 0:
+                index.append(column_of(v))
+                value.append(a)
+        lb, ub = c.getLb(), c.getUb()
+        lower[i] = -inf if lb is None else lb
+        upper[i] = inf if ub is None else ub
+    h.addRows(m, lower, upper, len(index), starts, np.array(index, dtype=np.int32),
+              np.array(value, dtype=float))
+
+
 class BulkHiGHS(pulp.HiGHS):
     def __init__(self, *args, start: bool = False, **kwargs):
         super().__init__(*args, **kwargs)
@@ -33,7 +81,6 @@ class BulkHiGHS(pulp.HiGHS):
         import highspy
 
         started = time.perf_counter()
-        inf = highspy.kHighsInf
         h = lp.solverModel
         variables = self._variables = lp.variables()
         n = len(variables)
@@ -43,10 +90,7 @@ class BulkHiGHS(pulp.HiGHS):
         cost = np.zeros(n)
         for v, a in lp.objective.items():
             cost[v.index] = sign * a
-        lower = np.array([-inf if v.lowBound is None else v.lowBound for v in variables],
-                         dtype=float)
-        upper = np.array([inf if v.upBound is None else v.upBound for v in variables],
-                         dtype=float)
+        lower, upper = _column_bounds(variables)
         empty_i = np.zeros(0, dtype=np.int32)
         h.addCols(n, cost, lower, upper, 0, empty_i, empty_i, np.zeros(0))
         if self.mip:
@@ -56,37 +100,15 @@ class BulkHiGHS(pulp.HiGHS):
                 h.changeColsIntegrality(len(ints), ints, np.full(
                     len(ints), highspy.HighsVarType.kInteger))
         constraints = list(lp.constraints.values())
-        m = len(constraints)
-        starts = np.zeros(m, dtype=np.int32)
-        row_lower = np.empty(m)
-        row_upper = np.empty(m)
-        index: list[int] = []
-        value: list[float] = []
         for i, c in enumerate(constraints):
-            c.index = i
-            starts[i] = len(index)
-            for v, a in c.items():
-                if a != 0:
-                    index.append(v.index)
-                    value.append(a)
-            lb, ub = c.getLb(), c.getUb()
-            row_lower[i] = -inf if lb is None else lb
-            row_upper[i] = inf if ub is None else ub
-        if m:
-            h.addRows(m, row_lower, row_upper, len(index), starts,
-                      np.array(index, dtype=np.int32), np.array(value, dtype=float))
+            c.index = i  # PuLP reads duals and slacks back by it
+        _add_rows(h, constraints, lambda v: v.index)
         TIMES["handoff"] += time.perf_counter() - started
 
     def callSolver(self, lp):
         import highspy
 
-        global _threads_in_use
-        # HiGHS keeps one thread scheduler per process; a run asking for another thread
-        # count than the last one fails unless the scheduler is reset first.
-        if self.threads != _threads_in_use:
-            if _threads_in_use is not _UNSET:
-                highspy.Highs.resetGlobalScheduler(True)
-            _threads_in_use = self.threads
+        _use_threads(self.threads)
         if self.start:
             solution = highspy.HighsSolution()
             solution.col_value = [v.varValue if v.varValue is not None else 0.0
@@ -112,6 +134,7 @@ class IncrementalLP:
         self.h.setOptionValue("random_seed", 0)
         if threads:
             self.h.setOptionValue("threads", threads)
+        self.threads = threads
         self.deadline = time.perf_counter() + time_limit
         self.cols: dict[str, int] = {}
         self.rows: dict[str, int] = {}
@@ -122,7 +145,6 @@ class IncrementalLP:
         import highspy
 
         started = time.perf_counter()
-        inf = highspy.kHighsInf
         h = self.h
         variables = lp.variables()
         cost = {v.name: a for v, a in (lp.objective or {}).items()}
@@ -148,35 +170,20 @@ class IncrementalLP:
                     index.append(row)
                     value.append(a)
             h.addCols(len(new), np.array([cost.get(v.name, 0.0) for v in new]),
-                      np.array([-inf if v.lowBound is None else v.lowBound for v in new],
-                               dtype=float),
-                      np.array([inf if v.upBound is None else v.upBound for v in new],
-                               dtype=float),
-                      len(index), np.array(starts, dtype=np.int32),
+                      *_column_bounds(new), len(index), np.array(starts, dtype=np.int32),
                       np.array(index, dtype=np.int32), np.array(value, dtype=float))
         warm = bool(self.rows)
-        if new_rows:
-            starts, index, value, lower, upper = [], [], [], [], []
-            for name, c in new_rows:
-                self.rows[name] = len(self.rows)
-                starts.append(len(index))
-                for v, a in c.items():
-                    if a != 0:
-                        index.append(self.cols[v.name])
-                        value.append(a)
-                lb, ub = c.getLb(), c.getUb()
-                lower.append(-inf if lb is None else lb)
-                upper.append(inf if ub is None else ub)
-            h.addRows(len(new_rows), np.array(lower, dtype=float),
-                      np.array(upper, dtype=float), len(index),
-                      np.array(starts, dtype=np.int32), np.array(index, dtype=np.int32),
-                      np.array(value, dtype=float))
+        for name, _ in new_rows:
+            self.rows[name] = len(self.rows)
+        _add_rows(h, [c for _, c in new_rows], lambda v: self.cols[v.name])
         if warm:
-            # the last basis stays primal feasible when columns join: primal simplex
-            # goes on from it (dual simplex would start over in phase 1)
+            # the last basis stays primal feasible when columns join, so primal simplex
+            # goes on from it (faster at 50x20x24; dual was faster for the large second
+            # round at 200x40x24 — benchmarks/README.md)
             h.setOptionValue("simplex_strategy", WARM_SIMPLEX)
         h.setOptionValue("time_limit", max(1.0, self.deadline - time.perf_counter()))
         TIMES["handoff"] += time.perf_counter() - started
+        _use_threads(self.threads)
         started = time.perf_counter()
         h.run()
         TIMES["run"] += time.perf_counter() - started
