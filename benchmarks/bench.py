@@ -76,7 +76,7 @@ def measure(size: str, workdir: Path) -> dict:
     limit = TIME_LIMIT.get(size, 60)
     highs.TIMES.update(handoff=0.0, run=0.0)
     builder = ModelBuilder(scenario, cands)
-    out["cells"] = builder.count_cells()
+    out["cells"] = builder.cell_count
     strategy = "auto"
     if out["cells"] > GENERATE_ABOVE:  # as planner solve does: column generation
         t = time.perf_counter()

@@ -78,7 +78,7 @@ def generate_columns(builder: ModelBuilder, time_limit: float, threads: int | No
             model.full_bound = value if converged else bound
             model.lp_objective = value
             return Generated(model, value, model.full_bound, converged, rounds,
-                             len(model.supply), pricing.all_cells)
+                             len(model.supply), builder.cell_count)
         cells |= new_cells
         groups |= new_groups
 
@@ -103,7 +103,6 @@ class _Pricing:
         self.by_w: dict[str, list] = defaultdict(list)  # w -> [(month, k)]
         for (w, month, k) in builder.demand_cells:
             self.by_w[w].append((month, k))
-        self.all_cells = builder.count_cells()
 
     # -- the start set ---------------------------------------------------------------------
     def unit_cost(self, w: str, r: str, g: str, src: str) -> float:
@@ -157,10 +156,11 @@ class _Pricing:
             first = min(month for month, _ in self.by_w[w])
             if w in self.single:  # groups usable from the first month of demand first
                 need = COVER * max(peak[(w, site)] for site in b.sites_of[w])
+                group_units: dict[tuple, float] = defaultdict(float)
+                for x in sources:
+                    group_units[x[:2]] += self.capacity_units(w, *x)
                 fits = [(r, g) for (r, g, src) in ranked
-                        if sources[(r, g, src)] <= first
-                        and sum(self.capacity_units(w, r, g, x) for (rr, gg, x) in sources
-                                if (rr, gg) == (r, g)) >= need]
+                        if sources[(r, g, src)] <= first and group_units[(r, g)] >= need]
                 best = []
                 for (r, g) in fits + [(r, g) for (r, g, _) in ranked]:
                     if (w, r, g) not in best:

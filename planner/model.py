@@ -181,9 +181,6 @@ class ModelBuilder:
         return (self.gpus_per_replica[(p, g)] * self.hours[k]
                 * self.payg_offer[src].usd_per_gpu_hour * self.settings.discount(month))
 
-    def count_cells(self) -> int:
-        return sum(1 for _ in self.cells())
-
     def cells(self):
         """Every supply cell of the full model: (w, r, g, src, month, k)."""
         for (w, month, k) in self.demand_cells:
@@ -254,7 +251,9 @@ class ModelBuilder:
         the replicas the whole demand that may use (r, g) needs in its busiest segment."""
         pool_of = {w.workload: w.pool_name for w in self.s.workloads}
         need: dict[tuple, float] = defaultdict(float)
+        self.cell_count = 0  # supply cells of the full model
         for (w, r, g, src, month, k) in self.cells():
+            self.cell_count += 1
             need[(pool_of[w], r, g, src, month, k)] += (
                 self.total_level[(w, month, k)] / self.per_replica(w, g, src))
         self.replica_bound = {key: max(math.ceil(x - 1e-9), 0) for key, x in need.items()}

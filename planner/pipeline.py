@@ -46,7 +46,7 @@ def plan_scenario(scenario: Scenario, solver: str | None = None,
     limit = time_limit if time_limit is not None else st.time_limit_s
     t = time.perf_counter()
     builder = ModelBuilder(scenario, candidates, restrictions)
-    cells = builder.count_cells()
+    cells = builder.cell_count
     if columns == "generate" or (columns == "auto" and cells > GENERATE_ABOVE):
         generated = generate_columns(builder, GENERATE_SHARE * limit, threads)
         seconds["columns"] = time.perf_counter() - t
