@@ -33,6 +33,8 @@ import time
 from collections import defaultdict
 from dataclasses import dataclass
 
+import numpy as np
+
 from planner.highs import IncrementalLP
 from planner.model import COMMITTED, ModelBuilder, PlanningModel
 
@@ -54,19 +56,22 @@ class Generated:
 
 
 def generate_columns(builder: ModelBuilder, time_limit: float, threads: int | None = 1,
-                     progress=None) -> Generated | None:
+                     progress=None, stop_gap: float = 0.0,
+                     max_rounds: int | None = None) -> Generated | None:
     """Column generation on `builder`'s model, within `time_limit` seconds;
-    `progress(round, cells, lp value, bound)` hears of each round. None when an LP fails
-    (or the first one does not finish in time)."""
+    `progress(round, cells, lp value, bound)` hears of each round. Stops early once the
+    Lagrangian bound is within `stop_gap` (relative) of the restricted LP, or after
+    `max_rounds`. None when an LP fails (or the first one does not finish in time)."""
     deadline = time.perf_counter() + time_limit
     lp = IncrementalLP(time_limit, threads)
     pricing = _Pricing(builder)
     cells, groups = pricing.start()
+    model = builder.build(_with_groups(builder, cells, groups))
+    growth = None
     rounds = 0
     while True:
         rounds += 1
-        model = builder.build(_with_groups(builder, cells, groups))
-        value = lp.solve(model.prob)
+        value = lp.solve(model.prob, growth)
         if value is None:
             return None
         new_cells, new_groups, below = pricing.price(model)
@@ -74,24 +79,68 @@ def generate_columns(builder: ModelBuilder, time_limit: float, threads: int | No
         if progress is not None:
             progress(rounds, len(model.supply), value, bound)
         converged = not new_cells and not new_groups
-        if converged or time.perf_counter() >= deadline:
+        close = value - bound <= stop_gap * abs(value)
+        out_of_rounds = max_rounds is not None and rounds >= max_rounds
+        if converged or close or out_of_rounds or time.perf_counter() >= deadline:
             model.full_bound = value if converged else bound
             model.lp_objective = value
             return Generated(model, value, model.full_bound, converged, rounds,
                              len(model.supply), builder.cell_count)
-        cells |= new_cells
-        groups |= new_groups
+        growth = builder.extend(model, _with_groups(builder, new_cells, new_groups))
 
 
 def _with_groups(builder: ModelBuilder, cells: set, groups: set) -> set:
     """The supply cells of `cells` plus every cell of each (workload, region, GPU) group."""
-    if not groups:
-        return cells
     out = set(cells)
-    for key in builder.cells():
-        if key[:3] in groups:
-            out.add(key)
+    for (w, r, g) in groups:
+        out.update(builder.cells_of(w, [x for x in builder.sources[w] if x[:2] == (r, g)]))
     return out
+
+
+class _Sources:
+    """One workload's sources as arrays (what pricing needs of them, fixed across rounds)."""
+
+    def __init__(self, b: ModelBuilder, w: str, capacity_row: dict):
+        s = b.s
+        work = s.workload_by_name[w]
+        self.keys = list(b.sources[w])
+        self.first = np.array(list(b.sources[w].values()))
+        self.regions = sorted({r for r, _, _ in self.keys})
+        self.region = np.array([self.regions.index(r) for r, _, _ in self.keys], dtype=int)
+        self.groups = sorted({(r, g) for r, g, _ in self.keys})
+        self.group = np.array([self.groups.index((r, g)) for r, g, _ in self.keys], dtype=int)
+        self.egress = np.array([work.egress_gb_per_unit_hour * s.region_by_name[r].egress_usd_per_gb
+                                for r, _, _ in self.keys])
+        self.per_replica = np.array([b.per_replica(w, g, src) for _, g, src in self.keys])
+        self.gpus = np.array([b.gpus_per_replica[(work.pool_name, g)] for _, g, _ in self.keys],
+                             dtype=float)
+        self.usd = np.array([0.0 if src == COMMITTED else b.payg_offer[src].usd_per_gpu_hour
+                             for _, _, src in self.keys])
+        share = work.max_spot_share
+        self.spot_coef = np.array([
+            (1.0 - share) if src != COMMITTED and b.payg_offer[src].term == "spot" else -share
+            for _, _, src in self.keys])
+        self.capacity = np.array([capacity_row[(r, g) if src == COMMITTED else src]
+                                  for r, g, src in self.keys], dtype=int)
+        self.index = {x: i for i, x in enumerate(self.keys)}
+        demand = b.demand_of[w]
+        self.month = np.array([m for m, _ in demand], dtype=int)
+        self.segment = np.array([k for _, k in demand], dtype=int)
+        self.column = {x: j for j, x in enumerate(demand)}
+        self.level = np.array([b.total_level[(w, m, k)] for m, k in demand])
+        self.valid = self.month[None, :] >= self.first[:, None]
+
+
+@dataclass
+class _Duals:
+    """One round's duals, as arrays over (month, segment) per row family."""
+
+    capacity: np.ndarray  # [capacity row, month, segment]: committed (r, g) or offer
+    demand: dict  # (w, site) -> [month, segment], NaN where no row
+    flow: dict  # (w, region) -> [month, segment], NaN where no row
+    spot: dict  # w -> [month, segment]
+    replicas: dict  # pool -> [((r, g, src), (month, segment), dual)]
+    choice: dict  # w -> dual of its one-choice row
 
 
 class _Pricing:
@@ -100,9 +149,23 @@ class _Pricing:
         s = builder.s
         self.pool_of = {w.workload: w.pool_name for w in s.workloads}
         self.single = {w.workload for w in s.workloads if w.single_region}
-        self.by_w: dict[str, list] = defaultdict(list)  # w -> [(month, k)]
-        for (w, month, k) in builder.demand_cells:
-            self.by_w[w].append((month, k))
+        self.shape = (builder.settings.horizon_months, len(builder.hours))
+        self.hours_discount = np.array([[h * builder.settings.discount(month)
+                                         for h in builder.hours]
+                                        for month in builder.settings.months])
+        # one row of capacity duals per committed (r, g) and per pay-as-you-go offer
+        self.capacity_row: dict = {}
+        for sources in builder.sources.values():
+            for r, g, src in sources:
+                key = (r, g) if src == COMMITTED else src
+                self.capacity_row.setdefault(key, len(self.capacity_row))
+        self.reach = {key: set(regions) for key, regions in builder.c.regions_for_site.items()}
+        self._arrays: dict[str, _Sources] = {}
+
+    def arrays(self, w: str) -> _Sources:
+        if w not in self._arrays:
+            self._arrays[w] = _Sources(self.b, w, self.capacity_row)
+        return self._arrays[w]
 
     # -- the start set ---------------------------------------------------------------------
     def unit_cost(self, w: str, r: str, g: str, src: str) -> float:
@@ -150,10 +213,10 @@ class _Pricing:
         chosen: dict[str, set] = defaultdict(set)
         groups: set = set()
         for w, sources in b.sources.items():
-            if w not in self.by_w:
+            if w not in b.demand_of:
                 continue
             ranked = sorted(sources, key=lambda x: (self.unit_cost(w, *x), x))
-            first = min(month for month, _ in self.by_w[w])
+            first = min(month for month, _ in b.demand_of[w])
             if w in self.single:  # groups usable from the first month of demand first
                 need = COVER * max(peak[(w, site)] for site in b.sites_of[w])
                 group_units: dict[tuple, float] = defaultdict(float)
@@ -181,88 +244,149 @@ class _Pricing:
                             taken[kind] += 1
                             carried[kind] += self.capacity_units(w, *x)
                             chosen[w].add(x)
-        cells = {key for key in b.cells() if key[1:4] in chosen[key[0]]}
+        cells = {key for w, sources in chosen.items() for key in b.cells_of(w, sources)}
         return cells, groups
 
     # -- pricing ---------------------------------------------------------------------------
+    def duals(self, model: PlanningModel) -> _Duals:
+        rows = model.rows
+
+        def dual(c) -> float:
+            return c.pi or 0.0
+
+        capacity = np.zeros((len(self.capacity_row), *self.shape))
+        for (r, g, month, k), c in rows["committed_capacity"].items():
+            if (r, g) in self.capacity_row:
+                capacity[self.capacity_row[(r, g)], month, k] = dual(c)
+        for (src, month, k), c in rows["offer_capacity"].items():
+            capacity[self.capacity_row[src], month, k] = dual(c)
+        demand: dict = {}
+        for (w, site, month, k), c in rows["demand"].items():
+            if (w, site) not in demand:
+                demand[(w, site)] = np.full(self.shape, np.nan)
+            demand[(w, site)][month, k] = dual(c)
+        flow: dict = {}
+        for (w, r, month, k), c in rows["flow_balance"].items():
+            if (w, r) not in flow:
+                flow[(w, r)] = np.full(self.shape, np.nan)
+            flow[(w, r)][month, k] = dual(c)
+        spot: dict = {}
+        for (w, month, k), c in rows["spot_share"].items():
+            if w not in spot:
+                spot[w] = np.zeros(self.shape)
+            spot[w][month, k] = dual(c)
+        replicas: dict = defaultdict(list)
+        for (p, r, g, src, month, k), c in rows["replicas"].items():
+            replicas[p].append(((r, g, src), (month, k), dual(c)))
+        choice = {w: dual(c) for w, c in rows["single_region_choice"].items()}
+        return _Duals(capacity, demand, flow, spot, replicas, choice)
+
+    def matrix(self, w: str, duals: _Duals) -> tuple[_Sources, np.ndarray, np.ndarray]:
+        """Workload `w`'s sources, and the reduced cost and demand price of each of its
+        cells [source, demand cell] (NaN where the cell is not in the full model)."""
+        b, x = self.b, self.arrays(w)
+        month, k = x.month, x.segment
+        hd = self.hours_discount[month, k]
+        sites = b.sites_of[w]
+        # what one more unit served from each region is worth
+        if len(sites) == 1:
+            price = np.broadcast_to(duals.demand[(w, sites[0])][month, k],
+                                    (len(x.keys), len(month)))
+        else:
+            per_region = np.full((len(x.regions), len(month)), np.nan)
+            for i, r in enumerate(x.regions):
+                flow = duals.flow.get((w, r))
+                if flow is not None and not np.isnan(flow[month, k]).any():
+                    per_region[i] = flow[month, k]
+                    continue
+                for site in sites:  # a new flow balance: the best price it reaches
+                    if r in self.reach[(w, site)] and (w, site) in duals.demand:
+                        per_region[i] = np.fmax(per_region[i], duals.demand[(w, site)][month, k])
+                if flow is not None:
+                    per_region[i] = np.where(np.isnan(flow[month, k]), per_region[i],
+                                             flow[month, k])
+            price = per_region[x.region]
+        rc = x.egress[:, None] * hd[None, :] - price
+        if w in duals.spot:
+            rc -= x.spot_coef[:, None] * duals.spot[w][month, k][None, :]
+        # the replica row's dual; a new row takes the one that prices its replica column
+        # at zero: −(replica cost − GPUs per replica × capacity dual)
+        capacity = duals.capacity[x.capacity[:, None], month[None, :], k[None, :]]
+        rho = x.gpus[:, None] * (capacity - x.usd[:, None] * hd[None, :])
+        for source, cell, value in duals.replicas.get(self.pool_of[w], ()):
+            i, j = x.index.get(source), x.column.get(cell)
+            if i is not None and j is not None:
+                rho[i, j] = value
+        rc -= rho / x.per_replica[:, None]
+        rc[~x.valid] = np.nan
+        return x, rc, price
+
+    def _built(self, model: PlanningModel) -> dict[str, list]:
+        out: dict[str, list] = defaultdict(list)
+        for (w, r, g, src, month, k) in model.supply:
+            out[w].append(((r, g, src), (month, k)))
+        return out
+
     def reduced_costs(self, model: PlanningModel, built: bool = False):
         """(cell, reduced cost, demand price) of every supply cell not in `model` (with
-        `built`: of those in it, single-region workloads left out) under its LP duals."""
-        b = self.b
-        rows = model.rows
-        demand, flow_balance = rows["demand"], rows["flow_balance"]
-        spot_rows, replica_rows = rows["spot_share"], rows["replicas"]
-        offer_cap, committed_cap = rows["offer_capacity"], rows["committed_capacity"]
-
-        def dual(table, key) -> float:
-            c = table.get(key)
-            return (c.pi or 0.0) if c is not None else 0.0
-
-        for key in b.cells():
-            if (key in model.supply) != built:
+        `built`: of those in it) under its LP duals; single-region workloads left out."""
+        duals, in_model = self.duals(model), self._built(model)
+        for w, sources in self.b.sources.items():
+            if not sources or w not in self.b.demand_of or w in self.single:
                 continue
-            w, r, g, src, month, k = key
-            if built and w in self.single:
-                continue
-            # what one more unit served from r is worth
-            sites = b.sites_of[w]
-            if len(sites) == 1:
-                price = dual(demand, (w, sites[0], month, k))
-            elif (w, r, month, k) in flow_balance:
-                price = dual(flow_balance, (w, r, month, k))
-            else:
-                prices = [dual(demand, (w, site, month, k)) for site in sites
-                          if (w, site, month, k) in demand
-                          and r in b.c.regions_for_site[(w, site)]]
-                if not prices:
-                    continue
-                price = max(prices)
-            rc = b.supply_cost(w, r, month, k) - price
-            if (w, month, k) in spot_rows:
-                share = b.s.workload_by_name[w].max_spot_share
-                is_spot = src != COMMITTED and b.payg_offer[src].term == "spot"
-                rc -= ((1.0 - share) if is_spot else -share) * dual(spot_rows, (w, month, k))
-            p = self.pool_of[w]
-            cell = (p, r, g, src, month, k)
-            if cell in replica_rows:
-                rho = dual(replica_rows, cell)
-            else:  # the dual that prices the new replica column at zero
-                capacity = (dual(committed_cap, (r, g, month, k)) if src == COMMITTED
-                            else dual(offer_cap, (src, month, k)))
-                rho = -(b.replica_cost(p, g, src, month, k)
-                        - b.gpus_per_replica[(p, g)] * capacity)
-            yield key, rc - rho / b.per_replica(w, g, src), price
+            x, rc, price = self.matrix(w, duals)
+            mark = np.zeros(rc.shape, dtype=bool)
+            for source, cell in in_model.get(w, ()):
+                mark[x.index[source], x.column[cell]] = True
+            for i, j in zip(*np.nonzero((mark == built) & ~np.isnan(rc))):
+                (r, g, src), (month, k) = x.keys[i], (int(x.month[j]), int(x.segment[j]))
+                yield (w, r, g, src, month, k), float(rc[i, j]), float(price[i, j])
 
     def price(self, model: PlanningModel) -> tuple[set, set, float]:
-        """Cells and groups that price out (reduced cost < 0), and Σ min(0, rc) × the most
-        each column can carry (the Lagrangian correction to the LP value)."""
-        b = self.b
+        """Cells and groups that price out (reduced cost < 0), and the Lagrangian
+        correction to the LP value: per demand cell its level × the least reduced cost of
+        a cell left out (their supply together never exceeds the level), per single-region
+        workload the least reduced cost of a group left out (it chooses one)."""
+        duals, in_model = self.duals(model), self._built(model)
         below = 0.0
-        found: dict[tuple, list] = defaultdict(list)
-        best_in_group: dict[tuple, float] = {}
-        for key, rc, price in self.reduced_costs(model):
-            w, r, g, _src, month, k = key
-            if w in self.single:
-                if (w, r, g) not in model.choose:
-                    cell = (w, r, g, month, k)
-                    best_in_group[cell] = min(best_in_group.get(cell, math.inf), rc)
+        new_cells, new_groups = set(), set()
+        for w, sources in self.b.sources.items():
+            if not sources or w not in self.b.demand_of:
                 continue
-            if rc < -TOLERANCE * max(1.0, abs(price)):
-                found[(w, month, k)].append((rc, key))
-                below += rc * b.total_level[(w, month, k)]
-        new_cells = set()
-        for cells in found.values():
-            cells.sort()
-            new_cells.update(key for _, key in cells[:ADD_PER_CELL])
-        group_value: dict[tuple, float] = defaultdict(float)
-        for (w, r, g, month, k), rc in best_in_group.items():
-            group_value[(w, r, g)] += b.total_level[(w, month, k)] * max(0.0, -rc)
-        choice = model.rows["single_region_choice"]
-        new_groups = set()
-        for (w, r, g), value in sorted(group_value.items()):
-            c = choice.get(w)
-            rc = -((c.pi or 0.0) if c is not None else 0.0) - value
-            if rc < -TOLERANCE * max(1.0, value):
-                new_groups.add((w, r, g))
-                below += rc
+            x, rc, price = self.matrix(w, duals)
+            for source, cell in in_model.get(w, ()):
+                rc[x.index[source], x.column[cell]] = np.nan
+            rc = np.where(np.isnan(rc), np.inf, rc)
+            if w in self.single:
+                below += self._price_groups(w, x, rc, model, duals, new_groups)
+                continue
+            least = rc.min(axis=0)
+            below += float((x.level * np.minimum(least, 0.0)).sum())
+            tolerance = TOLERANCE * np.maximum(1.0, np.abs(np.nan_to_num(price)))
+            rc = np.where(rc < -tolerance, rc, np.inf)
+            columns = np.flatnonzero(np.isfinite(rc).any(axis=0))
+            if len(columns) == 0:
+                continue
+            take = min(ADD_PER_CELL, len(x.keys))
+            best = np.argsort(rc[:, columns], axis=0, kind="stable")[:take]
+            for row, j in zip(best.ravel(), np.tile(columns, take)):
+                if np.isfinite(rc[row, j]):
+                    new_cells.add((w, *x.keys[row], int(x.month[j]), int(x.segment[j])))
         return new_cells, new_groups, below
+
+    def _price_groups(self, w, x: _Sources, rc, model, duals, new_groups) -> float:
+        """A group's choice column prices at −ψ − Σ level · max(0, −least rc in the
+        group); the groups that price out join. Returns the Lagrangian correction."""
+        best = np.full((len(x.groups), rc.shape[1]), np.inf)
+        np.minimum.at(best, x.group, rc)
+        value = (x.level[None, :] * np.where(np.isfinite(best), np.maximum(-best, 0.0), 0.0)
+                 ).sum(axis=1)
+        least = 0.0
+        for gi, (r, g) in enumerate(x.groups):
+            if (w, r, g) in model.choose:
+                continue
+            reduced = -duals.choice.get(w, 0.0) - float(value[gi])
+            least = min(least, reduced)
+            if reduced < -TOLERANCE * max(1.0, float(value[gi])):
+                new_groups.add((w, r, g))
+        return least

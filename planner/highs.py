@@ -120,11 +120,10 @@ class BulkHiGHS(pulp.HiGHS):
 
 
 class IncrementalLP:
-    """One HiGHS LP that grows with a PuLP model rebuilt over more columns (column
-    generation): each `solve` adds only the columns and rows whose names are new, so the
-    simplex restarts from the last basis instead of from nothing. Coefficients of rows and
-    columns already handed over must not change between builds (the model builder
-    guarantees it: bounds and coefficients do not depend on which cells are built)."""
+    """One HiGHS LP that grows with a PuLP model (column generation): the first `solve`
+    hands over the whole model; each later one only what the model builder's last
+    extension added (`PlanningModel.growth`: new columns with their entries in old rows,
+    new rows), so the simplex goes on from the last basis instead of from nothing."""
 
     def __init__(self, time_limit: float, threads: int | None = 1):
         import highspy
@@ -136,47 +135,53 @@ class IncrementalLP:
             self.h.setOptionValue("threads", threads)
         self.threads = threads
         self.deadline = time.perf_counter() + time_limit
-        self.cols: dict[str, int] = {}
-        self.rows: dict[str, int] = {}
+        self.variables: list[pulp.LpVariable] = []  # in column order
+        self.constraints: list[pulp.LpConstraint] = []  # in row order
+        self.column: dict[str, int] = {}
 
-    def solve(self, lp: pulp.LpProblem) -> float | None:
+    def _add_columns(self, lp: pulp.LpProblem, new: list, entries) -> None:
+        """New columns with their cost, bounds and entries in rows HiGHS already has."""
+        for v in new:
+            self.column[v.name] = len(self.variables)
+            self.variables.append(v)
+        if not new:
+            return
+        in_rows: dict[str, list[tuple[int, float]]] = {v.name: [] for v in new}
+        for row, v, a in entries:
+            if a != 0:
+                in_rows[v.name].append((row.index, a))
+        starts, index, value = [], [], []
+        for v in new:
+            starts.append(len(index))
+            for row, a in in_rows[v.name]:
+                index.append(row)
+                value.append(a)
+        cost = lp.objective
+        self.h.addCols(len(new), np.array([cost.get(v, 0.0) for v in new]),
+                       *_column_bounds(new), len(index), np.array(starts, dtype=np.int32),
+                       np.array(index, dtype=np.int32), np.array(value, dtype=float))
+
+    def _add_rows(self, rows: list) -> None:
+        for c in rows:
+            c.index = len(self.constraints)  # PuLP reads duals back by it
+            self.constraints.append(c)
+        _add_rows(self.h, rows, lambda v: self.column[v.name])
+
+    def solve(self, lp: pulp.LpProblem, growth=None) -> float | None:
         """The LP relaxation of `lp` (integers relaxed): objective, values in `varValue`,
-        duals in each constraint's `pi`; None unless optimal."""
+        duals in each constraint's `pi`; None unless optimal. `growth`: what was added to
+        `lp` since the last solve (None on the first)."""
         import highspy
 
         started = time.perf_counter()
         h = self.h
-        variables = lp.variables()
-        cost = {v.name: a for v, a in (lp.objective or {}).items()}
-        new = [v for v in variables if v.name not in self.cols]
-        for v in new:
-            self.cols[v.name] = len(self.cols)
-        # new columns, with their entries in rows HiGHS already has
-        entries: dict[str, list[tuple[int, float]]] = {v.name: [] for v in new}
-        new_rows = []
-        for name, c in lp.constraints.items():
-            row = self.rows.get(name)
-            if row is None:
-                new_rows.append((name, c))
-                continue
-            for v, a in c.items():
-                if v.name in entries and a != 0:
-                    entries[v.name].append((row, a))
-        if new:
-            starts, index, value = [], [], []
-            for v in new:
-                starts.append(len(index))
-                for row, a in entries[v.name]:
-                    index.append(row)
-                    value.append(a)
-            h.addCols(len(new), np.array([cost.get(v.name, 0.0) for v in new]),
-                      *_column_bounds(new), len(index), np.array(starts, dtype=np.int32),
-                      np.array(index, dtype=np.int32), np.array(value, dtype=float))
-        warm = bool(self.rows)
-        for name, _ in new_rows:
-            self.rows[name] = len(self.rows)
-        _add_rows(h, [c for _, c in new_rows], lambda v: self.cols[v.name])
-        if warm:
+        warm = bool(self.variables)
+        if not warm:
+            self._add_columns(lp, lp.variables(), ())
+            self._add_rows(list(lp.constraints.values()))
+        else:
+            self._add_columns(lp, growth.variables, growth.entries)
+            self._add_rows(growth.rows)
             # the last basis stays primal feasible when columns join, so primal simplex
             # goes on from it (faster at 50x20x24; dual was faster for the large second
             # round at 200x40x24 — benchmarks/README.md)
@@ -193,11 +198,10 @@ class IncrementalLP:
         if status != highspy.HighsModelStatus.kOptimal:
             return None
         solution = h.getSolution()
-        col_value, col_dual, row_dual = solution.col_value, solution.col_dual, solution.row_dual
-        for v in variables:
-            v.varValue = col_value[self.cols[v.name]]
-            v.dj = col_dual[self.cols[v.name]]
-        for name, c in lp.constraints.items():
-            c.pi = row_dual[self.rows[name]]
+        for v, x, d in zip(self.variables, solution.col_value, solution.col_dual):
+            v.varValue = x
+            v.dj = d
+        for c, y in zip(self.constraints, solution.row_dual):
+            c.pi = y
         constant = lp.objective.constant if lp.objective is not None else 0.0
         return h.getInfo().objective_function_value + constant

@@ -25,6 +25,7 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+import numpy as np
 import pulp
 from pulp import LpAffineExpression as Expr
 from pulp import LpConstraint
@@ -74,6 +75,9 @@ class PlanningModel:
     # the LP relaxation's objective while the variables hold its solution (set by column
     # generation, so the LP-guided start need not solve it again)
     lp_objective: float | None = None
+    # (workload, region, month, segment) with flows built (workloads with several sites)
+    supplied: set = field(default_factory=set)
+    growth: "Growth | None" = None  # what the last build or extension added
 
     def integer_variables(self) -> list[pulp.LpVariable]:
         """Every integer or binary variable, from the model's own index (PuLP's
@@ -182,11 +186,33 @@ class ModelBuilder:
                 * self.payg_offer[src].usd_per_gpu_hour * self.settings.discount(month))
 
     def cells(self):
-        """Every supply cell of the full model: (w, r, g, src, month, k)."""
+        """Every supply cell of the full model: (w, r, g, src, month, k), in build order."""
         for (w, month, k) in self.demand_cells:
             for (r, g, src), first in self.sources.get(w, {}).items():
                 if first <= month:
                     yield (w, r, g, src, month, k)
+
+    def cells_of(self, w: str, sources) -> list[tuple]:
+        """The supply cells of workload `w` from `sources` ((r, g, src) keys)."""
+        usable = self.sources.get(w, {})
+        return [(w, *x, month, k) for x in sources for (month, k) in self.demand_of[w]
+                if usable[x] <= month]
+
+    def in_build_order(self, cells) -> list[tuple]:
+        """`cells` sorted as `cells()` yields them, so a build is the same on every run
+        (a set's order of strings changes from one process to the next)."""
+        rank = self.source_rank
+        return sorted(cells, key=lambda c: (c[4], c[5], c[0], rank[c[0]][c[1:4]]))
+
+    def replica_bound(self, key: tuple) -> int:
+        """The most replicas pool p can use in a cell: what its whole load there needs."""
+        p, r, g, src, month, k = key
+        need = 0.0
+        for w in self.members[p]:
+            first = self.sources.get(w, {}).get((r, g, src))
+            if first is not None and first <= month and (w, month, k) in self.total_level:
+                need += self.total_level[(w, month, k)] / self.per_replica(w, g, src)
+        return max(math.ceil(need - 1e-9), 0)
 
     # -- what every build shares -----------------------------------------------------------
     def _sources(self):
@@ -235,35 +261,60 @@ class ModelBuilder:
             if site not in sites_of[w]:
                 sites_of[w].append(site)
         self.sites_of = sites_of
-        self.total_level: dict[tuple[str, int, int], float] = defaultdict(float)
+        total: dict[tuple[str, int, int], float] = defaultdict(float)
         for (w, site, month, k), x in self.c.level.items():
-            self.total_level[(w, month, k)] += x
+            total[(w, month, k)] += x
+        self.total_level = dict(total)
         self.demand_cells = sorted(self.total_level, key=lambda x: (x[1], x[2], x[0]))
+        self.demand_of: dict[str, list[tuple[int, int]]] = defaultdict(list)
+        for (w, month, k) in self.demand_cells:
+            self.demand_of[w].append((month, k))
         self.gpus_per_replica: dict[tuple[str, str], int] = {}
-        for w in self.s.workloads:
+        self.members: dict[str, list[str]] = defaultdict(list)  # pool → its workloads
+        for w in sorted(self.s.workloads, key=lambda w: w.workload):
+            self.members[w.pool_name].append(w.workload)
             for t in self.s.throughput:
                 if t.workload == w.workload:
                     self.gpus_per_replica[(w.pool_name, t.gpu)] = t.gpus_per_replica
+        self.source_rank = {w: {x: i for i, x in enumerate(sources)}
+                            for w, sources in self.sources.items()}
 
     def _bounds(self):
-        """Valid upper bounds, from every candidate cell: a pool's replicas in a cell never
-        exceed what its whole load needs, and GPUs worth committing at (r, g) never exceed
-        the replicas the whole demand that may use (r, g) needs in its busiest segment."""
-        pool_of = {w.workload: w.pool_name for w in self.s.workloads}
-        need: dict[tuple, float] = defaultdict(float)
-        self.cell_count = 0  # supply cells of the full model
-        for (w, r, g, src, month, k) in self.cells():
-            self.cell_count += 1
-            need[(pool_of[w], r, g, src, month, k)] += (
-                self.total_level[(w, month, k)] / self.per_replica(w, g, src))
-        self.replica_bound = {key: max(math.ceil(x - 1e-9), 0) for key, x in need.items()}
-        per_cell: dict[tuple, float] = defaultdict(float)
-        for (p, r, g, src, month, k), up in self.replica_bound.items():
-            if src == COMMITTED:
-                per_cell[(r, g, month, k)] += up * self.gpus_per_replica[(p, g)]
-        self.busiest: dict[tuple[str, str], float] = defaultdict(float)
-        for (r, g, month, k), x in per_cell.items():
-            self.busiest[(r, g)] = max(self.busiest[(r, g)], x)
+        """What bounds every build needs, from every candidate cell without listing them
+        (tens of millions at enterprise scale): how many cells the full model has, the
+        (r, g) whose committed GPUs some cell may use, and `busiest[(r, g)]`, the GPUs the
+        whole demand that may use (r, g)'s committed GPUs needs in its busiest segment —
+        no more are worth committing there. A cell's replica bound is `replica_bound`."""
+        horizon, segments = self.settings.horizon_months, len(self.hours)
+        level: dict[str, np.ndarray] = {}
+        for w, cells in self.demand_of.items():
+            level[w] = np.zeros((horizon, segments))
+            for (month, k) in cells:
+                level[w][month, k] = self.total_level[(w, month, k)]
+        self.cell_count = 0
+        self.committed_used: set[tuple[str, str]] = set()
+        per_cell: dict[tuple[str, str], np.ndarray] = {}
+        for p, members in self.members.items():
+            need: dict[tuple[str, str], np.ndarray] = {}
+            for w in members:
+                months = np.array([month for month, _ in self.demand_of.get(w, [])])
+                for (r, g, src), first in self.sources.get(w, {}).items():
+                    usable = int((months >= first).sum())
+                    self.cell_count += usable
+                    if src != COMMITTED or usable == 0:
+                        continue
+                    self.committed_used.add((r, g))
+                    if (r, g) not in need:
+                        need[(r, g)] = np.zeros((horizon, segments))
+                    need[(r, g)][first:] += level[w][first:] / self.per_replica(w, g, src)
+            for (r, g), x in need.items():
+                gpus = np.maximum(np.ceil(x - 1e-9), 0) * self.gpus_per_replica[(p, g)]
+                if (r, g) in per_cell:
+                    per_cell[(r, g)] += gpus
+                else:
+                    per_cell[(r, g)] = gpus
+        self.busiest: dict[tuple[str, str], float] = {
+            rg: float(x.max()) for rg, x in per_cell.items()}
 
     # -- stages --------------------------------------------------------------------------
     def build(self, cells: set | None = None) -> PlanningModel:
@@ -271,47 +322,110 @@ class ModelBuilder:
         self.m = PlanningModel(self.s, self.c,
                                pulp.LpProblem(_safe(self.s.name), pulp.LpMinimize),
                                index=self.index)  # the same names in every build
-        self.add_variables(cells)
-        self.add_demand()
-        self.add_replicas()
-        self.add_committed_capacity()
-        self.add_offer_capacity()
+        self.add_unmet()
+        self.add_commitments()
+        self._grow(self.cells() if cells is None else self.in_build_order(cells), first=True)
+        self.add_commitment_capacity()
         self.add_minimum_commitment()
-        self.add_spot_share()
-        self.add_single_region()
-        self.add_objective()
         return self.m
 
-    def add_variables(self, cells: set | None):
-        """Unmet, flow and supply variables for every demand cell and usable source.
+    def extend(self, model: PlanningModel, cells) -> Growth:
+        """Add supply `cells` to a model this builder built: their variables, their terms
+        in the rows that exist and the rows they need, exactly as a build over all of its
+        cells would have them. Returns what was added (for an incremental solver)."""
+        self.m = model
+        return self._grow(self.in_build_order(c for c in cells if c not in model.supply),
+                          first=False)
 
-        Flows run only to regions with supply in that month and segment: any other flow
-        would be zero by flow balance."""
-        c, m = self.c, self.m
-        for (w, site, month, k) in c.level:
-            m.unmet[(w, site, month, k)] = self._var(
-                f"unmet__{self._id('w', w)}_{self._id('s', site)}_m{month}_k{k}")
-        for key in self.cells():
-            if cells is not None and key not in cells:
+    def _grow(self, cells, first: bool) -> Growth:
+        self.growth = Growth()
+        supply = self.add_supply(cells)
+        flows = self.add_flows(supply)
+        self.add_demand(supply, flows)
+        replicas = self.add_replicas(supply)
+        self.add_committed_capacity(replicas, with_active=first)
+        self.add_offer_capacity(replicas)
+        self.add_spot_share(supply)
+        self.add_single_region(supply)
+        self.add_costs(supply, replicas)
+        self.m.growth = self.growth
+        return self.growth
+
+    def _row(self, rule: str, key, name: str, sense, rhs: float, terms):
+        """Create the row of `rule` at `key`, or add `terms` to it when it exists."""
+        row = self.m.rows[rule].get(key)
+        if row is None:
+            row = LpConstraint(Expr(terms), sense, name, rhs)
+            self.m.prob.addConstraint(row)
+            self.m.rows[rule][key] = row
+            self.growth.rows.append(row)
+        else:
+            for v, a in terms:
+                row.expr.addterm(v, a)
+                self.growth.entries.append((row, v, a))
+
+    def _new_var(self, name: str, cat=pulp.LpContinuous, up=None) -> pulp.LpVariable:
+        var = self._var(name, cat, up)
+        self.growth.variables.append(var)
+        return var
+
+    def add_unmet(self):
+        """Unmet demand for every demand cell, and its demand row (supply joins later)."""
+        m = self.m
+        terms = []
+        for (w, site, month, k), level in self.c.level.items():
+            ids = f"{self._id('w', w)}_{self._id('s', site)}_m{month}_k{k}"
+            v = m.unmet[(w, site, month, k)] = self._var(f"unmet__{ids}")
+            penalty = self.s.workload_by_name[w].unmet_penalty_usd_per_unit_hour
+            terms.append((v, penalty * self.hours[k] * self.settings.discount(month)))
+            self._add([(v, 1.0)], pulp.LpConstraintEQ, level, f"demand__{ids}",
+                      "demand", (w, site, month, k))
+        constant = 0.0
+        for e in self.s.existing:
+            for month in self.settings.months:
+                if e.active(month):
+                    constant += (e.gpus * self.settings.hours_per_month * e.usd_per_gpu_hour
+                                 * self.settings.discount(month))
+        m.constant_usd = constant
+        m.prob.setObjective(Expr(terms, constant=constant))
+
+    def add_supply(self, cells) -> list[tuple]:
+        """Supply variables for the cells not yet in the model."""
+        m, new = self.m, []
+        for key in cells:
+            if key in m.supply:
                 continue
             w, r, g, src, month, k = key
-            m.supply[key] = self._var(
+            m.supply[key] = self._new_var(
                 f"supply__{self._id('w', w)}_{self._id('r', r)}_{self._id('g', g)}_"
                 f"{self._id('src', src)}_m{month}_k{k}")
-        supplied: dict[tuple, set[str]] = defaultdict(set)
-        for (w, r, g, src, month, k) in m.supply:
-            if len(self.sites_of[w]) > 1:
-                supplied[(w, month, k)].add(r)
-        for (w, month, k), regions in supplied.items():
+            new.append(key)
+        return new
+
+    def add_flows(self, supply: list[tuple]) -> list[tuple]:
+        """Flows from each region newly supplying a workload with several demand sites to
+        each of its sites within the SLO. Flows run only to regions with supply in that
+        month and segment: any other flow would be zero by flow balance."""
+        m, c = self.m, self.c
+        regions: dict[tuple, set[str]] = defaultdict(set)
+        for (w, r, g, src, month, k) in supply:
+            if len(self.sites_of[w]) > 1 and (w, r, month, k) not in m.supplied:
+                regions[(w, month, k)].add(r)
+        new = []
+        for (w, month, k), found in regions.items():
+            m.supplied.update((w, r, month, k) for r in found)
             for site in self.sites_of[w]:
                 if (w, site, month, k) not in c.level:
                     continue
-                for r in sorted(regions.intersection(c.regions_for_site[(w, site)])):
-                    m.flow[(w, site, r, month, k)] = self._var(
+                for r in sorted(found.intersection(c.regions_for_site[(w, site)])):
+                    key = (w, site, r, month, k)
+                    m.flow[key] = self._new_var(
                         f"flow__{self._id('w', w)}_{self._id('s', site)}_"
                         f"{self._id('r', r)}_m{month}_k{k}")
+                    new.append(key)
+        return new
 
-    def add_demand(self):
+    def add_demand(self, supply: list[tuple], flows: list[tuple]):
         """demand: every unit of demand is served from a region within the SLO or unmet.
 
         For each (w, s, m, k) with level L > 0:
@@ -320,34 +434,28 @@ class ModelBuilder:
         A workload with one demand site has no flow variables: its supply (restricted to
         regions within the SLO of that site) serves the site directly.
         """
-        m, c = self.m, self.c
-        supply_by_wr: dict[tuple, list] = defaultdict(list)
-        supply_by_w: dict[tuple, list] = defaultdict(list)
-        for (w, r, g, src, month, k), v in m.supply.items():
-            supply_by_wr[(w, r, month, k)].append((v, 1.0))
-            supply_by_w[(w, month, k)].append((v, 1.0))
-        flow_by_site: dict[tuple, list] = defaultdict(list)
-        flow_by_region: dict[tuple, list] = defaultdict(list)
-        for (w, site, r, month, k), v in m.flow.items():
-            flow_by_site[(w, site, month, k)].append((v, 1.0))
-            flow_by_region[(w, r, month, k)].append((v, -1.0))
-        for (w, site, month, k), level in c.level.items():
-            ids = f"{self._id('w', w)}_{self._id('s', site)}_m{month}_k{k}"
-            served = (supply_by_w[(w, month, k)] if len(self.sites_of[w]) == 1
-                      else flow_by_site[(w, site, month, k)])
-            terms = [*served, (m.unmet[(w, site, month, k)], 1.0)]
-            self._add(terms, pulp.LpConstraintEQ, level, f"demand__{ids}",
-                      "demand", (w, site, month, k))
-        for key in sorted(set(flow_by_region) | {
-            k for k in supply_by_wr if len(self.sites_of[k[0]]) > 1
-        }, key=str):
+        m = self.m
+        served: dict[tuple, list] = defaultdict(list)
+        balance: dict[tuple, list] = defaultdict(list)
+        for key in supply:
+            w, r, g, src, month, k = key
+            if len(self.sites_of[w]) == 1:
+                served[(w, self.sites_of[w][0], month, k)].append((m.supply[key], 1.0))
+            else:
+                balance[(w, r, month, k)].append((m.supply[key], 1.0))
+        for key in flows:
+            w, site, r, month, k = key
+            served[(w, site, month, k)].append((m.flow[key], 1.0))
+            balance[(w, r, month, k)].append((m.flow[key], -1.0))
+        for (w, site, month, k), terms in served.items():
+            self._row("demand", (w, site, month, k), "", pulp.LpConstraintEQ, 0.0, terms)
+        for key in sorted(balance, key=str):
             w, r, month, k = key
-            terms = supply_by_wr.get(key, []) + flow_by_region.get(key, [])
             ids = f"{self._id('w', w)}_{self._id('r', r)}_m{month}_k{k}"
-            self._add(terms, pulp.LpConstraintEQ, 0.0, f"flow_balance__{ids}",
-                      "flow_balance", key)
+            self._row("flow_balance", key, f"flow_balance__{ids}", pulp.LpConstraintEQ, 0.0,
+                      balance[key])
 
-    def add_replicas(self):
+    def add_replicas(self, supply: list[tuple]) -> list[tuple]:
         """replicas: GPUs come in whole replicas; a pool's replicas carry its loads.
 
         For each (p, r, g, src, m, k):
@@ -357,46 +465,37 @@ class ModelBuilder:
         """
         s, m = self.s, self.m
         loads: dict[tuple, list] = defaultdict(list)
-        for (w, r, g, src, month, k), v in m.supply.items():
+        for key in supply:
+            w, r, g, src, month, k = key
             p = s.workload_by_name[w].pool_name
-            loads[(p, r, g, src, month, k)].append((v, 1.0 / self.per_replica(w, g, src)))
+            loads[(p, r, g, src, month, k)].append(
+                (m.supply[key], 1.0 / self.per_replica(w, g, src)))
+        new = []
         for key, terms in loads.items():
             p, r, g, src, month, k = key
             ids = (f"{self._id('p', p)}_{self._id('r', r)}_{self._id('g', g)}_"
                    f"{self._id('src', src)}_m{month}_k{k}")
-            var = self._var(f"replicas__{ids}", pulp.LpInteger, up=self.replica_bound[key])
-            m.replicas[key] = var
-            self._add(terms + [(var, -1.0)], pulp.LpConstraintLE, 0.0, f"replicas__{ids}",
-                      "replicas", key)
+            if key not in m.replicas:
+                m.replicas[key] = self._new_var(f"replicas__{ids}", pulp.LpInteger,
+                                                up=self.replica_bound(key))
+                terms = terms + [(m.replicas[key], -1.0)]
+                new.append(key)
+            self._row("replicas", key, f"replicas__{ids}", pulp.LpConstraintLE, 0.0, terms)
+        return new
 
-    def add_committed_capacity(self):
-        """committed_capacity: replicas on committed GPUs fit in the active commitments.
-
-        For each (r, g, m, k):
-            Σ_p gpus_per_replica[p,g] · replicas[p,r,g,committed,m,k]
-                ≤ Σ_{o at (r,g), t ≤ m < t + commit_months[o]} commit[o,t] + existing[r,g,m]
-        Commitments are created for starts t ≥ ceil(lead_time_days / 30) in the horizon.
-        """
-        s, m = self.s, self.m
-        usage: dict[tuple, list] = defaultdict(list)
-        for (p, r, g, src, month, k), v in m.replicas.items():
-            if src == COMMITTED:
-                usage[(r, g, month, k)].append((v, float(self.gpus_per_replica[(p, g)])))
-        # (r, g) whose committed GPUs some candidate cell may use, built or not, so a
-        # restricted model prices committed capacity like the full one
-        used = {(r, g) for (p, r, g, src, month, k) in self.replica_bound if src == COMMITTED}
-        existing = defaultdict(int)
-        for e in s.existing:
-            for month in self.settings.months:
-                if e.active(month):
-                    existing[(e.region, e.gpu, month)] += e.gpus
-        horizon = self.settings.horizon_months
+    def add_commitments(self):
+        """Commitment variables: GPUs committed on each offer from each start month
+        t ≥ ceil(lead_time_days / 30) in the horizon, at (r, g) whose committed GPUs some
+        candidate cell may use (built or not, so a restricted model prices committed
+        capacity like the full one), at most what the busiest segment there needs."""
+        m = self.m
         fixed = self.restrictions.fixed_commitments
-        active: dict[tuple, list] = defaultdict(list)
-        for (r, g) in sorted(used):
+        horizon = self.settings.horizon_months
+        self.active: dict[tuple, list] = defaultdict(list)  # (r, g, month) → commitments
+        for (r, g) in sorted(self.committed_used):
             for o in self.commit_offers.get((r, g), []):
                 # committing the minimum can pay even when fewer GPUs are needed
-                up = max(math.ceil(self.busiest[(r, g)] - 1e-9), o.min_gpus)
+                up = max(math.ceil(self.busiest.get((r, g), 0.0) - 1e-9), o.min_gpus)
                 if o.max_gpus is not None:
                     up = min(up, o.max_gpus)
                 if up <= 0 and fixed is None:
@@ -412,35 +511,72 @@ class ModelBuilder:
                         var = self._var(f"commit__{ids}", pulp.LpInteger, up=up)
                     m.commit[(o.key, t)] = var
                     for month in range(t, min(t + o.commit_months, horizon)):
-                        active[(r, g, month)].append((var, -1.0))
+                        self.active[(r, g, month)].append((var, -1.0))
         for (key, t), q in sorted((fixed or {}).items()):
             if (key, t) not in m.commit:  # signed, paid, but of no use to this variant
                 ids = f"{self._id('o', key)}_t{t}"
                 m.commit[(key, t)] = pulp.LpVariable(f"commit__{ids}", q, q, pulp.LpInteger)
-        rows = set(usage) | {(r, g, month, k) for (r, g, month) in active
-                             for k in range(len(self.hours))}
-        for (r, g, month, k) in sorted(rows, key=str):
-            ids = f"{self._id('r', r)}_{self._id('g', g)}_m{month}_k{k}"
-            self._add(usage.get((r, g, month, k), []) + active.get((r, g, month), []),
-                      pulp.LpConstraintLE, float(existing[(r, g, month)]),
-                      f"committed_capacity__{ids}", "committed_capacity", (r, g, month, k))
+        self.existing_gpus: dict[tuple, int] = defaultdict(int)
+        for e in self.s.existing:
+            for month in self.settings.months:
+                if e.active(month):
+                    self.existing_gpus[(e.region, e.gpu, month)] += e.gpus
+        terms = []
+        for (key, t), v in m.commit.items():
+            payments, upfront = counted_per_gpu(self.s.offer_by_key[key], t, self.settings,
+                                                discounted=True)
+            terms.append((v, payments + upfront))
+        for v, a in terms:
+            m.prob.objective.addterm(v, a)
 
-    def add_offer_capacity(self):
-        """offer_capacity: no offer is used beyond max_gpus in any month and segment.
+    def add_committed_capacity(self, replicas: list[tuple], with_active: bool):
+        """committed_capacity: replicas on committed GPUs fit in the active commitments.
 
-        Pay-as-you-go o, each (m, k): Σ_p gpus_per_replica · replicas[p,r,g,o,m,k] ≤ max_gpus[o]
-        Commitment o, each m:        Σ_{t ≤ m < t + commit_months} commit[o,t] ≤ max_gpus[o]
+        For each (r, g, m, k):
+            Σ_p gpus_per_replica[p,g] · replicas[p,r,g,committed,m,k]
+                ≤ Σ_{o at (r,g), t ≤ m < t + commit_months[o]} commit[o,t] + existing[r,g,m]
+        A row exists wherever replicas or commitments are (`with_active`: at the build).
         """
         m = self.m
+        usage: dict[tuple, list] = defaultdict(list)
+        for key in replicas:
+            p, r, g, src, month, k = key
+            if src == COMMITTED:
+                usage[(r, g, month, k)].append(
+                    (m.replicas[key], float(self.gpus_per_replica[(p, g)])))
+        rows = set(usage)
+        if with_active:
+            rows |= {(r, g, month, k) for (r, g, month) in self.active
+                     for k in range(len(self.hours))}
+        for (r, g, month, k) in sorted(rows, key=str):
+            ids = f"{self._id('r', r)}_{self._id('g', g)}_m{month}_k{k}"
+            key = (r, g, month, k)
+            terms = usage.get(key, [])
+            if key not in m.rows["committed_capacity"]:
+                terms = terms + self.active.get((r, g, month), [])
+            self._row("committed_capacity", key, f"committed_capacity__{ids}",
+                      pulp.LpConstraintLE, float(self.existing_gpus[(r, g, month)]), terms)
+
+    def add_offer_capacity(self, replicas: list[tuple]):
+        """offer_capacity: no pay-as-you-go offer is used beyond max_gpus in any month and
+        segment: Σ_p gpus_per_replica · replicas[p,r,g,o,m,k] ≤ max_gpus[o]."""
+        m = self.m
         payg: dict[tuple, list] = defaultdict(list)
-        for (p, r, g, src, month, k), v in m.replicas.items():
+        for key in replicas:
+            p, r, g, src, month, k = key
             if src != COMMITTED and self.payg_offer[src].max_gpus is not None:
-                payg[(src, month, k)].append((v, float(self.gpus_per_replica[(p, g)])))
+                payg[(src, month, k)].append(
+                    (m.replicas[key], float(self.gpus_per_replica[(p, g)])))
         for (src, month, k), terms in payg.items():
             o = self.payg_offer[src]
-            self._add(terms, pulp.LpConstraintLE, float(o.max_gpus),
+            self._row("offer_capacity", (src, month, k),
                       f"offer_capacity__{self._id('o', src)}_m{month}_k{k}",
-                      "offer_capacity", (src, month, k))
+                      pulp.LpConstraintLE, float(o.max_gpus), terms)
+
+    def add_commitment_capacity(self):
+        """offer_capacity of commitments: in each month, the GPUs of one offer committed
+        and active are at most max_gpus: Σ_{t ≤ m < t + commit_months} commit[o,t] ≤ max."""
+        m = self.m
         by_offer: dict[str, list[tuple[int, pulp.LpVariable]]] = defaultdict(list)
         for (key, t), v in m.commit.items():
             by_offer[key].append((t, v))
@@ -475,30 +611,35 @@ class ModelBuilder:
             self._add([(v, 1.0), (on, -float(v.upBound))], pulp.LpConstraintLE, 0.0,
                       f"minimum_commitment_on__{ids}")
 
-    def add_spot_share(self):
+    def add_spot_share(self, supply: list[tuple]):
         """spot_share: spot delivers at most max_spot_share of a workload's served units.
 
-        For each (w, m, k):  Σ_spot supply ≤ share · Σ_all supply
+        For each (w, m, k) with some spot supply:  Σ_spot supply ≤ share · Σ_all supply
         """
         m = self.m
-        spot: dict[tuple, list] = defaultdict(list)
-        everything: dict[tuple, list] = defaultdict(list)
-        for (w, r, g, src, month, k), v in m.supply.items():
-            everything[(w, month, k)].append(v)
-            if src != COMMITTED and self.payg_offer[src].term == "spot":
-                spot[(w, month, k)].append(v)
-        for (w, month, k), spot_vars in spot.items():
+        new: dict[tuple, list] = defaultdict(list)
+        for key in supply:
+            w, r, g, src, month, k = key
+            if self.s.workload_by_name[w].max_spot_share < 1.0:
+                new[(w, month, k)].append(key)
+        for (w, month, k), keys in new.items():
             share = self.s.workload_by_name[w].max_spot_share
-            if share >= 1.0:
-                continue
-            spot_ids = {id(v) for v in spot_vars}
-            terms = [(v, (1.0 - share) if id(v) in spot_ids else -share)
-                     for v in everything[(w, month, k)]]
-            self._add(terms, pulp.LpConstraintLE, 0.0,
-                      f"spot_share__{self._id('w', w)}_m{month}_k{k}", "spot_share",
-                      (w, month, k))
+            if (w, month, k) not in m.rows["spot_share"]:
+                if not any(self._is_spot(key[3]) for key in keys):
+                    continue
+                # the row is new: every supply of (w, m, k) joins it, built before or now
+                keys = [(w, *x, month, k) for x in self.sources[w]
+                        if (w, *x, month, k) in m.supply]
+            terms = [(m.supply[key], (1.0 - share) if self._is_spot(key[3]) else -share)
+                     for key in keys]
+            self._row("spot_share", (w, month, k),
+                      f"spot_share__{self._id('w', w)}_m{month}_k{k}", pulp.LpConstraintLE,
+                      0.0, terms)
 
-    def add_single_region(self):
+    def _is_spot(self, src: str) -> bool:
+        return src != COMMITTED and self.payg_offer[src].term == "spot"
+
+    def add_single_region(self, supply: list[tuple]):
         """single_region: a training workload runs on one GPU type in one region.
 
         Σ_{r,g} choose[w,r,g] ≤ 1;  for each (r, g, m, k):
@@ -506,52 +647,49 @@ class ModelBuilder:
         """
         m = self.m
         by_rg: dict[tuple, list] = defaultdict(list)
-        for (w, r, g, src, month, k), v in m.supply.items():
+        for key in supply:
+            w, r, g, src, month, k = key
             if self.s.workload_by_name[w].single_region:
-                by_rg[(w, r, g, month, k)].append((v, 1.0))
+                by_rg[(w, r, g, month, k)].append((m.supply[key], 1.0))
         chosen: dict[str, list] = defaultdict(list)
         for (w, r, g, month, k), terms in by_rg.items():
             key = (w, r, g)
             if key not in m.choose:
                 ids = f"{self._id('w', w)}_{self._id('r', r)}_{self._id('g', g)}"
-                m.choose[key] = self._var(f"choose__{ids}", pulp.LpBinary)
+                m.choose[key] = self._new_var(f"choose__{ids}", pulp.LpBinary)
                 chosen[w].append((m.choose[key], 1.0))
+            if (w, r, g, month, k) not in m.rows["single_region"]:
+                terms = terms + [(m.choose[key], -self.total_level[(w, month, k)])]
             ids = f"{self._id('w', w)}_{self._id('r', r)}_{self._id('g', g)}_m{month}_k{k}"
-            self._add(terms + [(m.choose[key], -self.total_level[(w, month, k)])],
-                      pulp.LpConstraintLE, 0.0, f"single_region__{ids}", "single_region",
-                      (w, r, g, month, k))
+            self._row("single_region", (w, r, g, month, k), f"single_region__{ids}",
+                      pulp.LpConstraintLE, 0.0, terms)
         for w, terms in chosen.items():
-            self._add(terms, pulp.LpConstraintLE, 1.0,
-                      f"single_region_choice__{self._id('w', w)}", "single_region_choice", w)
+            self._row("single_region_choice", w, f"single_region_choice__{self._id('w', w)}",
+                      pulp.LpConstraintLE, 1.0, terms)
 
-    def add_objective(self):
-        """Least total of pay-as-you-go GPU-hours, new commitments (under the tail policy),
-        egress and unmet-demand penalty, each weighed by (1 + d)^(−m/12); plus the sunk
-        cost of existing contracts as a constant."""
-        s, m, st = self.s, self.m, self.settings
-        terms = []
-        for (p, r, g, src, month, k), v in m.replicas.items():
-            if src == COMMITTED:
-                continue
-            terms.append((v, self.replica_cost(p, g, src, month, k)))
-        for (key, t), v in m.commit.items():
-            payments, upfront = counted_per_gpu(s.offer_by_key[key], t, st, discounted=True)
-            terms.append((v, payments + upfront))
-        for (w, r, g, src, month, k), v in m.supply.items():
+    def add_costs(self, supply: list[tuple], replicas: list[tuple]):
+        """The objective's terms for new variables: pay-as-you-go GPU-hours and egress,
+        each weighed by (1 + d)^(−m/12). (Unmet-demand penalty, commitments under the
+        tail policy and the sunk cost of existing contracts are there from the build.)"""
+        objective = self.m.prob.objective
+        for key in replicas:
+            p, r, g, src, month, k = key
+            if src != COMMITTED:
+                objective.addterm(self.m.replicas[key], self.replica_cost(p, g, src, month, k))
+        for key in supply:
+            w, r, g, src, month, k = key
             cost = self.supply_cost(w, r, month, k)
             if cost > 0:
-                terms.append((v, cost))
-        for (w, site, month, k), v in m.unmet.items():
-            penalty = s.workload_by_name[w].unmet_penalty_usd_per_unit_hour
-            terms.append((v, penalty * self.hours[k] * st.discount(month)))
-        constant = 0.0
-        for e in s.existing:
-            for month in st.months:
-                if e.active(month):
-                    constant += (e.gpus * st.hours_per_month * e.usd_per_gpu_hour
-                                 * st.discount(month))
-        m.constant_usd = constant
-        m.prob.setObjective(Expr(terms, constant=constant))
+                objective.addterm(self.m.supply[key], cost)
+
+
+@dataclass
+class Growth:
+    """What one build or extension added to a model (for an incremental solver)."""
+
+    variables: list = field(default_factory=list)  # new columns
+    rows: list = field(default_factory=list)  # new rows, with every entry
+    entries: list = field(default_factory=list)  # (row, variable, coefficient) in old rows
 
 
 def _safe(name: str) -> str:

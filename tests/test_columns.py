@@ -23,6 +23,16 @@ from scenarios import write_csv
 from test_properties import scenarios
 
 
+def canonical(model) -> tuple:
+    """A model as data: rows, columns and objective, independent of build order."""
+    rows = {name: (c.sense, round(-c.constant, 9),
+                   sorted((v.name, round(a, 9)) for v, a in c.expr.items() if a != 0))
+            for name, c in model.prob.constraints.items()}
+    columns = {v.name: (v.cat, v.lowBound, v.upBound) for v in model.prob.variables()}
+    objective = sorted((v.name, round(a, 9)) for v, a in model.prob.objective.items() if a)
+    return rows, columns, objective, round(model.prob.objective.constant, 9)
+
+
 def full_lp(builder: ModelBuilder) -> float:
     model = builder.build()
     for v in model.integer_variables():
@@ -66,6 +76,59 @@ def test_random_scenarios_reach_the_full_lp(tmp_path_factory, tables):
     result = generate_columns(builder, 600)
     assert result is not None and result.converged
     assert result.lp_objective == pytest.approx(full_lp(builder), rel=1e-7, abs=1e-6)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_extending_a_model_builds_what_building_all_its_cells_does(tmp_path, seed):
+    """Column generation grows one model in place: cells added in three steps give
+    exactly the model built over all at once. Spot cells come after others of their
+    demand cell (the spot-share row then takes in supply built before), and each
+    workload's and pool's cells are spread over the steps (rows created, then extended)."""
+    s = generated(tmp_path, 8, 6, 3, seed)
+    builder = ModelBuilder(s, find_candidates(s))
+    cells = list(builder.cells())
+
+    def spot(cell):
+        return cell[3] in builder.payg_offer and builder.payg_offer[cell[3]].term == "spot"
+
+    steps = [{c for i, c in enumerate(cells) if not spot(c) and i % 2 == 0},
+             {c for i, c in enumerate(cells) if spot(c) or i % 6 == 1}]
+    steps.append(set(cells) - steps[0] - steps[1])
+    model = builder.build(steps[0])
+    for step in steps[1:]:
+        growth = builder.extend(model, step)
+        assert len(growth.variables) >= len(step)
+    assert canonical(model) == canonical(builder.build())
+    assert builder.extend(model, cells).variables == []  # nothing twice
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_stopped_generation_bounds_the_full_lp_from_below(tmp_path, seed):
+    """Stopped after each of its first rounds, the Lagrangian bound never exceeds the
+    full LP (a wrong dual in the pricing would make it cross), and it closes in."""
+    s = generated(tmp_path, 8, 6, 3, seed)
+    builder = ModelBuilder(s, find_candidates(s))
+    lp = full_lp(builder)
+    bounds = []
+    for rounds in (1, 2, 3):
+        result = generate_columns(builder, 600, max_rounds=rounds)
+        assert result.bound <= lp + 1e-6 * abs(lp)
+        assert result.lp_objective >= lp - 1e-6 * abs(lp)  # a restriction of the full LP
+        bounds.append(result.bound)
+    assert not generate_columns(builder, 600, max_rounds=1).converged
+    assert bounds[-1] > bounds[0]
+
+
+@settings(max_examples=30, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(tables=scenarios())
+def test_the_first_rounds_bound_is_below_the_full_lp_on_random_scenarios(
+        tmp_path_factory, tables):
+    s = load_scenario(write_csv(tmp_path_factory.mktemp("lb"), tables))
+    builder = ModelBuilder(s, find_candidates(s))
+    result = generate_columns(builder, 600, max_rounds=1)
+    assert result is not None
+    assert result.bound <= full_lp(builder) + 1e-6 * max(1.0, abs(result.bound))
 
 
 def test_a_plan_through_column_generation_is_valid_and_bounded_by_the_full_lp(tmp_path):
