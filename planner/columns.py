@@ -38,9 +38,9 @@ import numpy as np
 from planner.highs import IncrementalLP
 from planner.model import COMMITTED, ModelBuilder, PlanningModel
 
-START_SOURCES = 2  # cheapest sources per (workload, site, kind of source) in the start set
+START_SOURCES = 2  # cheapest sources per (site, kind of source) or single-region workload
 ADD_PER_CELL = 3  # most negative cells joining per (workload, month, segment) and round
-COVER = 2.0  # the start set could carry this many times each site's busiest level
+COVER = 2.0  # per kind of source, the start set could carry this many times a site's peak
 TOLERANCE = 1e-6  # relative: reduced costs above −TOLERANCE · price do not count
 
 
@@ -188,62 +188,84 @@ class _Pricing:
     def _kind(self, src: str) -> str:
         return COMMITTED if src == COMMITTED else self.b.payg_offer[src].term
 
-    def capacity_units(self, w: str, r: str, g: str, src: str) -> float:
-        """Units of `w` the source can deliver at most in an hour (inf: no limit)."""
+    def capacity_gpus(self, r: str, g: str, src: str) -> float:
+        """GPUs the source has at most in an hour (inf: no limit)."""
         b = self.b
         if src == COMMITTED:
             gpus = sum(math.inf if o.max_gpus is None else o.max_gpus
                        for o in b.commit_offers.get((r, g), []))
-            gpus += max((e.gpus for e in b.s.existing if (e.region, e.gpu) == (r, g)),
-                        default=0)
-        else:
-            o = b.payg_offer[src]
-            gpus = math.inf if o.max_gpus is None else o.max_gpus
-        t = b.s.throughput_by_pair[(w, g)]
-        return gpus * t.units_per_gpu * (1.0 if src == COMMITTED else b.payg_offer[src].derate)
+            return gpus + max((e.gpus for e in b.s.existing if (e.region, e.gpu) == (r, g)),
+                              default=0)
+        o = b.payg_offer[src]
+        return math.inf if o.max_gpus is None else o.max_gpus
+
+    def units_per_gpu(self, w: str, g: str, src: str) -> float:
+        t = self.b.s.throughput_by_pair[(w, g)]
+        return t.units_per_gpu * (1.0 if src == COMMITTED else self.b.payg_offer[src].derate)
+
+    def capacity_units(self, w: str, r: str, g: str, src: str) -> float:
+        """Units of `w` the source can deliver at most in an hour (inf: no limit)."""
+        return self.capacity_gpus(r, g, src) * self.units_per_gpu(w, g, src)
 
     def start(self) -> tuple[set, set]:
         """Per demand site and kind of source (spot, on-demand, committed), the cheapest
         sources until they could carry COVER × the site's busiest level (at least
-        START_SOURCES); for single-region workloads the cheapest groups likewise."""
+        START_SOURCES with capacity left), sites with the highest levels first, each taking
+        its share of an offer's capacity (workloads compete for the cheap ones); then the
+        same among sources usable from the first month of demand. For single-region
+        workloads the START_SOURCES cheapest groups, those that can hold it from its first
+        month first."""
         b = self.b
         peak: dict[tuple, float] = defaultdict(float)
         for (w, site, month, k), level in b.c.level.items():
             peak[(w, site)] = max(peak[(w, site)], level)
         chosen: dict[str, set] = defaultdict(set)
         groups: set = set()
+        ranked: dict[str, list] = {}
+        first: dict[str, int] = {}
         for w, sources in b.sources.items():
             if w not in b.demand_of:
                 continue
-            ranked = sorted(sources, key=lambda x: (self.unit_cost(w, *x), x))
-            first = min(month for month, _ in b.demand_of[w])
+            ranked[w] = sorted(sources, key=lambda x: (self.unit_cost(w, *x), x))
+            first[w] = min(month for month, _ in b.demand_of[w])
             if w in self.single:  # groups usable from the first month of demand first
                 need = COVER * max(peak[(w, site)] for site in b.sites_of[w])
                 group_units: dict[tuple, float] = defaultdict(float)
                 for x in sources:
                     group_units[x[:2]] += self.capacity_units(w, *x)
-                fits = [(r, g) for (r, g, src) in ranked
-                        if sources[(r, g, src)] <= first and group_units[(r, g)] >= need]
+                fits = [(r, g) for (r, g, src) in ranked[w]
+                        if sources[(r, g, src)] <= first[w] and group_units[(r, g)] >= need]
                 best = []
-                for (r, g) in fits + [(r, g) for (r, g, _) in ranked]:
+                for (r, g) in fits + [(r, g) for (r, g, _) in ranked[w]]:
                     if (w, r, g) not in best:
                         best.append((w, r, g))
                 groups.update(best[:START_SOURCES])
-                continue
-            # the cheapest of all, and the cheapest usable from the first month of demand
-            for early in (False, True):
-                for site in b.sites_of[w]:
-                    near = set(b.c.regions_for_site[(w, site)])
-                    taken: dict[str, int] = defaultdict(int)
-                    carried: dict[str, float] = defaultdict(float)
-                    for x in ranked:
-                        kind = self._kind(x[2])
-                        if x[0] not in near or (early and sources[x] > first):
-                            continue
-                        if taken[kind] < START_SOURCES or carried[kind] < COVER * peak[(w, site)]:
-                            taken[kind] += 1
-                            carried[kind] += self.capacity_units(w, *x)
-                            chosen[w].add(x)
+        sites = sorted(((w, site) for w in ranked if w not in self.single
+                        for site in b.sites_of[w]), key=lambda x: (-peak[x], x[0], str(x[1])))
+        left: dict = {}  # GPUs of each offer, or committed (r, g), not yet taken
+        for early in (False, True):
+            for (w, site) in sites:
+                near = set(b.c.regions_for_site[(w, site)])
+                taken: dict[str, int] = defaultdict(int)  # per kind of source
+                carried: dict[str, float] = defaultdict(float)
+                need = COVER * peak[(w, site)]
+                for x in ranked[w]:
+                    kind = self._kind(x[2])
+                    if x[0] not in near or (early and b.sources[w][x] > first[w]):
+                        continue
+                    if taken[kind] >= START_SOURCES and carried[kind] >= need:
+                        continue
+                    chosen[w].add(x)
+                    key = x[:2] if x[2] == COMMITTED else x[2]
+                    if key not in left:
+                        left[key] = self.capacity_gpus(*x)
+                    if left[key] > 0:
+                        taken[kind] += 1
+                    per_gpu = self.units_per_gpu(w, x[1], x[2])
+                    units = min(left[key] * per_gpu, max(need - carried[kind], 0.0))
+                    carried[kind] += units
+                    if not early:  # the early pass looks again at what the first one took
+                        left[key] -= units / per_gpu
         cells = {key for w, sources in chosen.items() for key in b.cells_of(w, sources)}
         return cells, groups
 

@@ -8,8 +8,11 @@ plan. We build one from the relaxation, on the same PuLP model:
 2. fix the decisions that couple months: each single-region workload's (region, GPU type)
    (largest LP use), and commitments (LP value rounded to the nearest whole GPU, raised to
    min_gpus or dropped, then cut back to offer capacity);
-3. the months are now independent: solve one small MIP per month, over the (workload,
-   region, GPU type, source) columns the LP uses.
+3. round the LP's replicas up, cut back where an offer's or commitment's capacity would
+   be exceeded, and solve what is left (supply, flows, unmet) as an LP: a whole plan, fast
+   at any size;
+4. the months are now independent: as long as time allows, solve one small MIP per month
+   from that plan, over the (workload, region, GPU type, source) columns the LP uses.
 
 The result is feasible for the full model (unmet demand absorbs anything not served). It
 is deterministic as long as no month's MIP reaches its share of the time limit (the
@@ -49,7 +52,8 @@ def lp_guided_start(model: PlanningModel, solve_problem, gap: float,
                     time_limit: float) -> Start | None:
     """Set every variable of `model` to a feasible plan; None if the LP fails or a month
     finds no plan in its share of `time_limit` (seconds from this call).
-    `solve_problem(problem, seconds, gap)` returns the objective or None."""
+    `solve_problem(problem, seconds, gap, start=False)` returns the objective or None
+    (`start`: from the variables' current values)."""
     deadline = time.perf_counter() + time_limit
     prob = model.prob
     s = model.scenario
@@ -118,7 +122,21 @@ def lp_guided_start(model: PlanningModel, solve_problem, gap: float,
             if key not in kept_cells:
                 fix(v, 0.0)
 
-        # -- one MIP per month ------------------------------------------------------------------
+        # -- a whole plan at once: the LP's replicas rounded up within capacity ------------
+        rounded = _round_replicas(model)
+        saved = {key: (v.lowBound, v.upBound) for key, v in model.replicas.items()}
+        for key, v in model.replicas.items():
+            v.lowBound = v.upBound = rounded[key]
+        try:
+            objective = solve_problem(prob, max(1.0, deadline - time.perf_counter()), gap)
+        finally:
+            for key, v in model.replicas.items():
+                v.lowBound, v.upBound = saved[key]
+        if objective is None:
+            return None
+        plan = {v: v.varValue for v in prob.variables()}
+
+        # -- then one MIP per month, from that plan, as long as time allows ----------------
         by_month: dict[int, list] = defaultdict(list)
         for name, c in prob.constraints.items():
             m = _month_of(name)
@@ -132,15 +150,20 @@ def lp_guided_start(model: PlanningModel, solve_problem, gap: float,
         months = sorted(by_month)
         for i, m in enumerate(months):
             # a fair share of what is left, so early months cannot starve later ones; a
-            # month stopped at its share still gives its best plan so far
-            share = max(2.0, (deadline - time.perf_counter()) / (len(months) - i))
+            # month stopped at its share keeps its best plan so far (at worst the rounded one)
+            share = (deadline - time.perf_counter()) / (len(months) - i)
+            if share < 1.0:
+                break
             sub = pulp.LpProblem(f"{prob.name}_m{m}", pulp.LpMinimize)
             sub.setObjective(LpAffineExpression(vars_of_month.get(m, [])))
             for c in by_month[m]:
                 sub.addConstraint(c, name=c.name)
+            before = pulp.value(sub.objective)
             # months are small: solve them tightly, so the plan's gap is the LP's, not theirs
-            if solve_problem(sub, share, min(gap, MONTH_GAP)) is None:
-                return None
+            found = solve_problem(sub, share, min(gap, MONTH_GAP), start=True)
+            if found is None or found > before + 1e-6 * max(1.0, abs(before)):
+                for v in sub.variables():
+                    v.varValue = plan[v]
         return Start(lp_bound=lp_bound, objective=pulp.value(prob.objective))
     finally:  # whatever happened, the model keeps its own bounds
         for v, low, up in fixed.values():
@@ -211,3 +234,39 @@ def _fit_offer_capacity(model: PlanningModel, quantity: dict[tuple[str, int], in
                     cut, left = quantity[(key, t)], 0
                 quantity[(key, t)] = left
                 excess -= cut
+
+
+def _round_replicas(model: PlanningModel) -> dict[tuple, int]:
+    """The LP's replicas rounded up, then cut back one at a time (the most rounded-up
+    first) wherever a capacity row — an offer's max_gpus, or the active commitments and
+    existing contracts at (region, GPU type) — would be exceeded. Commitments are fixed
+    by now, so every other variable in such a row is a replica count."""
+    value = {key: v.varValue or 0.0 for key, v in model.replicas.items()}
+    rounded = {key: max(0, math.ceil(x - 1e-6)) for key, x in value.items()}
+    key_of = {v.name: key for key, v in model.replicas.items()}
+    for rule in ("committed_capacity", "offer_capacity"):
+        for row in model.rows[rule].values():
+            used, terms = 0.0, []
+            for v, a in row.expr.items():
+                key = key_of.get(v.name)
+                if key is None:
+                    used += a * (v.varValue or 0.0)  # a fixed commitment
+                else:
+                    used += a * rounded[key]
+                    terms.append((key, a))
+            excess = used + row.constant  # row: Σ a·x + constant ≤ 0
+            if excess <= 1e-9:
+                continue
+            # the most rounded-up first, then the largest counts
+            terms.sort(key=lambda t: (-(rounded[t[0]] - value[t[0]]), -rounded[t[0]],
+                                      str(t[0])))
+            while excess > 1e-9:
+                cut = False
+                for key, a in terms:
+                    if rounded[key] > 0 and excess > 1e-9:
+                        rounded[key] -= 1
+                        excess -= a
+                        cut = True
+                if not cut:
+                    break
+    return rounded

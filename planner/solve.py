@@ -60,8 +60,8 @@ def solve(model: PlanningModel, solver: str = "highs", time_limit: float = 60.0,
     if guided:
         from planner.heuristic import lp_guided_start
 
-        def run_part(part, limit, part_gap):
-            r = _run(part, solver, min(limit, left()), part_gap, threads, msg)
+        def run_part(part, limit, part_gap, start=False):
+            r = _run(part, solver, min(limit, left()), part_gap, threads, msg, warm=start)
             return r["objective"] if r["has_solution"] else None
 
         start = lp_guided_start(model, run_part, gap, left())
