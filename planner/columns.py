@@ -41,6 +41,9 @@ from planner.model import COMMITTED, ModelBuilder, PlanningModel
 START_SOURCES = 2  # cheapest sources per (site, kind of source) or single-region workload
 ADD_PER_CELL = 3  # most negative cells joining per (workload, month, segment) and round
 COVER = 2.0  # per kind of source, the start set could carry this many times a site's peak
+# Cells above which the start set is taken again with one source per kind and cover 1: its
+# first LP at 200x40x24 took 142 s over 531 k cells (benchmarks/README.md)
+START_BUDGET = 150_000
 TOLERANCE = 1e-6  # relative: reduced costs above −TOLERANCE · price do not count
 
 
@@ -65,7 +68,9 @@ def generate_columns(builder: ModelBuilder, time_limit: float, threads: int | No
     deadline = time.perf_counter() + time_limit
     lp = IncrementalLP(time_limit, threads)
     pricing = _Pricing(builder)
-    cells, groups = pricing.start()
+    cells, groups = pricing.start(START_SOURCES, COVER)
+    if len(cells) > START_BUDGET:  # a first LP that large would not finish in time
+        cells, groups = pricing.start(1, 1.0)
     model = builder.build(_with_groups(builder, cells, groups))
     growth = None
     rounds = 0
@@ -84,6 +89,7 @@ def generate_columns(builder: ModelBuilder, time_limit: float, threads: int | No
         if converged or close or out_of_rounds or time.perf_counter() >= deadline:
             model.full_bound = value if converged else bound
             model.lp_objective = value
+            model.warm_lp = lp
             return Generated(model, value, model.full_bound, converged, rounds,
                              len(model.supply), builder.cell_count)
         growth = builder.extend(model, _with_groups(builder, new_cells, new_groups))
@@ -207,13 +213,13 @@ class _Pricing:
         """Units of `w` the source can deliver at most in an hour (inf: no limit)."""
         return self.capacity_gpus(r, g, src) * self.units_per_gpu(w, g, src)
 
-    def start(self) -> tuple[set, set]:
+    def start(self, per_kind: int, cover: float) -> tuple[set, set]:
         """Per demand site and kind of source (spot, on-demand, committed), the cheapest
-        sources until they could carry COVER × the site's busiest level (at least
-        START_SOURCES with capacity left), sites with the highest levels first, each taking
+        sources until they could carry `cover` × the site's busiest level (at least
+        `per_kind` with capacity left), sites with the highest levels first, each taking
         its share of an offer's capacity (workloads compete for the cheap ones); then the
         same among sources usable from the first month of demand. For single-region
-        workloads the START_SOURCES cheapest groups, those that can hold it from its first
+        workloads the `per_kind` cheapest groups, those that can hold it from its first
         month first."""
         b = self.b
         peak: dict[tuple, float] = defaultdict(float)
@@ -229,7 +235,7 @@ class _Pricing:
             ranked[w] = sorted(sources, key=lambda x: (self.unit_cost(w, *x), x))
             first[w] = min(month for month, _ in b.demand_of[w])
             if w in self.single:  # groups usable from the first month of demand first
-                need = COVER * max(peak[(w, site)] for site in b.sites_of[w])
+                need = cover * max(peak[(w, site)] for site in b.sites_of[w])
                 group_units: dict[tuple, float] = defaultdict(float)
                 for x in sources:
                     group_units[x[:2]] += self.capacity_units(w, *x)
@@ -239,7 +245,7 @@ class _Pricing:
                 for (r, g) in fits + [(r, g) for (r, g, _) in ranked[w]]:
                     if (w, r, g) not in best:
                         best.append((w, r, g))
-                groups.update(best[:START_SOURCES])
+                groups.update(best[:per_kind])
         sites = sorted(((w, site) for w in ranked if w not in self.single
                         for site in b.sites_of[w]), key=lambda x: (-peak[x], x[0], str(x[1])))
         left: dict = {}  # GPUs of each offer, or committed (r, g), not yet taken
@@ -248,12 +254,12 @@ class _Pricing:
                 near = set(b.c.regions_for_site[(w, site)])
                 taken: dict[str, int] = defaultdict(int)  # per kind of source
                 carried: dict[str, float] = defaultdict(float)
-                need = COVER * peak[(w, site)]
+                need = cover * peak[(w, site)]
                 for x in ranked[w]:
                     kind = self._kind(x[2])
                     if x[0] not in near or (early and b.sources[w][x] > first[w]):
                         continue
-                    if taken[kind] >= START_SOURCES and carried[kind] >= need:
+                    if taken[kind] >= per_kind and carried[kind] >= need:
                         continue
                     chosen[w].add(x)
                     key = x[:2] if x[2] == COMMITTED else x[2]

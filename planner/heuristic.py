@@ -59,7 +59,15 @@ def lp_guided_start(model: PlanningModel, solve_problem, gap: float,
     s = model.scenario
     integers = model.integer_variables()
 
-    def solve_relaxed() -> float | None:
+    warm = model.warm_lp  # column generation's LP, holding its last basis
+    model.warm_lp = None
+
+    def solve_relaxed(changed=()) -> float | None:
+        """The LP relaxation; `changed`: variables whose bounds changed since the last."""
+        if warm is not None:
+            warm.deadline = deadline
+            warm.change_bounds(changed)
+            return warm.solve(prob)
         for v in integers:
             v.cat = pulp.LpContinuous
         try:
@@ -89,7 +97,8 @@ def lp_guided_start(model: PlanningModel, solve_problem, gap: float,
         best = _single_region_choice(model)
         for (w, r, g), v in model.choose.items():
             fix(v, 1.0 if best.get(w) == (r, g) else 0.0)
-        if best and solve_relaxed() is None:  # let commitments and the rest follow the choice
+        if best and solve_relaxed(model.choose.values()) is None:
+            # (commitments and the rest now follow the choice)
             return None
 
         quantity: dict[tuple[str, int], int] = {}
@@ -105,6 +114,9 @@ def lp_guided_start(model: PlanningModel, solve_problem, gap: float,
             fix(v, float(quantity[(key, t)]))
             if (key, t) in model.commit_on:
                 fix(model.commit_on[(key, t)], 1.0 if quantity[(key, t)] > 0 else 0.0)
+        # replicas follow the rounded commitments (load moves where GPUs were rounded away)
+        if solve_relaxed([*model.commit.values(), *model.commit_on.values()]) is None:
+            return None
 
         # -- restrict to the columns the LP uses ----------------------------------------------
         active = {(w, r, g, src) for (w, r, g, src, m, k), v in model.supply.items()
@@ -128,7 +140,11 @@ def lp_guided_start(model: PlanningModel, solve_problem, gap: float,
         for key, v in model.replicas.items():
             v.lowBound = v.upBound = rounded[key]
         try:
-            objective = solve_problem(prob, max(1.0, deadline - time.perf_counter()), gap)
+            if warm is not None:
+                objective = solve_relaxed([v for v, _, _ in fixed.values()]
+                                          + list(model.replicas.values()))
+            else:
+                objective = solve_problem(prob, max(1.0, deadline - time.perf_counter()), gap)
         finally:
             for key, v in model.replicas.items():
                 v.lowBound, v.upBound = saved[key]
@@ -237,8 +253,7 @@ def _fit_offer_capacity(model: PlanningModel, quantity: dict[tuple[str, int], in
 
 
 def _round_replicas(model: PlanningModel) -> dict[tuple, int]:
-    """The LP's replicas rounded up, then cut back one at a time (the most rounded-up
-    first) wherever a capacity row — an offer's max_gpus, or the active commitments and
+    """The LP's replicas rounded up, then cut back one at a time wherever a capacity row — an offer's max_gpus, or the active commitments and
     existing contracts at (region, GPU type) — would be exceeded. Commitments are fixed
     by now, so every other variable in such a row is a replica count."""
     value = {key: v.varValue or 0.0 for key, v in model.replicas.items()}
@@ -257,9 +272,10 @@ def _round_replicas(model: PlanningModel) -> dict[tuple, int]:
             excess = used + row.constant  # row: Σ a·x + constant ≤ 0
             if excess <= 1e-9:
                 continue
-            # the most rounded-up first, then the largest counts
-            terms.sort(key=lambda t: (-(rounded[t[0]] - value[t[0]]), -rounded[t[0]],
-                                      str(t[0])))
+            # cells of several replicas first (one fewer loses a small share of their
+            # load, which the LP then moves), the most rounded-up first
+            terms.sort(key=lambda t: (rounded[t[0]] <= 1, -(rounded[t[0]] - value[t[0]]),
+                                      -rounded[t[0]], str(t[0])))
             while excess > 1e-9:
                 cut = False
                 for key, a in terms:

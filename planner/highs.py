@@ -19,6 +19,7 @@ TIMES = {"handoff": 0.0, "run": 0.0}
 
 # HiGHS simplex_strategy for the LPs after the first in column generation: 4 primal
 WARM_SIMPLEX = 4
+DUAL_SIMPLEX = 1
 
 _UNSET = object()
 _threads_in_use: object = _UNSET
@@ -167,10 +168,22 @@ class IncrementalLP:
             self.constraints.append(c)
         _add_rows(self.h, rows, lambda v: self.column[v.name])
 
+    def change_bounds(self, variables) -> None:
+        """Hand HiGHS the current PuLP bounds of `variables` (fixing, then releasing)."""
+        import highspy
+
+        variables = list({v.name: v for v in variables}.values())  # HiGHS refuses repeats
+        index = np.array([self.column[v.name] for v in variables], dtype=np.int32)
+        if len(index):
+            status = self.h.changeColsBounds(len(index), index, *_column_bounds(variables))
+            if status != highspy.HighsStatus.kOk:
+                raise RuntimeError(f"HiGHS refused the new bounds: {status}")
+
     def solve(self, lp: pulp.LpProblem, growth=None) -> float | None:
         """The LP relaxation of `lp` (integers relaxed): objective, values in `varValue`,
         duals in each constraint's `pi`; None unless optimal. `growth`: what was added to
-        `lp` since the last solve (None on the first)."""
+        `lp` since the last solve; None on the first, and when only bounds changed
+        (`change_bounds`)."""
         import highspy
 
         started = time.perf_counter()
@@ -179,13 +192,15 @@ class IncrementalLP:
         if not warm:
             self._add_columns(lp, lp.variables(), ())
             self._add_rows(list(lp.constraints.values()))
-        else:
+        elif growth is not None:
             self._add_columns(lp, growth.variables, growth.entries)
             self._add_rows(growth.rows)
             # the last basis stays primal feasible when columns join, so primal simplex
             # goes on from it (faster at 50x20x24; dual was faster for the large second
             # round at 200x40x24 — benchmarks/README.md)
             h.setOptionValue("simplex_strategy", WARM_SIMPLEX)
+        else:  # only bounds changed: the last basis stays dual feasible
+            h.setOptionValue("simplex_strategy", DUAL_SIMPLEX)
         h.setOptionValue("time_limit", max(1.0, self.deadline - time.perf_counter()))
         TIMES["handoff"] += time.perf_counter() - started
         _use_threads(self.threads)

@@ -78,6 +78,9 @@ class PlanningModel:
     # (workload, region, month, segment) with flows built (workloads with several sites)
     supplied: set = field(default_factory=set)
     growth: "Growth | None" = None  # what the last build or extension added
+    # column generation's LP (planner.highs.IncrementalLP) at its optimum, for the
+    # LP-guided start to re-solve warm
+    warm_lp: object = None
 
     def integer_variables(self) -> list[pulp.LpVariable]:
         """Every integer or binary variable, from the model's own index (PuLP's

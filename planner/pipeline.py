@@ -48,7 +48,9 @@ def plan_scenario(scenario: Scenario, solver: str | None = None,
     builder = ModelBuilder(scenario, candidates, restrictions)
     cells = builder.cell_count
     if columns == "generate" or (columns == "auto" and cells > GENERATE_ABOVE):
-        generated = generate_columns(builder, GENERATE_SHARE * limit, threads)
+        target = gap if gap is not None else st.mip_gap
+        generated = generate_columns(builder, GENERATE_SHARE * limit, threads,
+                                     stop_gap=target / 2)
         seconds["columns"] = time.perf_counter() - t
         if generated is None:
             model = builder.build(set())

@@ -67,10 +67,13 @@ def solve(model: PlanningModel, solver: str = "highs", time_limit: float = 60.0,
         start = lp_guided_start(model, run_part, gap, left())
         if start is not None:
             achieved = (start.objective - start.lp_bound) / max(abs(start.objective), 1e-9)
-            if achieved <= gap:
+            out_of_time = time.perf_counter() - started >= time_limit - 1.0
+            if achieved <= gap or out_of_time:
+                # no time left: the whole MIP would only get to read the model
                 return SolveResult(
-                    solver=solver, status="optimal",
-                    termination="within the gap of the LP bound (LP-guided start)",
+                    solver=solver, status="optimal" if achieved <= gap else "feasible",
+                    termination="within the gap of the LP bound (LP-guided start)"
+                    if achieved <= gap else "time limit (LP-guided start)",
                     has_solution=True, objective=start.objective, bound=start.lp_bound,
                     gap=max(achieved, 0.0), seconds=time.perf_counter() - started,
                     version=_version(solver))
