@@ -35,6 +35,7 @@ from planner.model import PlanningModel
 
 _MONTH = re.compile(r"_m(\d+)(?:_|$)")
 MONTH_GAP = 0.01
+REPAIRS = 3  # rounds of replicas added where the rounded plan leaves demand unmet
 
 
 @dataclass(frozen=True)
@@ -49,9 +50,11 @@ def _month_of(name: str) -> int | None:
 
 
 def lp_guided_start(model: PlanningModel, solve_problem, gap: float,
-                    time_limit: float) -> Start | None:
-    """Set every variable of `model` to a feasible plan; None if the LP fails or a month
-    finds no plan in its share of `time_limit` (seconds from this call).
+                    time_limit: float, lp=None) -> Start | None:
+    """Set every variable of `model` to a feasible plan; None if an LP fails within
+    `time_limit` (seconds from this call). `lp`: an empty `highs.IncrementalLP` to solve
+    the relaxations in, each from the last one's basis (else each from scratch by
+    `solve_problem`; column generation's own LP, when the model has one, comes first).
     `solve_problem(problem, seconds, gap, start=False)` returns the objective or None
     (`start`: from the variables' current values)."""
     deadline = time.perf_counter() + time_limit
@@ -59,7 +62,7 @@ def lp_guided_start(model: PlanningModel, solve_problem, gap: float,
     s = model.scenario
     integers = model.integer_variables()
 
-    warm = model.warm_lp  # column generation's LP, holding its last basis
+    warm = model.warm_lp or lp
     model.warm_lp = None
 
     def solve_relaxed(changed=()) -> float | None:
@@ -135,22 +138,37 @@ def lp_guided_start(model: PlanningModel, solve_problem, gap: float,
                 fix(v, 0.0)
 
         # -- a whole plan at once: the LP's replicas rounded up within capacity ------------
+        signed = [*model.commit.values(), *model.commit_on.values()]
+        agreed = {v.name: (v.lowBound, v.upBound, v.varValue) for v in signed}
         rounded = _round_replicas(model)
         saved = {key: (v.lowBound, v.upBound) for key, v in model.replicas.items()}
-        for key, v in model.replicas.items():
-            v.lowBound = v.upBound = rounded[key]
+        changed = [v for v, _, _ in fixed.values()]
         try:
-            if warm is not None:
-                objective = solve_relaxed([v for v, _, _ in fixed.values()]
-                                          + list(model.replicas.values()))
-            else:
-                objective = solve_problem(prob, max(1.0, deadline - time.perf_counter()), gap)
+            for repair in range(REPAIRS + 1):
+                for key, v in model.replicas.items():
+                    v.lowBound = v.upBound = rounded[key]
+                if warm is not None:
+                    objective = solve_relaxed([*changed, *model.replicas.values()])
+                else:
+                    objective = solve_problem(prob, max(1.0, deadline - time.perf_counter()),
+                                              gap)
+                # demand left unmet by replicas cut back: more replicas where there is room
+                original = {name: up for name, (_, _, up) in fixed.items()}
+                if (objective is None or repair == REPAIRS
+                        or not _add_replicas_for_unmet(model, rounded, saved, original)):
+                    break
         finally:
             for key, v in model.replicas.items():
                 v.lowBound, v.upBound = saved[key]
         if objective is None:
             return None
         plan = {v: v.varValue for v in prob.variables()}
+        # the rounded plan may have committed more where replicas had no room; the month
+        # MIPs below do better with the commitments as rounded, and pay-as-you-go
+        repaired = {v.name: (v.lowBound, v.upBound, v.varValue) for v in signed}
+        raised = repaired != agreed
+        for v in signed:
+            v.lowBound, v.upBound, v.varValue = agreed[v.name]
 
         # -- then one MIP per month, from that plan, as long as time allows ----------------
         by_month: dict[int, list] = defaultdict(list)
@@ -164,11 +182,13 @@ def lp_guided_start(model: PlanningModel, solve_problem, gap: float,
             if m is not None:
                 vars_of_month[m].append((v, a))
         months = sorted(by_month)
+        whole = True  # every month solved, or kept from the rounded plan
         for i, m in enumerate(months):
             # a fair share of what is left, so early months cannot starve later ones; a
             # month stopped at its share keeps its best plan so far (at worst the rounded one)
             share = (deadline - time.perf_counter()) / (len(months) - i)
             if share < 1.0:
+                whole = not raised  # later months keep the rounded plan's values
                 break
             sub = pulp.LpProblem(f"{prob.name}_m{m}", pulp.LpMinimize)
             sub.setObjective(LpAffineExpression(vars_of_month.get(m, [])))
@@ -177,9 +197,19 @@ def lp_guided_start(model: PlanningModel, solve_problem, gap: float,
             before = pulp.value(sub.objective)
             # months are small: solve them tightly, so the plan's gap is the LP's, not theirs
             found = solve_problem(sub, share, min(gap, MONTH_GAP), start=True)
-            if found is None or found > before + 1e-6 * max(1.0, abs(before)):
-                for v in sub.variables():
-                    v.varValue = plan[v]
+            if found is not None and (raised or found <= before + 1e-6 * max(1.0, abs(before))):
+                continue
+            if raised:  # the month cannot go back to the rounded plan alone: all do
+                whole = False
+                break
+            for v in sub.variables():
+                v.varValue = plan[v]
+        if whole:
+            return Start(lp_bound=lp_bound, objective=pulp.value(prob.objective))
+        for v in signed:
+            v.lowBound, v.upBound, v.varValue = repaired[v.name]
+        for v, x in plan.items():
+            v.varValue = x
         return Start(lp_bound=lp_bound, objective=pulp.value(prob.objective))
     finally:  # whatever happened, the model keeps its own bounds
         for v, low, up in fixed.values():
@@ -286,3 +316,109 @@ def _round_replicas(model: PlanningModel) -> dict[tuple, int]:
                 if not cut:
                     break
     return rounded
+
+
+def _add_replicas_for_unmet(model: PlanningModel, rounded: dict[tuple, int],
+                            bounds: dict[tuple, tuple], original: dict[str, float]) -> bool:
+    """Where the rounded plan leaves demand unmet, add replicas to columns that can reach
+    the site — committed GPUs first, then the cheapest per unit; columns the LP did not use
+    are opened again — within capacity and each count's bound, and committing more where
+    nothing else has room. `bounds`: replica bounds before rounding; `original`: upper
+    bounds of variables before the start fixed them. False: nothing to add."""
+    unmet: dict[tuple, float] = {}
+    for key, v in sorted(model.unmet.items(), key=lambda x: str(x[0])):
+        if (v.varValue or 0.0) > 1e-6:
+            unmet[key] = v.varValue
+    if not unmet:
+        return False
+    pool_of = {w.workload: w.pool_name for w in model.scenario.workloads}
+    supply_of: dict[tuple, list] = defaultdict(list)
+    for key, v in model.supply.items():
+        if v.upBound != 0 or original.get(v.name, 0) != 0:  # in use, or closed by the start
+            supply_of[(key[0], key[4], key[5])].append((key, v))
+    value = {model.replicas[key].name: x for key, x in rounded.items()}
+
+    def room(row) -> float:  # GPUs left in a capacity row (Σ a·x + constant ≤ 0)
+        used = sum(a * value.get(v.name, v.varValue or 0.0) for v, a in row.expr.items())
+        return -(used + row.constant)
+
+    added = False
+    for (w, site, month, k), amount in unmet.items():
+        _done: dict[tuple, bool] = {}  # options tried once (the second time: commit more)
+        reach = set(model.candidates.regions_for_site.get((w, site), ()))
+        options = []
+        for key, v in supply_of[(w, month, k)]:
+            _, r, g, src, _, _ = key
+            rk = (pool_of[w], r, g, src, month, k)
+            if r not in reach or rk not in model.replicas:
+                continue
+            choose = model.choose.get((w, r, g))
+            if choose is not None and (choose.varValue or 0.0) < 0.5:
+                continue  # not the single region chosen
+            replicas = model.replicas[rk]
+            per = 1.0 / model.rows["replicas"][rk].expr[v]  # units one replica carries
+            options.append((model.prob.objective.get(replicas, 0.0) / per, str(rk), rk, per,
+                            v))
+        # committing more only where nothing else has room: it lasts the whole term
+        options.sort(key=lambda o: o[:2])
+        for _, _, rk, per, supply in options + [o for o in options if o[2][3] == "committed"]:
+            if amount <= 1e-9:
+                break
+            raising = amount > 1e-9 and _done.get(rk, False)
+            _done[rk] = True
+            p, r, g, src, _, _ = rk
+            replicas = model.replicas[rk]
+            up = original.get(replicas.name, bounds[rk][1])
+            n = math.ceil(amount / per - 1e-9)
+            if up is not None:
+                n = min(n, int(up) - rounded[rk])
+            row = (model.rows["committed_capacity"].get((r, g, month, k)) if src == "committed"
+                   else model.rows["offer_capacity"].get((src, month, k)))
+            if row is not None:
+                gpus = row.expr[replicas]
+                short = n * gpus - room(row)
+                if raising and short > 1e-9:
+                    _commit_more(model, original, r, g, month, math.ceil(short - 1e-9))
+                n = min(n, math.floor(room(row) / gpus + 1e-9))
+            if n <= 0:
+                continue
+            rounded[rk] += n
+            value[replicas.name] = rounded[rk]
+            if supply.upBound == 0:  # open the column again
+                supply.lowBound, supply.upBound = 0, original[supply.name]
+            amount -= n * per
+            added = True
+    return added
+
+
+def _commit_more(model: PlanningModel, original: dict[str, float], r: str, g: str,
+                 month: int, gpus: int) -> None:
+    """Raise one fixed commitment at (r, g) active in `month` by `gpus` (the cheapest per
+    GPU-hour over its term that stays within its bound and the offer's capacity)."""
+    s = model.scenario
+    starts: dict[str, list] = defaultdict(list)
+    for (key, t), v in model.commit.items():
+        starts[key].append((t, v))
+    options = []
+    for (key, t), v in model.commit.items():
+        o = s.offer_by_key[key]
+        if (o.region, o.gpu) == (r, g) and t <= month < t + o.commit_months:
+            hourly = (o.usd_per_gpu_hour * o.commit_months
+                      + o.upfront_usd_per_gpu / s.settings.hours_per_month)
+            options.append((hourly, key, t, v, o))
+    for _, key, t, v, o in sorted(options, key=lambda x: x[:3]):
+        q = int(round(v.varValue or 0.0))
+        new = max(q + gpus, o.min_gpus)
+        up = original.get(v.name, v.upBound)
+        if up is not None and new > up:
+            continue
+        if o.max_gpus is not None and any(
+                sum(int(round(x.varValue or 0.0)) for tt, x in starts[key]
+                    if tt <= mm < tt + o.commit_months) + new - q > o.max_gpus
+                for mm in range(t, t + o.commit_months)):
+            continue
+        v.lowBound = v.upBound = v.varValue = new
+        if (key, t) in model.commit_on:
+            on = model.commit_on[(key, t)]
+            on.lowBound = on.upBound = on.varValue = 1
+        return

@@ -64,7 +64,10 @@ def solve(model: PlanningModel, solver: str = "highs", time_limit: float = 60.0,
             r = _run(part, solver, min(limit, left()), part_gap, threads, msg, warm=start)
             return r["objective"] if r["has_solution"] else None
 
-        start = lp_guided_start(model, run_part, gap, left())
+        from planner.highs import IncrementalLP
+
+        lp = IncrementalLP(left(), threads) if solver == "highs" else None
+        start = lp_guided_start(model, run_part, gap, left(), lp)
         if start is not None:
             achieved = (start.objective - start.lp_bound) / max(abs(start.objective), 1e-9)
             out_of_time = time.perf_counter() - started >= time_limit - 1.0

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
+
 from planner.candidates import find_candidates
+from planner.generate import generate
 from planner.check import check_plan
 from planner.heuristic import lp_guided_start
 from planner.model import build_model
 from planner.plan import extract_plan
-from planner.solve import _run, solve
+from planner.solve import SolveResult, _run, solve
 from planner.validate import load_scenario
 from scenarios import scenario, write_csv
 
@@ -62,3 +65,36 @@ def test_bounds_are_restored_when_a_later_solve_fails(tmp_path):
     assert len(calls) == 2
     after = {v.name: (v.lowBound, v.upBound) for v in model.prob.variables()}
     assert after == before
+
+
+def _rounded_plan_only(model):
+    """The LP-guided start with every month MIP refused: the rounded plan alone (what a
+    large model gets when time runs out), the relaxations warm in one HiGHS LP."""
+    from planner.highs import IncrementalLP
+
+    def no_month_mips(problem, seconds, gap, start=False):
+        if start:
+            return None
+        r = _run(problem, "highs", seconds, gap, 1, False)
+        return r["objective"] if r["has_solution"] else None
+
+    return lp_guided_start(model, no_month_mips, 1e-4, 600, IncrementalLP(600))
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_rounded_plan_alone_is_valid_and_close_to_the_lp(tmp_path, seed):
+    """Rounding the LP's replicas up overfills capacity (offers, commitments); cutting back
+    must not leave demand unmet that more replicas elsewhere, or a little more committed,
+    could serve (the unmet penalty would dwarf the plan: 200x the LP before the repair)."""
+    folder = tmp_path / "g"
+    generate(folder, 8, 6, 3, seed=seed)
+    s = load_scenario(folder)
+    model = build_model(s, find_candidates(s))
+    start = _rounded_plan_only(model)
+    assert start is not None
+    result = SolveResult(solver="highs", status="feasible", termination="test",
+                         has_solution=True, objective=start.objective, bound=start.lp_bound,
+                         gap=None, seconds=0.0)
+    plan = extract_plan(model, result)
+    assert check_plan(s, plan) == []
+    assert start.lp_bound <= start.objective <= 1.15 * start.lp_bound
