@@ -64,7 +64,8 @@ def generate_columns(builder: ModelBuilder, time_limit: float, threads: int | No
     """Column generation on `builder`'s model, within `time_limit` seconds;
     `progress(round, cells, lp value, bound)` hears of each round. Stops early once the
     Lagrangian bound is within `stop_gap` (relative) of the restricted LP, or after
-    `max_rounds`. None when an LP fails (or the first one does not finish in time)."""
+    `max_rounds`. When a later round's LP does not finish in time, the last round's
+    solution stands. None when the first LP fails or does not finish in time."""
     deadline = time.perf_counter() + time_limit
     lp = IncrementalLP(time_limit, threads)
     pricing = _Pricing(builder)
@@ -74,11 +75,17 @@ def generate_columns(builder: ModelBuilder, time_limit: float, threads: int | No
     model = builder.build(_with_groups(builder, cells, groups))
     growth = None
     rounds = 0
+    last = None  # the last round's LP value and bound
     while True:
         rounds += 1
         value = lp.solve(model.prob, growth)
         if value is None:
-            return None
+            if last is None:
+                return None
+            # out of time: the last round's LP solution stands (new columns at zero)
+            for v in growth.variables:
+                v.varValue = 0.0
+            return _generated(model, lp, builder, *last, False, rounds - 1)
         new_cells, new_groups, below = pricing.price(model)
         bound = value + below
         if progress is not None:
@@ -87,12 +94,19 @@ def generate_columns(builder: ModelBuilder, time_limit: float, threads: int | No
         close = value - bound <= stop_gap * abs(value)
         out_of_rounds = max_rounds is not None and rounds >= max_rounds
         if converged or close or out_of_rounds or time.perf_counter() >= deadline:
-            model.full_bound = value if converged else bound
-            model.lp_objective = value
-            model.warm_lp = lp
-            return Generated(model, value, model.full_bound, converged, rounds,
-                             len(model.supply), builder.cell_count)
+            return _generated(model, lp, builder, value, value if converged else bound,
+                              converged, rounds)
+        last = (value, bound)
         growth = builder.extend(model, _with_groups(builder, new_cells, new_groups))
+
+
+def _generated(model: PlanningModel, lp: IncrementalLP, builder: ModelBuilder,
+               value: float, bound: float, converged: bool, rounds: int) -> Generated:
+    model.full_bound = bound
+    model.lp_objective = value
+    model.warm_lp = lp
+    return Generated(model, value, bound, converged, rounds, len(model.supply),
+                     builder.cell_count)
 
 
 def _with_groups(builder: ModelBuilder, cells: set, groups: set) -> set:
@@ -248,30 +262,34 @@ class _Pricing:
                 groups.update(best[:per_kind])
         sites = sorted(((w, site) for w in ranked if w not in self.single
                         for site in b.sites_of[w]), key=lambda x: (-peak[x], x[0], str(x[1])))
-        left: dict = {}  # GPUs of each offer, or committed (r, g), not yet taken
         for early in (False, True):
+            left: dict = {}  # GPUs of each offer, or committed (r, g), not yet taken
             for (w, site) in sites:
                 near = set(b.c.regions_for_site[(w, site)])
                 taken: dict[str, int] = defaultdict(int)  # per kind of source
                 carried: dict[str, float] = defaultdict(float)
                 need = cover * peak[(w, site)]
+                consumed = 0.0
                 for x in ranked[w]:
                     kind = self._kind(x[2])
                     if x[0] not in near or (early and b.sources[w][x] > first[w]):
                         continue
                     if taken[kind] >= per_kind and carried[kind] >= need:
                         continue
-                    chosen[w].add(x)
                     key = x[:2] if x[2] == COMMITTED else x[2]
                     if key not in left:
                         left[key] = self.capacity_gpus(*x)
-                    if left[key] > 0:
-                        taken[kind] += 1
+                    if left[key] <= 0 and taken[kind] > 0:
+                        continue  # taken up by bigger sites
+                    chosen[w].add(x)
+                    taken[kind] += 1
                     per_gpu = self.units_per_gpu(w, x[1], x[2])
                     units = min(left[key] * per_gpu, max(need - carried[kind], 0.0))
                     carried[kind] += units
-                    if not early:  # the early pass looks again at what the first one took
-                        left[key] -= units / per_gpu
+                    # the site takes what its peak needs once, whatever kind serves it
+                    use = min(units, max(peak[(w, site)] - consumed, 0.0))
+                    consumed += use
+                    left[key] -= use / per_gpu
         cells = {key for w, sources in chosen.items() for key in b.cells_of(w, sources)}
         return cells, groups
 
