@@ -23,7 +23,10 @@ dual y enters a column's reduced cost as c − a·y):
   "one choice" (the new single-region rows take the least dual that keeps every x ≥ 0).
 
 When time runs out before no cell prices out, the bound is Lagrangian: the restricted LP
-plus, for every cell, min(0, reduced cost) × the most that column can carry.
+plus, per demand cell, its level × the least reduced cost of a cell left out (their supply
+together never exceeds the level), and per single-region workload the least reduced cost
+of a group left out; or, where higher (early rounds), the price bound: every unit served
+by its cheapest source in reach, ignoring capacity and whole replicas.
 """
 
 from __future__ import annotations
@@ -73,6 +76,7 @@ def generate_columns(builder: ModelBuilder, time_limit: float, threads: int | No
     if len(cells) > START_BUDGET:  # a first LP that large would not finish in time
         cells, groups = pricing.start(1, 1.0)
     model = builder.build(_with_groups(builder, cells, groups))
+    floor = pricing.price_bound(model.prob.objective.constant)
     growth = None
     rounds = 0
     last = None  # the last round's LP value and bound
@@ -87,7 +91,7 @@ def generate_columns(builder: ModelBuilder, time_limit: float, threads: int | No
                 v.varValue = 0.0
             return _generated(model, lp, builder, *last, False, rounds - 1)
         new_cells, new_groups, below = pricing.price(model)
-        bound = value + below
+        bound = max(value + below, floor)
         if progress is not None:
             progress(rounds, len(model.supply), value, bound)
         converged = not new_cells and not new_groups
@@ -204,6 +208,34 @@ class _Pricing:
         egress = b.s.workload_by_name[w].egress_gb_per_unit_hour * \
             b.s.region_by_name[r].egress_usd_per_gb
         return price * gpr / b.per_replica(w, g, src) + egress
+
+    def price_bound(self, constant: float) -> float:
+        """A valid lower bound from prices alone: each unit of demand served by the cheapest
+        source within reach and usable that month, ignoring capacity and whole replicas,
+        or left unmet. (A committed GPU-hour costs at least its cheapest commitment's
+        hourly price, upfront spread over the term, at that month's discount; at (r, g)
+        with an existing contract, nothing.) `constant`: the sunk cost in the objective."""
+        b = self.b
+        existing = {(e.region, e.gpu) for e in b.s.existing if e.gpus > 0}
+        cheapest: dict[tuple, tuple] = {}  # (w, site) -> (first months, least cost from it)
+        total = constant
+        for (w, site, month, k), level in b.c.level.items():
+            if (w, site) not in cheapest:
+                reach = self.reach.get((w, site), set())
+                costs = sorted(
+                    (first, 0.0 if src == COMMITTED and (r, g) in existing
+                     else self.unit_cost(w, r, g, src))
+                    for (r, g, src), first in b.sources.get(w, {}).items() if r in reach)
+                firsts = np.array([f for f, _ in costs], dtype=float)
+                least = np.minimum.accumulate(np.array([c for _, c in costs], dtype=float))
+                cheapest[(w, site)] = (firsts, least)
+            firsts, least = cheapest[(w, site)]
+            cost = b.s.workload_by_name[w].unmet_penalty_usd_per_unit_hour
+            usable = int(np.searchsorted(firsts, month, side="right"))
+            if usable:
+                cost = min(cost, float(least[usable - 1]))
+            total += level * cost * self.hours_discount[month, k]
+        return total
 
     def _kind(self, src: str) -> str:
         return COMMITTED if src == COMMITTED else self.b.payg_offer[src].term

@@ -19,7 +19,7 @@ from planner.model import ModelBuilder
 from planner.pipeline import plan_scenario
 from planner.solve import _run
 from planner.validate import load_scenario
-from scenarios import write_csv
+from scenarios import BASE, scenario, write_csv
 from test_properties import scenarios
 
 
@@ -122,13 +122,39 @@ def test_a_stopped_generation_bounds_the_full_lp_from_below(tmp_path, seed):
 @settings(max_examples=30, deadline=None, derandomize=True,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(tables=scenarios())
-def test_the_first_rounds_bound_is_below_the_full_lp_on_random_scenarios(
+def test_the_first_rounds_bounds_are_below_the_full_lp_on_random_scenarios(
         tmp_path_factory, tables):
+    """Both bounds of a stopped generation — Lagrangian, and prices alone — stay below
+    the full LP (existing contracts, commitments with upfront, spot, egress, discounting
+    and penalties all vary here)."""
     s = load_scenario(write_csv(tmp_path_factory.mktemp("lb"), tables))
     builder = ModelBuilder(s, find_candidates(s))
     result = generate_columns(builder, 600, max_rounds=1)
     assert result is not None
-    assert result.bound <= full_lp(builder) + 1e-6 * max(1.0, abs(result.bound))
+    lp = full_lp(builder)
+    tolerance = 1e-6 * max(1.0, abs(lp))
+    assert result.bound <= lp + tolerance
+    constant = result.model.prob.objective.constant
+    assert _Pricing(builder).price_bound(constant) <= lp + tolerance
+
+
+def test_the_price_bound_by_hand(tmp_path):
+    """One workload, 10 units at one site for one month of 100 h, from on-demand GPUs of
+    10 units each at $2/h (per unit $0.20/h) or a reserved offer at $1.2/h with $120
+    upfront over 3 months (per unit (1.2 + 120 / 300) / 10 = $0.16/h): the bound serves
+    every unit at $0.16/h: 10 × 100 × 0.16 = $160. The LP pays $200 (1 GPU on demand
+    for 100 h; one reserved GPU would cost 3 × 100 × $1.2 + $120 = $480 in full)."""
+    tables = scenario(
+        settings={"horizon_months": 1, "hours_per_month": 100},
+        offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 2},
+                {"region": "r1", "gpu": "A", "term": "reserved", "usd_per_gpu_hour": 1.2,
+                 "commit_months": 3, "upfront_usd_per_gpu": 120}],
+        throughput=[{"workload": "w", "gpu": "A", "units_per_gpu": 10}],
+        demand=[{"workload": "w", "period": "2027-01", "amount": 10}])
+    s = load_scenario(write_csv(tmp_path / "s", tables))
+    builder = ModelBuilder(s, find_candidates(s))
+    assert _Pricing(builder).price_bound(0.0) == pytest.approx(160.0)
+    assert full_lp(builder) == pytest.approx(200.0)
 
 
 def test_a_plan_through_column_generation_is_valid_and_bounded_by_the_full_lp(tmp_path):
@@ -142,3 +168,30 @@ def test_a_plan_through_column_generation_is_valid_and_bounded_by_the_full_lp(tm
     assert run.result.objective >= run.result.bound - 1e-6
     assert run.result.gap == pytest.approx(
         (run.result.objective - run.result.bound) / run.result.objective, abs=1e-9)
+
+
+def test_the_price_bound_is_the_lp_where_prices_alone_decide(tmp_path):
+    """Where nothing but prices matters, the bound is the LP itself, so a price counted
+    wrong shows. On demand only, 8 % a year discounting, two months of 10 units (1 GPU,
+    $2/h, 100 h): 200 + 200 × 1.08^(−1/12). An existing contract of 1 GPU at $1/h for
+    both months (sunk, in the objective as 100 + 100 × 1.08^(−1/12)) serves everything:
+    the bound is that constant and the unit-hours cost nothing more."""
+    base = dict(settings={"horizon_months": 2, "hours_per_month": 100,
+                          "discount_rate_annual": 0.08},
+                demand=[{"workload": "w", "period": p, "amount": 10}
+                        for p in ("2027-01", "2027-02")])
+    paid = scenario(**base)
+    # (with a reserved offer there too, so committed GPUs are not free for want of one)
+    sunk = scenario(**base, offers=BASE["offers"] + [
+        {"region": "r1", "gpu": "A", "term": "reserved", "usd_per_gpu_hour": 1.5,
+         "commit_months": 12}], existing=[{"region": "r1", "gpu": "A", "gpus": 1,
+                                       "start_month": "2027-01", "end_month": "2027-02",
+                                       "usd_per_gpu_hour": 1}])
+    for name, tables, expected in (("paid", paid, 200 + 200 * 1.08 ** (-1 / 12)),
+                                   ("sunk", sunk, 100 + 100 * 1.08 ** (-1 / 12))):
+        s = load_scenario(write_csv(tmp_path / name, tables))
+        builder = ModelBuilder(s, find_candidates(s))
+        lp = full_lp(builder)
+        constant = builder.build().prob.objective.constant
+        assert lp == pytest.approx(expected)
+        assert _Pricing(builder).price_bound(constant) == pytest.approx(lp)
