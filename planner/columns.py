@@ -82,7 +82,9 @@ def generate_columns(builder: ModelBuilder, time_limit: float, threads: int | No
     last = None  # the last round's LP value and bound
     while True:
         rounds += 1
+        started = time.perf_counter()
         value = lp.solve(model.prob, growth)
+        took = time.perf_counter() - started
         if value is None:
             if last is None:
                 return None
@@ -97,7 +99,10 @@ def generate_columns(builder: ModelBuilder, time_limit: float, threads: int | No
         converged = not new_cells and not new_groups
         close = value - bound <= stop_gap * abs(value)
         out_of_rounds = max_rounds is not None and rounds >= max_rounds
-        if converged or close or out_of_rounds or time.perf_counter() >= deadline:
+        # a round's LP costs about what the last one did: stop rather than be cut short
+        # (an LP stopped halfway leaves a basis that the start's LPs would pay for)
+        out_of_time = deadline - time.perf_counter() < 2 * took
+        if converged or close or out_of_rounds or out_of_time:
             return _generated(model, lp, builder, value, value if converged else bound,
                               converged, rounds)
         last = (value, bound)
@@ -235,7 +240,7 @@ class _Pricing:
             if usable:
                 cost = min(cost, float(least[usable - 1]))
             total += level * cost * self.hours_discount[month, k]
-        return total
+        return float(total)
 
     def _kind(self, src: str) -> str:
         return COMMITTED if src == COMMITTED else self.b.payg_offer[src].term

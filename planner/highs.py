@@ -201,16 +201,30 @@ class IncrementalLP:
             h.setOptionValue("simplex_strategy", WARM_SIMPLEX)
         else:  # only bounds changed: the last basis stays dual feasible
             h.setOptionValue("simplex_strategy", DUAL_SIMPLEX)
-        h.setOptionValue("time_limit", max(1.0, self.deadline - time.perf_counter()))
+        # HiGHS's clock runs on across runs of one instance: the limit is on its total
+        h.setOptionValue("time_limit",
+                         h.getRunTime() + max(1.0, self.deadline - time.perf_counter()))
         TIMES["handoff"] += time.perf_counter() - started
         _use_threads(self.threads)
         started = time.perf_counter()
         h.run()
-        TIMES["run"] += time.perf_counter() - started
         status = h.getModelStatus()
+        S = highspy.HighsModelStatus
+        if status not in (S.kOptimal, S.kModelEmpty, S.kTimeLimit, S.kInfeasible):
+            # the simplex lost its way from the warm basis (status "unknown"): once more
+            # with HiGHS's own choice of method, then from scratch
+            h.setOptionValue("simplex_strategy", 0)
+            h.run()
+            status = h.getModelStatus()
+            if status not in (S.kOptimal, S.kModelEmpty, S.kTimeLimit, S.kInfeasible):
+                h.clearSolver()
+                h.run()
+                status = h.getModelStatus()
+        TIMES["run"] += time.perf_counter() - started
         if status == highspy.HighsModelStatus.kModelEmpty:  # nothing to decide
             return lp.objective.constant if lp.objective is not None else 0.0
         if status != highspy.HighsModelStatus.kOptimal:
+            self.status = h.modelStatusToString(status)
             return None
         solution = h.getSolution()
         for v, x, d in zip(self.variables, solution.col_value, solution.col_dual):
