@@ -204,7 +204,8 @@ def lp_guided_start(model: PlanningModel, solve_problem, gap: float,
                 break
             for v in sub.variables():
                 v.varValue = plan[v]
-        if whole:
+        # months that stopped at their share may have done worse than the rounded plan
+        if whole and (not raised or pulp.value(prob.objective) <= objective):
             return Start(lp_bound=lp_bound, objective=pulp.value(prob.objective))
         for v in signed:
             v.lowBound, v.upBound, v.varValue = repaired[v.name]
