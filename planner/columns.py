@@ -459,17 +459,19 @@ class _Pricing:
 
     def _price_groups(self, w, x: _Sources, rc, model, duals, new_groups) -> float:
         """A group's choice column prices at −ψ − Σ level · max(0, −least rc in the
-        group); the groups that price out join. Returns the Lagrangian correction."""
+        group); the one that prices out most joins. Returns the Lagrangian correction."""
         best = np.full((len(x.groups), rc.shape[1]), np.inf)
         np.minimum.at(best, x.group, rc)
         value = (x.level[None, :] * np.where(np.isfinite(best), np.maximum(-best, 0.0), 0.0)
                  ).sum(axis=1)
-        least = 0.0
+        least, best_group = 0.0, None
         for gi, (r, g) in enumerate(x.groups):
             if (w, r, g) in model.choose:
                 continue
             reduced = -duals.choice.get(w, 0.0) - float(value[gi])
+            if reduced < least and reduced < -TOLERANCE * max(1.0, float(value[gi])):
+                best_group = (w, r, g)
             least = min(least, reduced)
-            if reduced < -TOLERANCE * max(1.0, float(value[gi])):
-                new_groups.add((w, r, g))
+        if best_group is not None:  # one a round: a group brings every month and source
+            new_groups.add(best_group)
         return least
