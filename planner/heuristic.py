@@ -10,7 +10,8 @@ plan. We build one from the relaxation, on the same PuLP model:
    min_gpus or dropped, then cut back to offer capacity);
 3. round the LP's replicas up, cut back where an offer's or commitment's capacity would
    be exceeded, and solve what is left (supply, flows, unmet) as an LP: a whole plan, fast
-   at any size;
+   at any size; where it leaves demand unmet, add replicas where capacity has room (or,
+   failing that, commit a little more) and solve again;
 4. the months are now independent: as long as time allows, solve one small MIP per month
    from that plan, over the (workload, region, GPU type, source) columns the LP uses.
 
@@ -143,6 +144,7 @@ def lp_guided_start(model: PlanningModel, solve_problem, gap: float,
         rounded = _round_replicas(model)
         saved = {key: (v.lowBound, v.upBound) for key, v in model.replicas.items()}
         changed = [v for v, _, _ in fixed.values()]
+        original = {name: up for name, (_, _, up) in fixed.items()}
         try:
             for repair in range(REPAIRS + 1):
                 for key, v in model.replicas.items():
@@ -153,7 +155,6 @@ def lp_guided_start(model: PlanningModel, solve_problem, gap: float,
                     objective = solve_problem(prob, max(1.0, deadline - time.perf_counter()),
                                               gap)
                 # demand left unmet by replicas cut back: more replicas where there is room
-                original = {name: up for name, (_, _, up) in fixed.items()}
                 if (objective is None or repair == REPAIRS
                         or not _add_replicas_for_unmet(model, rounded, saved, original)):
                     break
@@ -284,9 +285,10 @@ def _fit_offer_capacity(model: PlanningModel, quantity: dict[tuple[str, int], in
 
 
 def _round_replicas(model: PlanningModel) -> dict[tuple, int]:
-    """The LP's replicas rounded up, then cut back one at a time wherever a capacity row — an offer's max_gpus, or the active commitments and
-    existing contracts at (region, GPU type) — would be exceeded. Commitments are fixed
-    by now, so every other variable in such a row is a replica count."""
+    """The LP's replicas rounded up, then cut back one at a time wherever a capacity row
+    — an offer's max_gpus, or the active commitments and existing contracts at (region,
+    GPU type) — would be exceeded. Commitments are fixed by now, so every other variable
+    in such a row is a replica count."""
     value = {key: v.varValue or 0.0 for key, v in model.replicas.items()}
     rounded = {key: max(0, math.ceil(x - 1e-6)) for key, x in value.items()}
     key_of = {v.name: key for key, v in model.replicas.items()}
@@ -345,7 +347,7 @@ def _add_replicas_for_unmet(model: PlanningModel, rounded: dict[tuple, int],
 
     added = False
     for (w, site, month, k), amount in unmet.items():
-        _done: dict[tuple, bool] = {}  # options tried once (the second time: commit more)
+        tried: set[tuple] = set()  # options tried once (the second time: commit more)
         reach = set(model.candidates.regions_for_site.get((w, site), ()))
         options = []
         for key, v in supply_of[(w, month, k)]:
@@ -365,8 +367,8 @@ def _add_replicas_for_unmet(model: PlanningModel, rounded: dict[tuple, int],
         for _, _, rk, per, supply in options + [o for o in options if o[2][3] == "committed"]:
             if amount <= 1e-9:
                 break
-            raising = amount > 1e-9 and _done.get(rk, False)
-            _done[rk] = True
+            raising = rk in tried
+            tried.add(rk)
             p, r, g, src, _, _ = rk
             replicas = model.replicas[rk]
             up = original.get(replicas.name, bounds[rk][1])

@@ -162,7 +162,7 @@ class IncrementalLP:
                        *_column_bounds(new), len(index), np.array(starts, dtype=np.int32),
                        np.array(index, dtype=np.int32), np.array(value, dtype=float))
 
-    def _add_rows(self, rows: list) -> None:
+    def _add_new_rows(self, rows: list) -> None:
         for c in rows:
             c.index = len(self.constraints)  # PuLP reads duals back by it
             self.constraints.append(c)
@@ -191,10 +191,10 @@ class IncrementalLP:
         warm = bool(self.variables)
         if not warm:
             self._add_columns(lp, lp.variables(), ())
-            self._add_rows(list(lp.constraints.values()))
+            self._add_new_rows(list(lp.constraints.values()))
         elif growth is not None:
             self._add_columns(lp, growth.variables, growth.entries)
-            self._add_rows(growth.rows)
+            self._add_new_rows(growth.rows)
             # the last basis stays primal feasible when columns join, so primal simplex
             # goes on from it (faster at 50x20x24; dual was faster for the large second
             # round at 200x40x24 — benchmarks/README.md)
