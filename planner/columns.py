@@ -135,9 +135,11 @@ class _Sources:
         self.keys = list(b.sources[w])
         self.first = np.array(list(b.sources[w].values()))
         self.regions = sorted({r for r, _, _ in self.keys})
-        self.region = np.array([self.regions.index(r) for r, _, _ in self.keys], dtype=int)
+        row_of = {r: i for i, r in enumerate(self.regions)}
+        self.region = np.array([row_of[r] for r, _, _ in self.keys], dtype=int)
         self.groups = sorted({(r, g) for r, g, _ in self.keys})
-        self.group = np.array([self.groups.index((r, g)) for r, g, _ in self.keys], dtype=int)
+        row_of = {rg: i for i, rg in enumerate(self.groups)}
+        self.group = np.array([row_of[(r, g)] for r, g, _ in self.keys], dtype=int)
         self.egress = np.array([work.egress_gb_per_unit_hour * s.region_by_name[r].egress_usd_per_gb
                                 for r, _, _ in self.keys])
         self.per_replica = np.array([b.per_replica(w, g, src) for _, g, src in self.keys])
