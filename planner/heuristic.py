@@ -53,9 +53,10 @@ def _month_of(name: str) -> int | None:
 def lp_guided_start(model: PlanningModel, solve_problem, gap: float,
                     time_limit: float, lp=None) -> Start | None:
     """Set every variable of `model` to a feasible plan; None if an LP fails within
-    `time_limit` (seconds from this call). `lp`: an empty `highs.IncrementalLP` to solve
-    the relaxations in, each from the last one's basis (else each from scratch by
-    `solve_problem`; column generation's own LP, when the model has one, comes first).
+    `time_limit` (seconds from this call). The relaxations are solved in column
+    generation's LP when the model has one, else in `lp` (an empty
+    `highs.IncrementalLP`), each from the last one's basis; without either, each from
+    scratch by `solve_problem`.
     `solve_problem(problem, seconds, gap, start=False)` returns the objective or None
     (`start`: from the variables' current values)."""
     deadline = time.perf_counter() + time_limit

@@ -19,7 +19,7 @@ TIMES = {"handoff": 0.0, "run": 0.0}
 
 # HiGHS simplex_strategy for the LPs after the first in column generation: 4 primal
 WARM_SIMPLEX = 4
-DUAL_SIMPLEX = 1
+DUAL_SIMPLEX = 1  # after bound changes only (the LP-guided start fixing decisions)
 
 _UNSET = object()
 _threads_in_use: object = _UNSET
@@ -210,21 +210,18 @@ class IncrementalLP:
         h.run()
         status = h.getModelStatus()
         S = highspy.HighsModelStatus
-        if status not in (S.kOptimal, S.kModelEmpty, S.kTimeLimit, S.kInfeasible):
-            # the simplex lost its way from the warm basis (status "unknown"): once more
-            # with HiGHS's own choice of method, then from scratch
-            h.setOptionValue("simplex_strategy", 0)
+        # the simplex may lose its way from the warm basis (status "unknown"): once more
+        # with HiGHS's own choice of method, then from scratch
+        for retry in (lambda: h.setOptionValue("simplex_strategy", 0), h.clearSolver):
+            if status in (S.kOptimal, S.kModelEmpty, S.kTimeLimit, S.kInfeasible):
+                break
+            retry()
             h.run()
             status = h.getModelStatus()
-            if status not in (S.kOptimal, S.kModelEmpty, S.kTimeLimit, S.kInfeasible):
-                h.clearSolver()
-                h.run()
-                status = h.getModelStatus()
         TIMES["run"] += time.perf_counter() - started
         if status == highspy.HighsModelStatus.kModelEmpty:  # nothing to decide
             return lp.objective.constant if lp.objective is not None else 0.0
         if status != highspy.HighsModelStatus.kOptimal:
-            self.status = h.modelStatusToString(status)
             return None
         solution = h.getSolution()
         for v, x, d in zip(self.variables, solution.col_value, solution.col_dual):

@@ -66,7 +66,9 @@ def solve(model: PlanningModel, solver: str = "highs", time_limit: float = 60.0,
 
         from planner.highs import IncrementalLP
 
-        lp = IncrementalLP(left(), threads) if solver == "highs" else None
+        # column generation's LP, when the model has one, goes on instead
+        fresh = solver == "highs" and model.warm_lp is None
+        lp = IncrementalLP(left(), threads) if fresh else None
         start = lp_guided_start(model, run_part, gap, left(), lp)
         if start is not None:
             achieved = (start.objective - start.lp_bound) / max(abs(start.objective), 1e-9)
