@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from planner.costs import counted_per_gpu, months_inside
 from planner.highs import IncrementalLP
 from planner.model import COMMITTED, ModelBuilder, PlanningModel
 
@@ -219,30 +220,69 @@ class _Pricing:
     def price_bound(self, constant: float) -> float:
         """A valid lower bound from prices alone: each unit of demand served by the cheapest
         source within reach and usable that month, ignoring capacity and whole replicas,
-        or left unmet. (A committed GPU-hour costs at least its cheapest commitment's
-        hourly price, upfront spread over the term, at that month's discount; at (r, g)
-        with an existing contract, nothing.) `constant`: the sunk cost in the objective."""
+        or left unmet. `constant`: the sunk cost in the objective."""
+        return constant + sum(self.price_bounds().values())
+
+    def price_bounds(self) -> dict[str, float]:
+        """Per workload, the least its demand can cost at prices alone (`price_bound`'s
+        terms): per demand cell, the cheapest source within reach of its site and usable
+        that month, per unit, or the unmet penalty. A committed GPU-hour costs
+        `committed_rates`; at (r, g) with an existing contract, nothing."""
         b = self.b
+        rates = self.committed_rates()
         existing = {(e.region, e.gpu) for e in b.s.existing if e.gpus > 0}
-        cheapest: dict[tuple, tuple] = {}  # (w, site) -> (first months, least cost from it)
-        total = constant
+        share = np.array(b.hours) / b.settings.hours_per_month
+        by_site: dict[str, dict] = defaultdict(dict)
         for (w, site, month, k), level in b.c.level.items():
-            if (w, site) not in cheapest:
-                reach = self.reach.get((w, site), set())
-                costs = sorted(
-                    (first, 0.0 if src == COMMITTED and (r, g) in existing
-                     else self.unit_cost(w, r, g, src))
-                    for (r, g, src), first in b.sources.get(w, {}).items() if r in reach)
-                firsts = np.array([f for f, _ in costs], dtype=float)
-                least = np.minimum.accumulate(np.array([c for _, c in costs], dtype=float))
-                cheapest[(w, site)] = (firsts, least)
-            firsts, least = cheapest[(w, site)]
-            cost = b.s.workload_by_name[w].unmet_penalty_usd_per_unit_hour
-            usable = int(np.searchsorted(firsts, month, side="right"))
-            if usable:
-                cost = min(cost, float(least[usable - 1]))
-            total += level * cost * self.hours_discount[month, k]
-        return float(total)
+            by_site[w].setdefault(site, []).append((month, k, level))
+        total: dict[str, float] = {}
+        for w, sites in by_site.items():
+            penalty = b.s.workload_by_name[w].unmet_penalty_usd_per_unit_hour
+            if not b.sources.get(w):
+                total[w] = sum(level * penalty * self.hours_discount[month, k]
+                               for cells in sites.values() for month, k, level in cells)
+                continue
+            x = self.arrays(w)
+            month, k = x.month, x.segment
+            hd = self.hours_discount[month, k]
+            # $ per unit of level in each demand cell [source, cell]
+            per_unit = x.gpus / x.per_replica
+            cost = (x.usd * per_unit + x.egress)[:, None] * hd[None, :]
+            for i, (r, g, src) in enumerate(x.keys):
+                if src == COMMITTED and (r, g) not in existing:
+                    hourly = rates.get((r, g), np.full(self.shape[0], np.inf))
+                    cost[i] += hourly[month] * per_unit[i] * share[k] * \
+                        b.settings.hours_per_month
+            cost[~x.valid] = np.inf
+            regions = np.array([r for r, _, _ in x.keys])
+            amount = 0.0
+            for site, cells in sites.items():
+                near = np.isin(regions, list(self.reach.get((w, site), ())))
+                least = cost[near].min(axis=0) if near.any() else np.full(len(month), np.inf)
+                for m, kk, level in cells:
+                    j = x.column[(m, kk)]
+                    amount += level * min(float(least[j]), penalty * float(hd[j]))
+            total[w] = amount
+        return total
+
+    def committed_rates(self) -> dict[tuple[str, str], np.ndarray]:
+        """Per (r, g) and month, the least a committed GPU-hour there can cost: over every
+        commitment active in that month, its counted cost (tail policy, discounting) spread
+        over the GPU-hours it is active inside the horizon. Valid because a commitment's
+        rate times the hours it could serve never exceeds its cost."""
+        b = self.b
+        horizon, hours = b.settings.horizon_months, b.settings.hours_per_month
+        rates: dict[tuple[str, str], np.ndarray] = {}
+        for (r, g), offers in b.commit_offers.items():
+            rate = np.full(horizon, np.inf)
+            for o in offers:
+                for t in range(o.first_month, horizon):
+                    inside = months_inside(o, t, b.settings)
+                    payments, upfront = counted_per_gpu(o, t, b.settings, discounted=True)
+                    rate[t:t + inside] = np.minimum(rate[t:t + inside],
+                                                    (payments + upfront) / (hours * inside))
+            rates[(r, g)] = rate
+        return rates
 
     def _kind(self, src: str) -> str:
         return COMMITTED if src == COMMITTED else self.b.payg_offer[src].term

@@ -138,23 +138,33 @@ def test_the_first_rounds_bounds_are_below_the_full_lp_on_random_scenarios(
     assert _Pricing(builder).price_bound(constant) <= lp + tolerance
 
 
-def test_the_price_bound_by_hand(tmp_path):
-    """One workload, 10 units at one site for one month of 100 h, from on-demand GPUs of
-    10 units each at $2/h (per unit $0.20/h) or a reserved offer at $1.2/h with $120
-    upfront over 3 months (per unit (1.2 + 120 / 300) / 10 = $0.16/h): the bound serves
-    every unit at $0.16/h: 10 × 100 × 0.16 = $160. The LP pays $200 (1 GPU on demand
-    for 100 h; one reserved GPU would cost 3 × 100 × $1.2 + $120 = $480 in full)."""
+@pytest.mark.parametrize("months, tail, expected", [
+    # 3 months: the reserved GPU's counted cost 3 × 100 × 1.2 + 120 = 480 over its 300
+    # GPU-hours is $1.6/h (per unit $0.16/h), below on demand's $2/h: 3 × 10 × 100 × 0.16
+    (3, "full", 480.0),
+    # 1 month, the whole term counted: $480 over the 100 GPU-hours inside is $4.8/h, so
+    # on demand is the cheapest: 10 units × 100 h × $0.20
+    (1, "full", 200.0),
+    # 1 month, prorated: 100 × 1.2 + 120 / 3 = $160 over 100 GPU-hours, $1.6/h
+    (1, "prorate", 160.0)])
+def test_the_price_bound_by_hand(tmp_path, months, tail, expected):
+    """One workload, 10 units a month at one site (months of 100 h), from on-demand GPUs
+    of 10 units each at $2/h or a reserved offer at $1.2/h with $120 upfront over 3
+    months. A committed GPU-hour is priced at its commitment's counted cost spread over
+    the GPU-hours it is active inside the horizon; with one GPU exactly needed, the LP
+    pays the same."""
+    periods = ["2027-01", "2027-02", "2027-03"][:months]
     tables = scenario(
-        settings={"horizon_months": 1, "hours_per_month": 100},
+        settings={"horizon_months": months, "hours_per_month": 100, "tail_policy": tail},
         offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 2},
                 {"region": "r1", "gpu": "A", "term": "reserved", "usd_per_gpu_hour": 1.2,
                  "commit_months": 3, "upfront_usd_per_gpu": 120}],
         throughput=[{"workload": "w", "gpu": "A", "units_per_gpu": 10}],
-        demand=[{"workload": "w", "period": "2027-01", "amount": 10}])
+        demand=[{"workload": "w", "period": p, "amount": 10} for p in periods])
     s = load_scenario(write_csv(tmp_path / "s", tables))
     builder = ModelBuilder(s, find_candidates(s))
-    assert _Pricing(builder).price_bound(0.0) == pytest.approx(160.0)
-    assert full_lp(builder) == pytest.approx(200.0)
+    assert _Pricing(builder).price_bound(0.0) == pytest.approx(expected)
+    assert full_lp(builder) == pytest.approx(expected)
 
 
 def test_a_plan_through_column_generation_is_valid_and_bounded_by_the_full_lp(tmp_path):
