@@ -220,50 +220,102 @@ class _Pricing:
     def price_bound(self, constant: float) -> float:
         """A valid lower bound from prices alone: each unit of demand served by the cheapest
         source within reach and usable that month, ignoring capacity and whole replicas,
-        or left unmet. `constant`: the sunk cost in the objective."""
-        return constant + sum(self.price_bounds().values())
+        or left unmet; existing contracts' GPUs at a price that rations them
+        (`price_terms`). `constant`: the sunk cost in the objective."""
+        per_workload, rationed = self.price_terms()
+        return constant + sum(per_workload.values()) - rationed
 
-    def price_bounds(self) -> dict[str, float]:
-        """Per workload, the least its demand can cost at prices alone (`price_bound`'s
-        terms): per demand cell, the cheapest source within reach of its site and usable
-        that month, per unit, or the unmet penalty. A committed GPU-hour costs
-        `committed_rates`; at (r, g) with an existing contract, nothing."""
+    def price_terms(self) -> tuple[dict[str, float], float]:
+        """The price bound's terms: per workload, what its demand costs at the cheapest
+        source within reach of each site and usable that month, per unit (or the unmet
+        penalty), and the existing contracts' GPUs priced at λ; and Σ λ × their GPUs.
+
+        A committed GPU-hour costs `committed_rates`. Existing contracts' GPUs are sunk
+        but few: pricing them at 0 would let every unit in reach use them. Instead each
+        (r, g, month, segment) with existing GPUs E gets a price λ ≥ 0 per GPU, and the
+        bound subtracts λ × E (a Lagrangian relaxation of their capacity, valid for any
+        λ ≥ 0). λ is the cost above which units in reach would want more than E GPUs."""
         b = self.b
         rates = self.committed_rates()
-        existing = {(e.region, e.gpu) for e in b.s.existing if e.gpus > 0}
+        horizon = b.settings.horizon_months
+        existing: dict[tuple[str, str], np.ndarray] = {}
+        for e in b.s.existing:
+            if e.gpus > 0:
+                gpus = existing.setdefault((e.region, e.gpu), np.zeros(horizon))
+                gpus += [e.gpus if e.active(m) else 0 for m in range(horizon)]
         share = np.array(b.hours) / b.settings.hours_per_month
         by_site: dict[str, dict] = defaultdict(dict)
         for (w, site, month, k), level in b.c.level.items():
             by_site[w].setdefault(site, []).append((month, k, level))
-        total: dict[str, float] = {}
+        # first pass: per site, the least cost per demand cell without existing GPUs, and
+        # what units in reach of existing GPUs would pay for one of them
+        sites_seen = []  # (w, level, least without existing, [(rows, egress, GPUs/unit)])
+        wants: dict[tuple, list] = defaultdict(list)  # row -> [(price, GPUs)]
         for w, sites in by_site.items():
             penalty = b.s.workload_by_name[w].unmet_penalty_usd_per_unit_hour
-            if not b.sources.get(w):
-                total[w] = sum(level * penalty * self.hours_discount[month, k]
-                               for cells in sites.values() for month, k, level in cells)
+            x = self.arrays(w) if b.sources.get(w) else None
+            if x is None:
+                amount = sum(level * penalty * self.hours_discount[month, k]
+                             for cells in sites.values() for month, k, level in cells)
+                sites_seen.append((w, np.array([1.0]), np.array([amount]), []))
                 continue
-            x = self.arrays(w)
             month, k = x.month, x.segment
             hd = self.hours_discount[month, k]
-            # $ per unit of level in each demand cell [source, cell]
-            per_unit = x.gpus / x.per_replica
-            cost = (x.usd * per_unit + x.egress)[:, None] * hd[None, :]
+            per_unit = x.gpus / x.per_replica  # GPUs per unit of level
+            egress = x.egress[:, None] * hd[None, :]
+            cost = x.usd[:, None] * per_unit[:, None] * hd[None, :] + egress
             for i, (r, g, src) in enumerate(x.keys):
-                if src == COMMITTED and (r, g) not in existing:
-                    hourly = rates.get((r, g), np.full(self.shape[0], np.inf))
+                if src == COMMITTED:
+                    hourly = rates.get((r, g), np.full(horizon, np.inf))
                     cost[i] += hourly[month] * per_unit[i] * share[k] * \
                         b.settings.hours_per_month
             cost[~x.valid] = np.inf
             regions = np.array([r for r, _, _ in x.keys])
-            amount = 0.0
             for site, cells in sites.items():
                 near = np.isin(regions, list(self.reach.get((w, site), ())))
-                least = cost[near].min(axis=0) if near.any() else np.full(len(month), np.inf)
-                for m, kk, level in cells:
-                    j = x.column[(m, kk)]
-                    amount += level * min(float(least[j]), penalty * float(hd[j]))
-            total[w] = amount
-        return total
+                js = np.array([x.column[(m, kk)] for m, kk, _ in cells], dtype=int)
+                level = np.array([lv for _, _, lv in cells])
+                least = np.minimum(cost[near][:, js].min(axis=0) if near.any()
+                                   else np.inf, penalty * hd[js])
+                uses = []
+                for i in np.flatnonzero(near):
+                    r, g, src = x.keys[i]
+                    if src != COMMITTED or (r, g) not in existing:
+                        continue
+                    months = month[js]
+                    there = existing[(r, g)][months] > 0
+                    ok = there & x.valid[i, js]
+                    rows = [(r, g, int(m), int(kk)) if o else None
+                            for m, kk, o in zip(months, k[js], ok)]
+                    uses.append((rows, egress[i, js], per_unit[i]))
+                    price = (least - egress[i, js]) / per_unit[i]
+                    for row, p, lv in zip(rows, price, level):
+                        if row is not None:
+                            wants[row].append((p, lv * per_unit[i]))
+                sites_seen.append((w, level, least, uses))
+        # λ per row: the highest price at which units in reach want at least E GPUs
+        lam: dict[tuple, float] = {}
+        for row, bids in wants.items():
+            r, g, m, _ = row
+            have = existing[(r, g)][m]
+            bids.sort(key=lambda pg: -pg[0])
+            taken = 0.0
+            lam[row] = 0.0
+            for p, gpus in bids:
+                taken += gpus
+                if taken >= have:
+                    lam[row] = max(float(p), 0.0)
+                    break
+        # second pass: the bound at these λ
+        per_workload: dict[str, float] = defaultdict(float)
+        for w, level, least, uses in sites_seen:
+            least = least.copy()
+            for rows, egress, per_unit in uses:
+                price = np.array([np.inf if row is None else lam[row] for row in rows])
+                least = np.minimum(least, egress + price * per_unit)
+            per_workload[w] += float((level * least).sum())
+        rationed = sum(value * existing[(r, g)][m] for (r, g, m, _), value in lam.items())
+        return dict(per_workload), float(rationed)
 
     def committed_rates(self) -> dict[tuple[str, str], np.ndarray]:
         """Per (r, g) and month, the least a committed GPU-hour there can cost: over every

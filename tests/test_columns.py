@@ -104,19 +104,21 @@ def test_extending_a_model_builds_what_building_all_its_cells_does(tmp_path, see
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_a_stopped_generation_bounds_the_full_lp_from_below(tmp_path, seed):
-    """Stopped after each of its first rounds, the Lagrangian bound never exceeds the
-    full LP (a wrong dual in the pricing would make it cross), and it closes in."""
+    """Stopped after each of its first rounds, the bound never exceeds the full LP (a
+    wrong dual in the pricing would make it cross), never falls, and reaches the LP."""
     s = generated(tmp_path, 8, 6, 3, seed)
     builder = ModelBuilder(s, find_candidates(s))
     lp = full_lp(builder)
     bounds = []
-    for rounds in (1, 2, 3):
+    for rounds in (1, 2, 3, None):
         result = generate_columns(builder, 600, max_rounds=rounds)
         assert result.bound <= lp + 1e-6 * abs(lp)
         assert result.lp_objective >= lp - 1e-6 * abs(lp)  # a restriction of the full LP
         bounds.append(result.bound)
     assert not generate_columns(builder, 600, max_rounds=1).converged
-    assert bounds[-1] > bounds[0]
+    assert bounds == sorted(bounds)
+    assert bounds[0] < lp - 1e-6 * abs(lp)
+    assert bounds[-1] == pytest.approx(lp, rel=1e-7)
 
 
 @settings(max_examples=30, deadline=None, derandomize=True,
@@ -205,3 +207,22 @@ def test_the_price_bound_is_the_lp_where_prices_alone_decide(tmp_path):
         constant = builder.build().prob.objective.constant
         assert lp == pytest.approx(expected)
         assert _Pricing(builder).price_bound(constant) == pytest.approx(lp)
+
+
+def test_the_price_bound_rations_existing_gpus(tmp_path):
+    """An existing contract of 1 GPU ($1/h, sunk: 100 × 1 = $100) and 20 units of demand
+    (2 GPUs' worth) for a month of 100 h, on demand at $2/h besides. Priced at nothing,
+    the existing GPU would serve all 20 units and the bound be the sunk $100. Rationed, it
+    is worth λ = $200 (what a GPU's 10 units cost on demand: 10 × 100 × $0.20): the
+    bound is 100 + 20 × 100 × 0.20 − 200 × 1 = $300, the LP (1 GPU on demand more)."""
+    tables = scenario(
+        settings={"hours_per_month": 100},
+        demand=[{"workload": "w", "period": "2027-01", "amount": 20}],
+        existing=[{"region": "r1", "gpu": "A", "gpus": 1, "start_month": "2027-01",
+                   "end_month": "2027-01", "usd_per_gpu_hour": 1}])
+    s = load_scenario(write_csv(tmp_path / "s", tables))
+    builder = ModelBuilder(s, find_candidates(s))
+    constant = builder.build().prob.objective.constant
+    assert constant == pytest.approx(100)
+    assert _Pricing(builder).price_bound(constant) == pytest.approx(300)
+    assert full_lp(builder) == pytest.approx(300)
