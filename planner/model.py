@@ -115,6 +115,20 @@ class Restrictions:
     providers: frozenset[str] | None = None
 
 
+@dataclass
+class Taken:
+    """GPUs that parts of the plan solved earlier already hold (planner.parts): a later
+    part's capacity rows keep only what is left to it."""
+
+    # (pay-as-you-go offer key, month, segment) -> GPUs in use
+    offer: dict = field(default_factory=lambda: defaultdict(float))
+    # (region, gpu, month, segment) -> GPUs committed earlier less the committed GPUs in
+    # use (existing contracts' GPUs in use count against it: it may be negative)
+    committed: dict = field(default_factory=lambda: defaultdict(float))
+    # (commitment offer key, month) -> GPUs committed earlier and active in that month
+    signed: dict = field(default_factory=lambda: defaultdict(float))
+
+
 def build_model(scenario: Scenario, candidates: Candidates,
                 restrictions: Restrictions | None = None) -> PlanningModel:
     """Build the model of `scenario` from its candidates, within `restrictions`."""
@@ -129,11 +143,12 @@ class ModelBuilder:
     """
 
     def __init__(self, scenario: Scenario, candidates: Candidates,
-                 restrictions: Restrictions | None = None):
+                 restrictions: Restrictions | None = None, taken: Taken | None = None):
         self.s = scenario
         self.c = candidates
         self.settings = scenario.settings
         self.restrictions = restrictions or Restrictions()
+        self.taken = taken or Taken()
         self.hours = [seg.share * scenario.settings.hours_per_month
                       for seg in candidates.segments]
         self.index = ModelIndex()
@@ -272,13 +287,13 @@ class ModelBuilder:
         self.demand_of: dict[str, list[tuple[int, int]]] = defaultdict(list)
         for (w, month, k) in self.demand_cells:
             self.demand_of[w].append((month, k))
-        self.gpus_per_replica: dict[tuple[str, str], int] = {}
         self.members: dict[str, list[str]] = defaultdict(list)  # pool → its workloads
         for w in sorted(self.s.workloads, key=lambda w: w.workload):
             self.members[w.pool_name].append(w.workload)
-            for t in self.s.throughput:
-                if t.workload == w.workload:
-                    self.gpus_per_replica[(w.pool_name, t.gpu)] = t.gpus_per_replica
+        # a pool's workloads have the same GPUs per replica on a GPU type (SPEC)
+        pool_of = {w.workload: w.pool_name for w in self.s.workloads}
+        self.gpus_per_replica: dict[tuple[str, str], int] = {
+            (pool_of[t.workload], t.gpu): t.gpus_per_replica for t in self.s.throughput}
         self.source_rank = {w: {x: i for i, x in enumerate(sources)}
                             for w, sources in self.sources.items()}
 
@@ -295,6 +310,7 @@ class ModelBuilder:
             for (month, k) in cells:
                 level[w][month, k] = self.total_level[(w, month, k)]
         self.cell_count = 0
+        self.cells_per_workload: dict[str, int] = defaultdict(int)
         self.committed_used: set[tuple[str, str]] = set()
         per_cell: dict[tuple[str, str], np.ndarray] = {}
         for p, members in self.members.items():
@@ -304,6 +320,7 @@ class ModelBuilder:
                 for (r, g, src), first in self.sources.get(w, {}).items():
                     usable = int((months >= first).sum())
                     self.cell_count += usable
+                    self.cells_per_workload[w] += usable
                     if src != COMMITTED or usable == 0:
                         continue
                     self.committed_used.add((r, g))
@@ -538,6 +555,7 @@ class ModelBuilder:
         For each (r, g, m, k):
             Σ_p gpus_per_replica[p,g] · replicas[p,r,g,committed,m,k]
                 ≤ Σ_{o at (r,g), t ≤ m < t + commit_months[o]} commit[o,t] + existing[r,g,m]
+                  (+ what earlier parts committed there and left unused: `Taken`)
         A row exists wherever replicas or commitments are (`with_active`: at the build).
         """
         m = self.m
@@ -557,12 +575,14 @@ class ModelBuilder:
             terms = usage.get(key, [])
             if key not in m.rows["committed_capacity"]:
                 terms = terms + self.active.get((r, g, month), [])
+            left = self.existing_gpus[(r, g, month)] + self.taken.committed.get(key, 0.0)
             self._row("committed_capacity", key, f"committed_capacity__{ids}",
-                      pulp.LpConstraintLE, float(self.existing_gpus[(r, g, month)]), terms)
+                      pulp.LpConstraintLE, float(left), terms)
 
     def add_offer_capacity(self, replicas: list[tuple]):
         """offer_capacity: no pay-as-you-go offer is used beyond max_gpus in any month and
-        segment: Σ_p gpus_per_replica · replicas[p,r,g,o,m,k] ≤ max_gpus[o]."""
+        segment: Σ_p gpus_per_replica · replicas[p,r,g,o,m,k] ≤ max_gpus[o]
+        (less what earlier parts use: `Taken`)."""
         m = self.m
         payg: dict[tuple, list] = defaultdict(list)
         for key in replicas:
@@ -571,14 +591,15 @@ class ModelBuilder:
                 payg[(src, month, k)].append(
                     (m.replicas[key], float(self.gpus_per_replica[(p, g)])))
         for (src, month, k), terms in payg.items():
-            o = self.payg_offer[src]
+            left = self.payg_offer[src].max_gpus - self.taken.offer.get((src, month, k), 0.0)
             self._row("offer_capacity", (src, month, k),
                       f"offer_capacity__{self._id('o', src)}_m{month}_k{k}",
-                      pulp.LpConstraintLE, float(o.max_gpus), terms)
+                      pulp.LpConstraintLE, max(float(left), 0.0), terms)
 
     def add_commitment_capacity(self):
         """offer_capacity of commitments: in each month, the GPUs of one offer committed
-        and active are at most max_gpus: Σ_{t ≤ m < t + commit_months} commit[o,t] ≤ max."""
+        and active are at most max_gpus: Σ_{t ≤ m < t + commit_months} commit[o,t] ≤ max
+        (less what earlier parts committed: `Taken`)."""
         m = self.m
         by_offer: dict[str, list[tuple[int, pulp.LpVariable]]] = defaultdict(list)
         for (key, t), v in m.commit.items():
@@ -589,8 +610,9 @@ class ModelBuilder:
                 continue
             for month in self.settings.months:
                 terms = [(v, 1.0) for t, v in starts if t <= month < t + o.commit_months]
-                if len(terms) > 1 or (terms and terms[0][0].upBound > o.max_gpus):
-                    self._add(terms, pulp.LpConstraintLE, float(o.max_gpus),
+                left = o.max_gpus - self.taken.signed.get((key, month), 0.0)
+                if len(terms) > 1 or (terms and terms[0][0].upBound > left):
+                    self._add(terms, pulp.LpConstraintLE, max(float(left), 0.0),
                               f"offer_capacity__{self._id('o', key)}_m{month}")
 
     def add_minimum_commitment(self):

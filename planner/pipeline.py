@@ -9,6 +9,7 @@ from planner.candidates import find_candidates
 from planner.graph import Transit
 from planner.columns import generate_columns
 from planner.model import ModelBuilder, PlanningModel, Restrictions
+from planner.parts import plan_in_parts
 from planner.plan import Plan, extract_plan
 from planner.scenario import Scenario
 from planner.solve import SolveResult, solve
@@ -18,6 +19,10 @@ from planner.solve import SolveResult, solve
 # build alone took 58 s and 7.4 GiB, and its LP did not finish in 60 s (benchmarks/).
 GENERATE_ABOVE = 1_000_000
 GENERATE_SHARE = 0.5  # of the time limit, at most, for column generation
+# Supply cells above which the workloads are planned in parts (planner.parts): at
+# 1000x100x36 (30 M cells) the first LP of column generation alone took over 300 s.
+PARTS_ABOVE = 4_000_000
+GENERATE_PART_ABOVE = 100_000  # a part has seconds, not minutes: generate above this
 
 
 @dataclass
@@ -34,7 +39,9 @@ def plan_scenario(scenario: Scenario, solver: str | None = None,
                   transit: Transit | None = None, threads: int | None = 1,
                   columns: str = "auto") -> Run:
     """columns: "all" builds every candidate cell; "generate" builds the cells column
-    generation (planner.columns) finds; "auto" generates above GENERATE_ABOVE cells."""
+    generation (planner.columns) finds; "parts" plans the workloads in groups
+    (planner.parts); "auto" generates above GENERATE_ABOVE cells and plans in parts
+    above PARTS_ABOVE."""
     st = scenario.settings
     seconds: dict[str, float] = {}
     t = time.perf_counter()
@@ -44,22 +51,42 @@ def plan_scenario(scenario: Scenario, solver: str | None = None,
     candidates = find_candidates(scenario, transit)
     seconds["candidates"] = time.perf_counter() - t
     limit = time_limit if time_limit is not None else st.time_limit_s
-    t = time.perf_counter()
+    solver = solver or st.solver
+    gap = gap if gap is not None else st.mip_gap
     builder = ModelBuilder(scenario, candidates, restrictions)
-    cells = builder.cell_count
-    if columns == "generate" or (columns == "auto" and cells > GENERATE_ABOVE):
-        target = gap if gap is not None else st.mip_gap
+    if columns == "parts" or (columns == "auto" and builder.cell_count > PARTS_ABOVE):
+        t = time.perf_counter()
+
+        def plan_part(part: ModelBuilder, share: float):
+            each = "generate" if part.cell_count > GENERATE_PART_ABOVE else "all"
+            return _plan(part, solver, share, gap, threads, each, seconds={})
+
+        model, result, _ = plan_in_parts(builder, plan_part, limit, gap, solver)
+        seconds["parts"] = time.perf_counter() - t
+    else:
+        model, result = _plan(builder, solver, limit, gap, threads, columns, seconds)
+    t = time.perf_counter()
+    plan = extract_plan(model, result) if result.has_solution else None
+    seconds["extract"] = time.perf_counter() - t
+    return Run(model, plan, result, seconds)
+
+
+def _plan(builder: ModelBuilder, solver: str, limit: float, gap: float,
+          threads: int | None, columns: str, seconds: dict[str, float]
+          ) -> tuple[PlanningModel, SolveResult]:
+    """The model of `builder`'s candidates (all cells, or column generation's), solved."""
+    t = time.perf_counter()
+    if columns == "generate" or (columns == "auto" and builder.cell_count > GENERATE_ABOVE):
         generated = generate_columns(builder, GENERATE_SHARE * limit, threads,
-                                     stop_gap=target / 2)
+                                     stop_gap=gap / 2)
         seconds["columns"] = time.perf_counter() - t
         if generated is None:
-            model = builder.build(set())
             result = SolveResult(
-                solver=solver or st.solver, status="no_solution",
+                solver=solver, status="no_solution",
                 termination="column generation: no LP optimum within the time limit",
                 has_solution=False, objective=None, bound=None, gap=None,
                 seconds=seconds["columns"])
-            return Run(model, None, result, seconds)
+            return builder.build(set()), result
         model = generated.model
         limit = max(1.0, limit - seconds["columns"])
         strategy = "lp-guided"
@@ -67,10 +94,6 @@ def plan_scenario(scenario: Scenario, solver: str | None = None,
         model = builder.build()
         seconds["build"] = time.perf_counter() - t
         strategy = "auto"
-    result = solve(model, solver or st.solver, limit,
-                   gap if gap is not None else st.mip_gap, threads=threads, strategy=strategy)
+    result = solve(model, solver, limit, gap, threads=threads, strategy=strategy)
     seconds["solve"] = result.seconds
-    t = time.perf_counter()
-    plan = extract_plan(model, result) if result.has_solution else None
-    seconds["extract"] = time.perf_counter() - t
-    return Run(model, plan, result, seconds)
+    return model, result

@@ -1,0 +1,126 @@
+"""Planning in parts (planner.parts): each part plans on the capacity the earlier ones left.
+
+Hand-worked cases with two workloads, one part each (pools of equal weight go by name, so
+w1 plans first): each fails if one kind of capacity were not handed on — pay-as-you-go
+GPUs in use, a commitment's idle GPUs, an existing contract's GPUs in use, a fixed
+commitment signed once. Months of 100 h; one GPU serves a workload's 10 units. Every plan
+passes the independent checker.
+"""
+
+from __future__ import annotations
+
+import pulp
+import pytest
+
+from planner import parts
+from planner.candidates import find_candidates
+from planner.check import check_plan
+from planner.generate import generate
+from planner.model import ModelBuilder, Restrictions
+from planner.pipeline import plan_scenario
+from planner.solve import _run
+from planner.validate import load_scenario
+from scenarios import scenario, write_csv
+from solving import cost, gpus_by
+
+H = {"hours_per_month": 100}
+TWO = dict(
+    regions=[{"region": "r1", "provider": "p", "site": "s1"},
+             {"region": "r2", "provider": "p", "site": "s1"}],
+    workloads=[{"workload": "w1", "kind": "inference"},
+               {"workload": "w2", "kind": "inference"}],
+    throughput=[{"workload": w, "gpu": "A", "units_per_gpu": 10} for w in ("w1", "w2")],
+    demand=[{"workload": w, "period": "2027-01", "amount": 10} for w in ("w1", "w2")])
+
+
+def od(region, price, **kw):
+    return {"region": region, "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": price,
+            **kw}
+
+
+@pytest.fixture
+def one_pool_a_part(monkeypatch):
+    monkeypatch.setattr(parts, "PART_CELLS", 1)
+
+
+def in_parts(tmp_path, tables, restrictions=None):
+    s = load_scenario(write_csv(tmp_path / "s", tables))
+    run = plan_scenario(s, time_limit=30, gap=1e-9, restrictions=restrictions,
+                        columns="parts")
+    assert run.plan is not None
+    assert run.result.termination.startswith("planned in 2 parts")
+    assert check_plan(s, run.plan) == []
+    assert run.result.objective == pytest.approx(cost(run.plan))
+    return run
+
+
+def test_a_later_part_gets_what_an_offer_has_left(tmp_path, one_pool_a_part):
+    # r1 on demand at $1 has 1 GPU: w1 takes it (100 × 1 = $100); w2 goes to r2 at $3
+    # ($300). $400, the whole model's optimum too.
+    run = in_parts(tmp_path, scenario(settings=H, **TWO, offers=[
+        od("r1", 1, max_gpus=1), od("r2", 3)]))
+    assert cost(run.plan) == pytest.approx(400)
+    assert gpus_by(run.plan, "workload", "region") == {("w1", "r1"): 1, ("w2", "r2"): 1}
+
+
+def test_a_later_part_uses_the_idle_gpus_of_an_earlier_commitment(tmp_path,
+                                                                 one_pool_a_part):
+    # A monthly commitment at $1/h needs at least 2 GPUs: $200, below on demand's $300
+    # for w1 alone, so w1 signs 2 and w2 runs on the idle one for nothing more: $200
+    # (signing again, or on demand, would make it $400 or $500).
+    run = in_parts(tmp_path, scenario(settings=H, **TWO, offers=[
+        od("r1", 3), {"region": "r1", "gpu": "A", "term": "monthly", "usd_per_gpu_hour": 1,
+                      "commit_months": 1, "min_gpus": 2}]))
+    assert cost(run.plan) == pytest.approx(200)
+    assert run.plan.commitments["gpus"].sum() == 2
+
+
+def test_a_later_part_cannot_use_existing_gpus_an_earlier_one_uses(tmp_path,
+                                                                  one_pool_a_part):
+    # 1 existing GPU at r1 ($0.5/h, sunk: $50) serves w1; w2 pays on demand: $300. $350.
+    run = in_parts(tmp_path, scenario(settings=H, **TWO, offers=[od("r1", 3)], existing=[
+        {"region": "r1", "gpu": "A", "gpus": 1, "start_month": "2027-01",
+         "end_month": "2027-01", "usd_per_gpu_hour": 0.5}]))
+    assert cost(run.plan) == pytest.approx(350)
+    assert gpus_by(run.plan, "workload", "term") == {("w1", "existing"): 1,
+                                                     ("w2", "on_demand"): 1}
+
+
+def test_a_fixed_commitment_is_signed_once_across_parts(tmp_path, one_pool_a_part):
+    # The stress test fixes 2 monthly GPUs at $1.5/h ($300): the first part signs them,
+    # w1 and w2 each run on one. Signed in each part, they would cost $600.
+    run = in_parts(tmp_path, scenario(settings=H, **TWO, offers=[
+        od("r1", 3), {"region": "r1", "gpu": "A", "term": "monthly",
+                      "usd_per_gpu_hour": 1.5, "commit_months": 1}]),
+        Restrictions(fixed_commitments={("r1/A/monthly/1", 0): 2}))
+    assert cost(run.plan) == pytest.approx(300)
+    assert run.plan.commitments["gpus"].sum() == 2
+
+
+def full_lp(s) -> float:
+    model = ModelBuilder(s, find_candidates(s)).build()
+    for v in model.integer_variables():
+        v.cat = pulp.LpContinuous
+    result = _run(model.prob, "highs", 600, 1e-9, 1, False)
+    assert result["status"] == "optimal"
+    return result["objective"]
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_generated_market_planned_in_parts_is_valid_and_bounded(tmp_path, monkeypatch,
+                                                                  seed):
+    """Split into parts of at most 60 supply cells, a generated market's plan passes the
+    checker, costs what its objective says, and its bound stays below the full LP."""
+    monkeypatch.setattr(parts, "PART_CELLS", 60)
+    folder = tmp_path / f"g{seed}"
+    generate(folder, 8, 6, 3, seed=seed)
+    s = load_scenario(folder)
+    run = plan_scenario(s, time_limit=30, gap=0.01, columns="parts")
+    assert run.plan is not None and "parts" in run.seconds
+    assert int(run.result.termination.split()[2]) > 2  # planned in N parts
+    assert check_plan(s, run.plan) == []
+    assert run.result.objective == pytest.approx(cost(run.plan), rel=1e-9)
+    lp = full_lp(s)
+    assert run.result.bound <= lp + 1e-6 * lp <= run.result.objective + 2e-6 * lp
+    assert run.result.gap == pytest.approx(
+        (run.result.objective - run.result.bound) / run.result.objective, abs=1e-9)
