@@ -51,14 +51,16 @@ def _month_of(name: str) -> int | None:
 
 
 def lp_guided_start(model: PlanningModel, solve_problem, gap: float,
-                    time_limit: float, lp=None) -> Start | None:
+                    time_limit: float, lp=None, quick: bool = False) -> Start | None:
     """Set every variable of `model` to a feasible plan; None if an LP fails within
     `time_limit` (seconds from this call). The relaxations are solved in column
     generation's LP when the model has one, else in `lp` (an empty
-    `highs.IncrementalLP`), each from the last one's basis; without either, each from
-    scratch by `solve_problem`.
+    `highs.IncrementalLP`), handed to HiGHS once and changed by bounds; without either,
+    each from scratch by `solve_problem`.
     `solve_problem(problem, seconds, gap, start=False)` returns the objective or None
-    (`start`: from the variables' current values)."""
+    (`start`: from the variables' current values). `quick`: no LP between rounding the
+    commitments and rounding the replicas (the repair moves the load instead) — a part of
+    a plan in parts, where that LP took half the start's time."""
     deadline = time.perf_counter() + time_limit
     prob = model.prob
     s = model.scenario
@@ -67,12 +69,13 @@ def lp_guided_start(model: PlanningModel, solve_problem, gap: float,
     warm = model.warm_lp or lp
     model.warm_lp = None
 
-    def solve_relaxed(changed=()) -> float | None:
-        """The LP relaxation; `changed`: variables whose bounds changed since the last."""
+    def solve_relaxed(changed=(), fresh=False) -> float | None:
+        """The LP relaxation; `changed`: variables whose bounds changed since the last;
+        `fresh`: so many that a large LP is better solved from scratch."""
         if warm is not None:
             warm.deadline = deadline
             warm.change_bounds(changed)
-            return warm.solve(prob)
+            return warm.solve(prob, fresh=fresh)
         for v in integers:
             v.cat = pulp.LpContinuous
         try:
@@ -120,7 +123,8 @@ def lp_guided_start(model: PlanningModel, solve_problem, gap: float,
             if (key, t) in model.commit_on:
                 fix(model.commit_on[(key, t)], 1.0 if quantity[(key, t)] > 0 else 0.0)
         # replicas follow the rounded commitments (load moves where GPUs were rounded away)
-        if solve_relaxed([*model.commit.values(), *model.commit_on.values()]) is None:
+        if not quick and solve_relaxed([*model.commit.values(), *model.commit_on.values()],
+                                       fresh=True) is None:
             return None
 
         # -- restrict to the columns the LP uses ----------------------------------------------
@@ -147,16 +151,19 @@ def lp_guided_start(model: PlanningModel, solve_problem, gap: float,
         changed = [v for v, _, _ in fixed.values()]
         original = {name: up for name, (_, _, up) in fixed.items()}
         try:
+            objective = None
             for repair in range(REPAIRS + 1):
                 for key, v in model.replicas.items():
                     v.lowBound = v.upBound = rounded[key]
                 if warm is not None:
-                    objective = solve_relaxed([*changed, *model.replicas.values()])
+                    found = solve_relaxed([*changed, *model.replicas.values()], fresh=True)
                 else:
-                    objective = solve_problem(prob, max(1.0, deadline - time.perf_counter()),
-                                              gap)
+                    found = solve_problem(prob, max(1.0, deadline - time.perf_counter()), gap)
+                if found is None:  # out of time: the last repair's plan (the values) stands
+                    break
+                objective = found
                 # demand left unmet by replicas cut back: more replicas where there is room
-                if (objective is None or repair == REPAIRS
+                if (repair == REPAIRS
                         or not _add_replicas_for_unmet(model, rounded, saved, original)):
                     break
         finally:
@@ -347,6 +354,7 @@ def _add_replicas_for_unmet(model: PlanningModel, rounded: dict[tuple, int],
         return -(used + row.constant)
 
     added = False
+    commitments = _commitments_at(model)
     for (w, site, month, k), amount in unmet.items():
         tried: set[tuple] = set()  # options tried once (the second time: commit more)
         reach = set(model.candidates.regions_for_site.get((w, site), ()))
@@ -382,7 +390,8 @@ def _add_replicas_for_unmet(model: PlanningModel, rounded: dict[tuple, int],
                 gpus = row.expr[replicas]
                 short = n * gpus - room(row)
                 if raising and short > 1e-9:
-                    _commit_more(model, original, r, g, month, math.ceil(short - 1e-9))
+                    _commit_more(model, original, r, g, month, math.ceil(short - 1e-9),
+                                 commitments)
                 n = min(n, math.floor(room(row) / gpus + 1e-9))
             if n <= 0:
                 continue
@@ -395,30 +404,38 @@ def _add_replicas_for_unmet(model: PlanningModel, rounded: dict[tuple, int],
     return added
 
 
-def _commit_more(model: PlanningModel, original: dict[str, float], r: str, g: str,
-                 month: int, gpus: int) -> None:
-    """Raise one fixed commitment at (r, g) active in `month` by `gpus` (the cheapest per
-    GPU-hour over its term that stays within its bound and the offer's capacity)."""
+def _commitments_at(model: PlanningModel) -> dict[tuple[str, str], list]:
+    """Per (region, GPU type), its commitments (offer key, start, variable, offer), the
+    cheapest over its term per GPU first (what `_commit_more` raises first)."""
     s = model.scenario
-    starts: dict[str, list] = defaultdict(list)
-    for (key, t), v in model.commit.items():
-        starts[key].append((t, v))
-    options = []
+    at: dict[tuple[str, str], list] = defaultdict(list)
     for (key, t), v in model.commit.items():
         o = s.offer_by_key[key]
-        if (o.region, o.gpu) == (r, g) and t <= month < t + o.commit_months:
-            hourly = (o.usd_per_gpu_hour * o.commit_months
-                      + o.upfront_usd_per_gpu / s.settings.hours_per_month)
-            options.append((hourly, key, t, v, o))
-    for _, key, t, v, o in sorted(options, key=lambda x: x[:3]):
+        total = (o.usd_per_gpu_hour * o.commit_months
+                 + o.upfront_usd_per_gpu / s.settings.hours_per_month)
+        at[(o.region, o.gpu)].append((total, key, t, v, o))
+    for options in at.values():
+        options.sort(key=lambda x: x[:3])
+    return at
+
+
+def _commit_more(model: PlanningModel, original: dict[str, float], r: str, g: str,
+                 month: int, gpus: int, at: dict[tuple[str, str], list]) -> None:
+    """Raise one fixed commitment at (r, g) active in `month` by `gpus` (the cheapest per
+    GPU over its term that stays within its bound and the offer's capacity); `at`:
+    `_commitments_at(model)`."""
+    options = at.get((r, g), [])
+    for _, key, t, v, o in options:
+        if not t <= month < t + o.commit_months:
+            continue
         q = int(round(v.varValue or 0.0))
         new = max(q + gpus, o.min_gpus)
         up = original.get(v.name, v.upBound)
         if up is not None and new > up:
             continue
         if o.max_gpus is not None and any(
-                sum(int(round(x.varValue or 0.0)) for tt, x in starts[key]
-                    if tt <= mm < tt + o.commit_months) + new - q > o.max_gpus
+                sum(int(round(x.varValue or 0.0)) for _, k2, tt, x, _ in options
+                    if k2 == key and tt <= mm < tt + o.commit_months) + new - q > o.max_gpus
                 for mm in range(t, t + o.commit_months)):
             continue
         v.lowBound = v.upBound = v.varValue = new

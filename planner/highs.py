@@ -20,6 +20,12 @@ TIMES = {"handoff": 0.0, "run": 0.0}
 # HiGHS simplex_strategy for the LPs after the first in column generation: 4 primal
 WARM_SIMPLEX = 4
 DUAL_SIMPLEX = 1  # after bound changes only (the LP-guided start fixing decisions)
+# Columns above which an LP with many bounds changed is solved from scratch: a part of
+# 1000x100x36 (400 k columns) took 12 s and 32 s by dual simplex from the last basis with
+# its commitments, then replicas fixed, 3.5 s each from scratch (but 13 s instead of 2 s
+# with only its single-region choices fixed); the default scenario (85 k) is 3 s faster
+# warm.
+FRESH_ABOVE = 200_000
 
 _UNSET = object()
 _threads_in_use: object = _UNSET
@@ -179,11 +185,12 @@ class IncrementalLP:
             if status != highspy.HighsStatus.kOk:
                 raise RuntimeError(f"HiGHS refused the new bounds: {status}")
 
-    def solve(self, lp: pulp.LpProblem, growth=None) -> float | None:
+    def solve(self, lp: pulp.LpProblem, growth=None, fresh: bool = False) -> float | None:
         """The LP relaxation of `lp` (integers relaxed): objective, values in `varValue`,
         duals in each constraint's `pi`; None unless optimal. `growth`: what was added to
-        `lp` since the last solve; None on the first, and when only bounds changed
-        (`change_bounds`)."""
+        `lp` since the last solve (solved on from the last basis); None on the first, and
+        when only bounds changed (`change_bounds`). `fresh`: bounds changed so widely
+        that a large LP is solved from scratch."""
         import highspy
 
         started = time.perf_counter()
@@ -199,7 +206,12 @@ class IncrementalLP:
             # goes on from it (faster at 50x20x24; dual was faster for the large second
             # round at 200x40x24 — benchmarks/README.md)
             h.setOptionValue("simplex_strategy", WARM_SIMPLEX)
-        else:  # only bounds changed: the last basis stays dual feasible
+        elif fresh and len(self.variables) > FRESH_ABOVE:
+            # many bounds changed (the LP-guided start fixing commitments or replicas) on
+            # a large LP: from scratch, so presolve removes the fixed columns
+            h.clearSolver()
+            h.setOptionValue("simplex_strategy", 0)
+        else:  # the last basis stays dual feasible
             h.setOptionValue("simplex_strategy", DUAL_SIMPLEX)
         # HiGHS's clock runs on across runs of one instance: the limit is on its total
         h.setOptionValue("time_limit",

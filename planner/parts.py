@@ -28,7 +28,7 @@ from planner.columns import _Pricing
 from planner.model import COMMITTED, ModelBuilder, PlanningModel, Taken
 from planner.solve import SolveResult
 
-PART_CELLS = 1_000_000  # supply cells in a part at most (a larger pool is a part alone)
+PART_CELLS = 4_000_000  # supply cells in a part at most (a larger pool is a part alone)
 MERGE_SHARE = 0.1  # of the time limit, kept for writing the parts' plans into one model
 EPS = 1e-9
 
@@ -151,8 +151,10 @@ def plan_in_parts(builder: ModelBuilder, plan_part: PlanPart, time_limit: float,
     values = Values()
     results: list[SolveResult] = []
     merge_at = started + (1.0 - MERGE_SHARE) * time_limit
+    cells = [sum(builder.cells_per_workload.get(w, 0) for w in part) for part in parts]
     for i, workloads in enumerate(parts):
-        share = max(1.0, (merge_at - time.perf_counter()) / (len(parts) - i))
+        # the time left, shared in proportion to the parts' cells
+        share = max(1.0, (merge_at - time.perf_counter()) * cells[i] / max(sum(cells[i:]), 1))
         if i > 0 and restrictions.fixed_commitments is not None:
             # the first part signed the fixed commitments; the others use what it left
             restrictions = dataclasses.replace(restrictions, fixed_commitments={

@@ -23,6 +23,7 @@ GENERATE_SHARE = 0.5  # of the time limit, at most, for column generation
 # 1000x100x36 (30 M cells) the first LP of column generation alone took over 300 s.
 PARTS_ABOVE = 4_000_000
 GENERATE_PART_ABOVE = 100_000  # a part has seconds, not minutes: generate above this
+PART_GENERATE_SHARE = 0.7  # of a part's time, at most, for its column generation
 
 
 @dataclass
@@ -54,31 +55,43 @@ def plan_scenario(scenario: Scenario, solver: str | None = None,
     solver = solver or st.solver
     gap = gap if gap is not None else st.mip_gap
     builder = ModelBuilder(scenario, candidates, restrictions)
-    if columns == "parts" or (columns == "auto" and builder.cell_count > PARTS_ABOVE):
-        t = time.perf_counter()
-
-        def plan_part(part: ModelBuilder, share: float):
-            each = "generate" if part.cell_count > GENERATE_PART_ABOVE else "all"
-            return _plan(part, solver, share, gap, threads, each, seconds={})
-
-        model, result, _ = plan_in_parts(builder, plan_part, limit, gap, solver)
-        seconds["parts"] = time.perf_counter() - t
-    else:
-        model, result = _plan(builder, solver, limit, gap, threads, columns, seconds)
+    model, result = plan_builder(builder, solver, limit, gap, threads, columns, seconds)
     t = time.perf_counter()
     plan = extract_plan(model, result) if result.has_solution else None
     seconds["extract"] = time.perf_counter() - t
     return Run(model, plan, result, seconds)
 
 
+def plan_builder(builder: ModelBuilder, solver: str, limit: float, gap: float,
+                 threads: int | None = 1, columns: str = "auto",
+                 seconds: dict[str, float] | None = None
+                 ) -> tuple[PlanningModel, SolveResult]:
+    """The model of `builder`'s scenario holding its plan, and the result: whole, through
+    column generation, or in parts (`columns` as for `plan_scenario`)."""
+    seconds = {} if seconds is None else seconds
+    if columns == "parts" or (columns == "auto" and builder.cell_count > PARTS_ABOVE):
+        t = time.perf_counter()
+
+        def plan_part(part: ModelBuilder, share: float):
+            each = "generate" if part.cell_count > GENERATE_PART_ABOVE else "all"
+            return _plan(part, solver, share, gap, threads, each, seconds={}, in_part=True)
+
+        model, result, _ = plan_in_parts(builder, plan_part, limit, gap, solver)
+        seconds["parts"] = time.perf_counter() - t
+        return model, result
+    return _plan(builder, solver, limit, gap, threads, columns, seconds)
+
+
 def _plan(builder: ModelBuilder, solver: str, limit: float, gap: float,
-          threads: int | None, columns: str, seconds: dict[str, float]
-          ) -> tuple[PlanningModel, SolveResult]:
-    """The model of `builder`'s candidates (all cells, or column generation's), solved."""
+          threads: int | None, columns: str, seconds: dict[str, float],
+          in_part: bool = False) -> tuple[PlanningModel, SolveResult]:
+    """The model of `builder`'s candidates (all cells, or column generation's), solved.
+    `in_part`: a part of a plan in parts — column generation has more of the time (a
+    part without its first LP has no plan), and the LP-guided start is the plan."""
     t = time.perf_counter()
     if columns == "generate" or (columns == "auto" and builder.cell_count > GENERATE_ABOVE):
-        generated = generate_columns(builder, GENERATE_SHARE * limit, threads,
-                                     stop_gap=gap / 2)
+        share = PART_GENERATE_SHARE if in_part else GENERATE_SHARE
+        generated = generate_columns(builder, share * limit, threads, stop_gap=gap / 2)
         seconds["columns"] = time.perf_counter() - t
         if generated is None:
             result = SolveResult(
@@ -89,7 +102,7 @@ def _plan(builder: ModelBuilder, solver: str, limit: float, gap: float,
             return builder.build(set()), result
         model = generated.model
         limit = max(1.0, limit - seconds["columns"])
-        strategy = "lp-guided"
+        strategy = "start-only" if in_part else "lp-guided"
     else:
         model = builder.build()
         seconds["build"] = time.perf_counter() - t

@@ -43,8 +43,10 @@ def solve(model: PlanningModel, solver: str = "highs", time_limit: float = 60.0,
           strategy: str = "auto") -> SolveResult:
     """Solve `model` in place; deterministic for a given model (fixed seed and threads).
 
-    strategy: "direct" (the MIP alone), "lp-guided" (heuristic start first), or "auto"
-    (lp-guided above LARGE_MODEL integer variables).
+    strategy: "direct" (the MIP alone), "lp-guided" (heuristic start first), "start-only"
+    (the heuristic start and no MIP after it: a part of a plan in parts, whose time is
+    better spent on the next part), or "auto" (lp-guided above LARGE_MODEL integer
+    variables).
     """
     prob = model.prob
     if not model.unmet and not model.commit:  # nothing to decide: give the solver a column
@@ -55,7 +57,8 @@ def solve(model: PlanningModel, solver: str = "highs", time_limit: float = 60.0,
         return max(1.0, time_limit - (time.perf_counter() - started))
 
     integers = len(model.integer_variables())
-    guided = strategy == "lp-guided" or (strategy == "auto" and integers > LARGE_MODEL)
+    guided = strategy in ("lp-guided", "start-only") or (
+        strategy == "auto" and integers > LARGE_MODEL)
     start = None
     if guided:
         from planner.heuristic import lp_guided_start
@@ -69,16 +72,24 @@ def solve(model: PlanningModel, solver: str = "highs", time_limit: float = 60.0,
         # column generation's LP, when the model has one, goes on instead
         fresh = solver == "highs" and model.warm_lp is None
         lp = IncrementalLP(left(), threads) if fresh else None
-        start = lp_guided_start(model, run_part, gap, left(), lp)
+        start = lp_guided_start(model, run_part, gap, left(), lp,
+                                quick=strategy == "start-only")
+        if start is None and strategy == "start-only":
+            return SolveResult(
+                solver=solver, status="no_solution",
+                termination="time limit (LP-guided start not done)", has_solution=False,
+                objective=None, bound=None, gap=None,
+                seconds=time.perf_counter() - started, version=_version(solver))
         if start is not None:
             achieved = (start.objective - start.lp_bound) / max(abs(start.objective), 1e-9)
             out_of_time = time.perf_counter() - started >= time_limit - 1.0
-            if achieved <= gap or out_of_time:
+            if achieved <= gap or out_of_time or strategy == "start-only":
                 # no time left: the whole MIP would only get to read the model
                 return SolveResult(
                     solver=solver, status="optimal" if achieved <= gap else "feasible",
                     termination="within the gap of the LP bound (LP-guided start)"
-                    if achieved <= gap else "time limit (LP-guided start)",
+                    if achieved <= gap else "time limit (LP-guided start)" if out_of_time
+                    else "LP-guided start",
                     has_solution=True, objective=start.objective, bound=start.lp_bound,
                     gap=max(achieved, 0.0), seconds=time.perf_counter() - started,
                     version=_version(solver))

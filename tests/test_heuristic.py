@@ -67,7 +67,7 @@ def test_bounds_are_restored_when_a_later_solve_fails(tmp_path):
     assert after == before
 
 
-def _rounded_plan_only(model):
+def _rounded_plan_only(model, quick=False):
     """The LP-guided start with every month MIP refused: the rounded plan alone (what a
     large model gets when time runs out), the relaxations warm in one HiGHS LP."""
     from planner.highs import IncrementalLP
@@ -78,19 +78,21 @@ def _rounded_plan_only(model):
         r = _run(problem, "highs", seconds, gap, 1, False)
         return r["objective"] if r["has_solution"] else None
 
-    return lp_guided_start(model, no_month_mips, 1e-4, 600, IncrementalLP(600))
+    return lp_guided_start(model, no_month_mips, 1e-4, 600, IncrementalLP(600), quick=quick)
 
 
+@pytest.mark.parametrize("quick", [False, True])
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_the_rounded_plan_alone_is_valid_and_close_to_the_lp(tmp_path, seed):
+def test_the_rounded_plan_alone_is_valid_and_close_to_the_lp(tmp_path, seed, quick):
     """Rounding the LP's replicas up overfills capacity (offers, commitments); cutting back
     must not leave demand unmet that more replicas elsewhere, or a little more committed,
-    could serve (the unmet penalty would dwarf the plan: 200x the LP before the repair)."""
+    could serve (the unmet penalty would dwarf the plan: 200x the LP before the repair).
+    `quick` (parts of a plan in parts): no LP between rounding commitments and replicas."""
     folder = tmp_path / "g"
     generate(folder, 8, 6, 3, seed=seed)
     s = load_scenario(folder)
     model = build_model(s, find_candidates(s))
-    start = _rounded_plan_only(model)
+    start = _rounded_plan_only(model, quick)
     assert start is not None
     result = SolveResult(solver="highs", status="feasible", termination="test",
                          has_solution=True, objective=start.objective, bound=start.lp_bound,
@@ -98,3 +100,39 @@ def test_the_rounded_plan_alone_is_valid_and_close_to_the_lp(tmp_path, seed):
     plan = extract_plan(model, result)
     assert check_plan(s, plan) == []
     assert start.lp_bound <= start.objective <= 1.15 * start.lp_bound
+
+
+def test_a_repair_out_of_time_leaves_the_last_plan_standing(tmp_path, monkeypatch):
+    """When the LP after a repair does not finish, the plan of the LP before it (rounded
+    replicas, demand partly unmet) stands: valid, and its cost is what the start says."""
+    from planner import heuristic
+
+    folder = tmp_path / "g"
+    generate(folder, 8, 6, 3, seed=1)
+    s = load_scenario(folder)
+    model = build_model(s, find_candidates(s))
+    repaired = []
+    add = heuristic._add_replicas_for_unmet
+
+    def add_then_run_out_of_time(*args):
+        repaired.append(add(*args))
+        return repaired[-1]
+
+    monkeypatch.setattr(heuristic, "_add_replicas_for_unmet", add_then_run_out_of_time)
+
+    def out_of_time_after_a_repair(problem, seconds, gap, start=False):
+        if start or any(repaired):
+            return None
+        r = _run(problem, "highs", seconds, gap, 1, False)
+        return r["objective"] if r["has_solution"] else None
+
+    start = lp_guided_start(model, out_of_time_after_a_repair, 1e-4, 600)
+    assert repaired and repaired[0]  # the rounded plan needed a repair
+    assert start is not None
+    result = SolveResult(solver="highs", status="feasible", termination="test",
+                         has_solution=True, objective=start.objective, bound=start.lp_bound,
+                         gap=None, seconds=0.0)
+    plan = extract_plan(model, result)
+    assert check_plan(s, plan) == []
+    assert plan.totals["objective_usd"] == pytest.approx(start.objective, rel=1e-6)
+    assert plan.totals["unmet_unit_hours"] > 0  # what the repair would have served
