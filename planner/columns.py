@@ -193,6 +193,15 @@ class _Pricing:
                 self.capacity_row.setdefault(key, len(self.capacity_row))
         self.reach = {key: set(regions) for key, regions in builder.c.regions_for_site.items()}
         self._arrays: dict[str, _Sources] = {}
+        # GPUs earlier parts of a plan in parts use, on average over months and segments:
+        # per pay-as-you-go offer, and per (r, g) of existing GPUs (committed GPUs in use
+        # beyond those committed: what `Taken.committed` holds below zero)
+        cells = self.shape[0] * self.shape[1]
+        self.used: dict = defaultdict(float)
+        for (src, _, _), gpus in builder.taken.offer.items():
+            self.used[src] += gpus / cells
+        for (r, g, _, _), spare in builder.taken.committed.items():
+            self.used[(r, g)] += max(-spare, 0.0) / cells
 
     def arrays(self, w: str) -> _Sources:
         if w not in self._arrays:
@@ -340,15 +349,19 @@ class _Pricing:
         return COMMITTED if src == COMMITTED else self.b.payg_offer[src].term
 
     def capacity_gpus(self, r: str, g: str, src: str) -> float:
-        """GPUs the source has at most in an hour (inf: no limit)."""
+        """GPUs the source has at most in an hour (inf: no limit), less what earlier parts
+        of a plan in parts use there on average over months and segments."""
         b = self.b
         if src == COMMITTED:
             gpus = sum(math.inf if o.max_gpus is None else o.max_gpus
                        for o in b.commit_offers.get((r, g), []))
-            return gpus + max((e.gpus for e in b.s.existing if (e.region, e.gpu) == (r, g)),
-                              default=0)
+            gpus += max((e.gpus for e in b.s.existing if (e.region, e.gpu) == (r, g)),
+                        default=0)
+            return max(gpus - self.used.get((r, g), 0.0), 0.0)
         o = b.payg_offer[src]
-        return math.inf if o.max_gpus is None else o.max_gpus
+        if o.max_gpus is None:
+            return math.inf
+        return max(o.max_gpus - self.used.get(src, 0.0), 0.0)
 
     def units_per_gpu(self, w: str, g: str, src: str) -> float:
         t = self.b.s.throughput_by_pair[(w, g)]

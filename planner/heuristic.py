@@ -269,7 +269,8 @@ def _single_region_choice(model: PlanningModel) -> dict[str, tuple[str, str]]:
 
 
 def _fit_offer_capacity(model: PlanningModel, quantity: dict[tuple[str, int], int]) -> None:
-    """Cut rounded commitments back (latest start first) until every month fits max_gpus."""
+    """Cut rounded commitments back (latest start first) until every month fits max_gpus
+    (less what earlier parts signed)."""
     s = model.scenario
     by_offer: dict[str, list[int]] = defaultdict(list)
     for (key, t) in quantity:
@@ -280,7 +281,7 @@ def _fit_offer_capacity(model: PlanningModel, quantity: dict[tuple[str, int], in
             continue
         for m in s.settings.months:
             active = sorted((t for t in starts if t <= m < t + o.commit_months), reverse=True)
-            excess = sum(quantity[(key, t)] for t in active) - o.max_gpus
+            excess = sum(quantity[(key, t)] for t in active) - model.commitment_room(o, m)
             for t in active:
                 if excess <= 0:
                     break
@@ -425,6 +426,7 @@ def _commit_more(model: PlanningModel, original: dict[str, float], r: str, g: st
     GPU over its term that stays within its bound and the offer's capacity); `at`:
     `_commitments_at(model)`."""
     options = at.get((r, g), [])
+    horizon = model.scenario.settings.horizon_months
     for _, key, t, v, o in options:
         if not t <= month < t + o.commit_months:
             continue
@@ -435,8 +437,9 @@ def _commit_more(model: PlanningModel, original: dict[str, float], r: str, g: st
             continue
         if o.max_gpus is not None and any(
                 sum(int(round(x.varValue or 0.0)) for _, k2, tt, x, _ in options
-                    if k2 == key and tt <= mm < tt + o.commit_months) + new - q > o.max_gpus
-                for mm in range(t, t + o.commit_months)):
+                    if k2 == key and tt <= mm < tt + o.commit_months) + new - q
+                > model.commitment_room(o, mm)
+                for mm in range(t, min(t + o.commit_months, horizon))):
             continue
         v.lowBound = v.upBound = v.varValue = new
         if (key, t) in model.commit_on:

@@ -81,6 +81,16 @@ class PlanningModel:
     # column generation's LP (planner.highs.IncrementalLP) at its optimum, for the
     # LP-guided start to re-solve warm
     warm_lp: object = None
+    # what earlier parts of a plan in parts hold (planner.parts; empty otherwise)
+    taken: "Taken" = None
+
+    def commitment_room(self, o: Offer, month: int) -> float:
+        """GPUs offer `o` may still have committed and active in `month` (max_gpus less
+        what earlier parts signed; inf without a limit)."""
+        if o.max_gpus is None:
+            return math.inf
+        signed = self.taken.signed.get((o.key, month), 0.0) if self.taken else 0.0
+        return o.max_gpus - signed
 
     def integer_variables(self) -> list[pulp.LpVariable]:
         """Every integer or binary variable, from the model's own index (PuLP's
@@ -341,7 +351,8 @@ class ModelBuilder:
         """The model over `cells` (supply keys; None: every candidate cell)."""
         self.m = PlanningModel(self.s, self.c,
                                pulp.LpProblem(_safe(self.s.name), pulp.LpMinimize),
-                               index=self.index)  # the same names in every build
+                               index=self.index,  # the same names in every build
+                               taken=self.taken)
         self.add_unmet()
         self.add_commitments()
         self._grow(self.cells() if cells is None else self.in_build_order(cells))
