@@ -81,6 +81,22 @@ def _rounded_plan_only(model, quick=False):
     return lp_guided_start(model, no_month_mips, 1e-4, 600, IncrementalLP(600), quick=quick)
 
 
+def _generated_model(tmp_path, seed):
+    """A generated market of 8 workloads, 6 regions, 3 months, and its full model."""
+    folder = tmp_path / "g"
+    generate(folder, 8, 6, 3, seed=seed)
+    s = load_scenario(folder)
+    return s, build_model(s, find_candidates(s))
+
+
+def _plan_of(model, start):
+    """The plan `model`'s variables hold after the LP-guided `start`."""
+    result = SolveResult(solver="highs", status="feasible", termination="test",
+                         has_solution=True, objective=start.objective, bound=start.lp_bound,
+                         gap=None, seconds=0.0)
+    return extract_plan(model, result)
+
+
 @pytest.mark.parametrize("quick", [False, True])
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_the_rounded_plan_alone_is_valid_and_close_to_the_lp(tmp_path, seed, quick):
@@ -88,17 +104,10 @@ def test_the_rounded_plan_alone_is_valid_and_close_to_the_lp(tmp_path, seed, qui
     must not leave demand unmet that more replicas elsewhere, or a little more committed,
     could serve (the unmet penalty would dwarf the plan: 200x the LP before the repair).
     `quick` (parts of a plan in parts): no LP between rounding commitments and replicas."""
-    folder = tmp_path / "g"
-    generate(folder, 8, 6, 3, seed=seed)
-    s = load_scenario(folder)
-    model = build_model(s, find_candidates(s))
+    s, model = _generated_model(tmp_path, seed)
     start = _rounded_plan_only(model, quick)
     assert start is not None
-    result = SolveResult(solver="highs", status="feasible", termination="test",
-                         has_solution=True, objective=start.objective, bound=start.lp_bound,
-                         gap=None, seconds=0.0)
-    plan = extract_plan(model, result)
-    assert check_plan(s, plan) == []
+    assert check_plan(s, _plan_of(model, start)) == []
     assert start.lp_bound <= start.objective <= 1.15 * start.lp_bound
 
 
@@ -107,10 +116,7 @@ def test_a_repair_out_of_time_leaves_the_last_plan_standing(tmp_path, monkeypatc
     replicas, demand partly unmet) stands: valid, and its cost is what the start says."""
     from planner import heuristic
 
-    folder = tmp_path / "g"
-    generate(folder, 8, 6, 3, seed=1)
-    s = load_scenario(folder)
-    model = build_model(s, find_candidates(s))
+    s, model = _generated_model(tmp_path, 1)
     repaired = []
     add = heuristic._add_replicas_for_unmet
 
@@ -129,10 +135,7 @@ def test_a_repair_out_of_time_leaves_the_last_plan_standing(tmp_path, monkeypatc
     start = lp_guided_start(model, out_of_time_after_a_repair, 1e-4, 600)
     assert repaired and repaired[0]  # the rounded plan needed a repair
     assert start is not None
-    result = SolveResult(solver="highs", status="feasible", termination="test",
-                         has_solution=True, objective=start.objective, bound=start.lp_bound,
-                         gap=None, seconds=0.0)
-    plan = extract_plan(model, result)
+    plan = _plan_of(model, start)
     assert check_plan(s, plan) == []
     assert plan.totals["objective_usd"] == pytest.approx(start.objective, rel=1e-6)
     assert plan.totals["unmet_unit_hours"] > 0  # what the repair would have served
