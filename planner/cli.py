@@ -245,8 +245,9 @@ def solve(
     with err.status(f"writing {out}"):
         write_workbook(plan, out, baselines=compare, seconds=run.seconds)
     t = plan.totals
+    gap = "" if plan.result.gap is None else f"; gap {plan.result.gap:.2%}"
     note = "" if plan.result.status == "optimal" else \
-        f" [yellow](feasible, stopped at the time limit; gap {plan.result.gap})[/]"
+        f" [yellow]({plan.result.termination}{gap})[/]"
     err.print(f"{plan.result.status}{note}: total ${t['total_cost_usd']:,.0f}, "
               f"unmet {t['unmet_unit_hours']:,.1f} unit-hours, "
               f"{len(plan.commitments)} commitment(s); {time.perf_counter() - started:.1f} s; "

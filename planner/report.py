@@ -484,8 +484,9 @@ def _summary(wb, ws, plan: Plan, costs: Sheet, ps: Sheet, cs: Sheet, es: Sheet,
         ("Input hash", s.content_hash(), None, None),
         ("Horizon", f"{st.month(0)} to {st.month(st.horizon_months - 1)}", None, None),
         ("Solver", f"{res.solver} ({res.version})", None, None),
+        # why a plan is not proven optimal: the time limit, or planning in parts
         ("Status", res.status + ("" if res.status == "optimal"
-                                 else " (stopped at the time limit)"), None, None),
+                                 else f" ({res.termination})"), None, None),
         ("MIP gap", res.gap, PCT, None),
         ("Solve seconds", round(res.seconds, 3), "0.000", None),
         (None, None, None, None),

@@ -200,7 +200,10 @@ def _solve_cbc(prob, time_limit, gap, threads, msg, warm=False) -> dict:
     else:
         norm, has_solution = "no_solution", False
     objective = pulp.value(prob.objective) if has_solution else None
-    return dict(solver="cbc", status=norm, termination=pulp.LpStatus[prob.status].lower(),
+    # PuLP says "Optimal" for CBC stopped at a limit with a plan; its solution status tells
+    termination = "time limit reached" if norm == "feasible" else \
+        pulp.LpStatus[prob.status].lower()
+    return dict(solver="cbc", status=norm, termination=termination,
                 has_solution=has_solution, objective=objective,
                 bound=objective if norm == "optimal" else None,
                 gap=0.0 if norm == "optimal" else None, version="CBC (PuLP)")

@@ -140,3 +140,17 @@ def test_a_later_parts_start_set_looks_past_capacity_used_up(tmp_path):
         cells, _ = _Pricing(ModelBuilder(s, c, taken=taken)).start(1, 1.0)
         regions[bool(taken.offer)] = {r for (_, r, _, _, _, _) in cells}
     assert regions == {False: {"r1"}, True: {"r1", "r2"}}
+
+
+def test_the_workbook_says_the_plan_was_planned_in_parts(tmp_path, one_pool_a_part):
+    """Finance reads why a plan is not proven optimal: here the parts, not a time limit."""
+    from openpyxl import load_workbook
+
+    from planner.report import write_workbook
+
+    run = in_parts(tmp_path, scenario(settings=H, **TWO, offers=[
+        od("r1", 1, max_gpus=1), od("r2", 3)]))
+    write_workbook(run.plan, tmp_path / "plan.xlsx")
+    summary = load_workbook(tmp_path / "plan.xlsx")["Summary"]
+    status = next(row[1] for row in summary.iter_rows(values_only=True) if row[0] == "Status")
+    assert status.startswith("feasible (planned in 2 parts")
