@@ -247,11 +247,10 @@ class _Pricing:
         b = self.b
         rates = self.committed_rates()
         horizon = b.settings.horizon_months
-        existing: dict[tuple[str, str], np.ndarray] = {}
-        for e in b.s.existing:
-            if e.gpus > 0:
-                gpus = existing.setdefault((e.region, e.gpu), np.zeros(horizon))
-                gpus += [e.gpus if e.active(m) else 0 for m in range(horizon)]
+        existing: dict[tuple[str, str], np.ndarray] = {}  # (r, g) -> GPUs per month
+        for (r, g, m), gpus in b.existing_gpus.items():
+            if gpus > 0:
+                existing.setdefault((r, g), np.zeros(horizon))[m] += gpus
         share = np.array(b.hours) / b.settings.hours_per_month
         by_site: dict[str, dict] = defaultdict(dict)
         for (w, site, month, k), level in b.c.level.items():

@@ -250,6 +250,12 @@ class ModelBuilder:
         self.payg_offer: dict[str, Offer] = {}
         self.commit_offers: dict[tuple[str, str], list[Offer]] = defaultdict(list)
         self.sources: dict[str, dict[tuple[str, str, str], int]] = {}
+        # GPUs of existing contracts per (region, gpu, month)
+        self.existing_gpus: dict[tuple, int] = defaultdict(int)
+        for e in s.existing:
+            for month in self.settings.months:
+                if e.active(month):
+                    self.existing_gpus[(e.region, e.gpu, month)] += e.gpus
         existing_start: dict[tuple[str, str], int] = {}
         for e in s.existing:
             if e.gpus > 0 and e.end >= 0 and e.start < self.settings.horizon_months:
@@ -546,11 +552,6 @@ class ModelBuilder:
             if (key, t) not in m.commit:  # signed, paid, but of no use to this variant
                 ids = f"{self._id('o', key)}_t{t}"
                 m.commit[(key, t)] = pulp.LpVariable(f"commit__{ids}", q, q, pulp.LpInteger)
-        self.existing_gpus: dict[tuple, int] = defaultdict(int)
-        for e in self.s.existing:
-            for month in self.settings.months:
-                if e.active(month):
-                    self.existing_gpus[(e.region, e.gpu, month)] += e.gpus
         terms = []
         for (key, t), v in m.commit.items():
             payments, upfront = counted_per_gpu(self.s.offer_by_key[key], t, self.settings,
@@ -618,7 +619,7 @@ class ModelBuilder:
                 continue
             for month in self.settings.months:
                 terms = [(v, 1.0) for t, v in starts if t <= month < t + o.commit_months]
-                left = o.max_gpus - self.taken.signed.get((key, month), 0.0)
+                left = m.commitment_room(o, month)
                 if len(terms) > 1 or (terms and terms[0][0].upBound > left):
                     self._add(terms, pulp.LpConstraintLE, max(float(left), 0.0),
                               f"offer_capacity__{self._id('o', key)}_m{month}")
