@@ -35,6 +35,8 @@ BOLD = Font(bold=True)
 HEADER_FILL = PatternFill("solid", fgColor="DDE7F0")
 RED_FILL = PatternFill("solid", fgColor="F8CBAD")
 AMBER_FILL = PatternFill("solid", fgColor="FFE699")
+# Pruned (workload, offer) pairs listed one by one in Diagnostics up to this many
+PRUNED_LISTED = 10_000
 
 
 @dataclass(frozen=True)
@@ -460,17 +462,36 @@ def _diagnostics_sheet(wb, plan: Plan) -> None:
         ws.cell(r, 2, v)
         r += 1
     r += 1
-    ws.cell(r, 1, "Pruned (workload, offer) pairs").font = BOLD
-    r += 1
-    for j, h in enumerate(["Workload", "Offer", "Reason"], start=1):
-        ws.cell(r, j, h).font = BOLD
-    r += 1
-    for (w, offer), reason in sorted(plan.candidates.pruned.items()):
-        for j, v in enumerate([w, offer, reason], start=1):
-            text_cell(ws.cell(r, j), v)
-        r += 1
+    _pruned(ws, r, plan.candidates.pruned)
     for col, width in zip("ABCDEFGH", (40, 36, 40, 10, 14, 14, 14, 50)):
         ws.column_dimensions[col].width = width
+
+
+def _pruned(ws, r: int, pruned: dict[tuple[str, str], str]) -> None:
+    """The (workload, offer) pairs the candidates left out and why, from row `r`: every pair
+    up to PRUNED_LISTED, else a count per workload and reason (1000 workloads × 1400
+    offers prune a million pairs: Excel's row limit, and half the workbook's cells)."""
+    if len(pruned) <= PRUNED_LISTED:
+        ws.cell(r, 1, "Pruned (workload, offer) pairs").font = BOLD
+        heads = ["Workload", "Offer", "Reason"]
+        rows = [[w, offer, reason] for (w, offer), reason in sorted(pruned.items())]
+    else:
+        text_cell(ws.cell(r, 1), f"Pruned (workload, offer) pairs: {len(pruned):,}, more "
+                                 f"than {PRUNED_LISTED:,}, so counted per workload and "
+                                 "reason")
+        ws.cell(r, 1).font = BOLD
+        heads = ["Workload", "Offers pruned", "Reason"]
+        count: dict[tuple[str, str], int] = defaultdict(int)
+        for (w, _offer), reason in pruned.items():
+            count[(w, reason)] += 1
+        rows = [[w, n, reason] for (w, reason), n in sorted(count.items())]
+    r += 1
+    for j, h in enumerate(heads, start=1):
+        ws.cell(r, j, h).font = BOLD
+    for row in rows:
+        r += 1
+        for j, v in enumerate(row, start=1):
+            text_cell(ws.cell(r, j), v)
 
 
 def _summary(wb, ws, plan: Plan, costs: Sheet, ps: Sheet, cs: Sheet, es: Sheet,

@@ -214,3 +214,45 @@ def test_cli_no_plan_within_the_limit_exits_3(tmp_path, monkeypatch):
     assert res.exit_code == 3
     assert not out.exists()
     assert "no plan" in res.output
+
+
+# Two workloads, three offers of a GPU type neither has a throughput row for: six pruned
+# pairs, all for the same reason.
+PRUNED = scenario(
+    gpus=[{"gpu": "A", "memory_gb": 80}, {"gpu": "B", "memory_gb": 80}],
+    regions=[{"region": "r1", "provider": "cloud", "site": "s1"}],
+    offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 3},
+            *[{"region": "r1", "gpu": "B", "term": term, "usd_per_gpu_hour": 2,
+               **({"commit_months": 12} if term == "reserved" else {})}
+              for term in ("on_demand", "spot", "reserved")]],
+    workloads=[{"workload": "w1", "kind": "training"}, {"workload": "w2", "kind": "training"}],
+    throughput=[{"workload": w, "gpu": "A", "units_per_gpu": 10} for w in ("w1", "w2")],
+    demand=[{"workload": w, "period": "2027-01", "amount": 10} for w in ("w1", "w2")],
+)
+
+
+def _diagnostics_table(ws, title: str) -> list[tuple]:
+    """The rows under the Diagnostics heading starting with `title` (below its header)."""
+    rows = [tuple(c.value for c in row[:3]) for row in ws.iter_rows()]
+    start = next(i for i, r in enumerate(rows) if str(r[0]).startswith(title))
+    return [r for r in rows[start + 2:] if r[0] is not None]
+
+
+def test_diagnostics_lists_pruned_pairs_or_counts_them_per_reason(tmp_path, monkeypatch):
+    plan = solve_tables(tmp_path, PRUNED)
+    reason = "no throughput row for this GPU type"
+    pairs = {(w, f"r1/B/{t}"): reason for w in ("w1", "w2")
+             for t in ("on_demand", "spot", "reserved/12")}
+    assert plan.candidates.pruned == pairs
+    write_workbook(plan, tmp_path / "listed.xlsx")
+    listed = _diagnostics_table(load_workbook(tmp_path / "listed.xlsx")["Diagnostics"],
+                                "Pruned")
+    assert sorted(listed) == sorted((w, o, r) for (w, o), r in pairs.items())
+    # above the limit: one row per workload and reason, with the number of offers
+    monkeypatch.setattr(report, "PRUNED_LISTED", 5)
+    write_workbook(plan, tmp_path / "counted.xlsx")
+    ws = load_workbook(tmp_path / "counted.xlsx")["Diagnostics"]
+    counted = _diagnostics_table(ws, "Pruned")
+    assert counted == [("w1", 3, reason), ("w2", 3, reason)]
+    assert any("Pruned (workload, offer) pairs: 6, more than 5" in str(c.value)
+               for row in ws.iter_rows() for c in row)
