@@ -8,8 +8,8 @@ integer variables, constraints, nonzeros; seconds in load, validate, graph, cand
 build, hand-off to HiGHS, HiGHS itself, extract, workbook; peak memory; status and gap.
 Then the same model exported as MPS and solved by HiGHS alone with the same limits, so
 the overhead of everything around the solver is a ratio. Sizes above GENERATE_ABOVE supply
-cells go through column generation and above PARTS_ABOVE are planned in parts, as
-`planner solve` does; sizes whose model would exceed
+cells go through column generation, or are planned in parts when they hold more than one
+part's worth for the time limit (`pipeline.in_parts`), as `planner solve` does; sizes whose model would exceed
 MAX_VARIABLES are measured up to the candidate stage and their size estimated.
 Figures go to stdout; benchmarks/README.md keeps the latest with the machine they came from.
 """
@@ -42,7 +42,7 @@ def measure(size: str, workdir: Path) -> dict:
     from planner.load import load_raw
     from planner.columns import generate_columns
     from planner.model import ModelBuilder
-    from planner.pipeline import GENERATE_ABOVE, GENERATE_SHARE, PARTS_ABOVE, plan_builder
+    from planner.pipeline import GENERATE_ABOVE, GENERATE_SHARE, in_parts, plan_builder
     from planner.plan import extract_plan
     from planner.report import write_workbook
     from planner.solve import solve
@@ -79,7 +79,7 @@ def measure(size: str, workdir: Path) -> dict:
     builder = ModelBuilder(scenario, cands)
     out["cells"] = builder.cell_count
     strategy = "auto"
-    if out["cells"] > PARTS_ABOVE:  # as planner solve does: in parts
+    if in_parts(out["cells"], limit):  # as planner solve does: in parts
         t = time.perf_counter()
         model, result = plan_builder(builder, "highs", limit, GAP)
         total_solve = time.perf_counter() - t

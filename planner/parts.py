@@ -28,7 +28,13 @@ from planner.columns import _Pricing
 from planner.model import COMMITTED, ModelBuilder, PlanningModel, Taken
 from planner.solve import SolveResult
 
-PART_CELLS = 4_000_000  # supply cells in a part at most (a larger pool is a part alone)
+# Supply cells in a part: as many as a part can plan in its share of the time limit
+# (measured: a part of 400 k cells in ~11 s, of 4 M cells in ~45-75 s), at least
+# FEWEST_PART_CELLS and at most PART_CELLS (memory: 4.5 GiB peak at 1000x100x36). A larger
+# pool is a part alone.
+PART_CELLS_PER_SECOND = 6_700
+FEWEST_PART_CELLS = 400_000
+PART_CELLS = 4_000_000
 MERGE_SHARE = 0.1  # of the time limit, kept for writing the parts' plans into one model
 EPS = 1e-9
 
@@ -80,12 +86,15 @@ class Values:
                 model.commit_on[key].varValue = 1.0 if q > 0 else 0.0
 
 
-def split(builder: ModelBuilder, weight: dict[str, float], most: int | None = None
-          ) -> list[list[str]]:
+def part_cells(time_limit: float) -> int:
+    """Supply cells in a part of a plan in parts with `time_limit` seconds in all."""
+    return int(min(PART_CELLS, max(FEWEST_PART_CELLS, PART_CELLS_PER_SECOND * time_limit)))
+
+
+def split(builder: ModelBuilder, weight: dict[str, float], most: int) -> list[list[str]]:
     """Workloads in parts of at most `most` supply cells, pools whole, the pools with the
     most `weight` (dollars at prices alone) first, so they have the first pick of cheap
     capacity."""
-    most = PART_CELLS if most is None else most
     pools: dict[str, list[str]] = defaultdict(list)
     for w in sorted(builder.s.workloads, key=lambda w: w.workload):
         pools[w.pool_name].append(w.workload)
@@ -146,7 +155,7 @@ def plan_in_parts(builder: ModelBuilder, plan_part: PlanPart, time_limit: float,
     started = time.perf_counter()
     s, restrictions = builder.s, builder.restrictions
     pricing = _Pricing(builder)
-    parts = split(builder, pricing.price_terms()[0])
+    parts = split(builder, pricing.price_terms()[0], part_cells(time_limit))
     taken = Taken()
     values = Values()
     results: list[SolveResult] = []

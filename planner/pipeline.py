@@ -9,7 +9,7 @@ from planner.candidates import find_candidates
 from planner.graph import Transit
 from planner.columns import generate_columns
 from planner.model import ModelBuilder, PlanningModel, Restrictions
-from planner.parts import plan_in_parts
+from planner.parts import part_cells, plan_in_parts
 from planner.plan import Plan, extract_plan
 from planner.scenario import Scenario
 from planner.solve import SolveResult, solve
@@ -19,9 +19,6 @@ from planner.solve import SolveResult, solve
 # build alone took 58 s and 7.4 GiB, and its LP did not finish in 60 s (benchmarks/).
 GENERATE_ABOVE = 1_000_000
 GENERATE_SHARE = 0.5  # of the time limit, at most, for column generation
-# Supply cells above which the workloads are planned in parts (planner.parts): at
-# 1000x100x36 (30 M cells) the first LP of column generation alone took over 300 s.
-PARTS_ABOVE = 4_000_000
 GENERATE_PART_ABOVE = 100_000  # a part has seconds, not minutes: generate above this
 PART_GENERATE_SHARE = 0.7  # of a part's time, at most, for its column generation
 
@@ -42,7 +39,7 @@ def plan_scenario(scenario: Scenario, solver: str | None = None,
     """columns: "all" builds every candidate cell; "generate" builds the cells column
     generation (planner.columns) finds; "parts" plans the workloads in groups
     (planner.parts); "auto" generates above GENERATE_ABOVE cells and plans in parts
-    above PARTS_ABOVE."""
+    when there are more than one part's worth (`in_parts`)."""
     st = scenario.settings
     seconds: dict[str, float] = {}
     t = time.perf_counter()
@@ -69,7 +66,7 @@ def plan_builder(builder: ModelBuilder, solver: str, limit: float, gap: float,
     """The model of `builder`'s scenario holding its plan, and the result: whole, through
     column generation, or in parts (`columns` as for `plan_scenario`)."""
     seconds = {} if seconds is None else seconds
-    if columns == "parts" or (columns == "auto" and builder.cell_count > PARTS_ABOVE):
+    if columns == "parts" or (columns == "auto" and in_parts(builder.cell_count, limit)):
         t = time.perf_counter()
 
         def plan_part(part: ModelBuilder, share: float):
@@ -80,6 +77,15 @@ def plan_builder(builder: ModelBuilder, solver: str, limit: float, gap: float,
         seconds["parts"] = time.perf_counter() - t
         return model, result
     return _plan(builder, solver, limit, gap, threads, columns, seconds)
+
+
+def in_parts(cells: int, time_limit: float) -> bool:
+    """Whether a model of `cells` supply cells is planned in parts within `time_limit`:
+    above GENERATE_ABOVE, when it holds more than one part (`parts.part_cells`). At
+    1000x100x36 (30 M cells, 600 s) the first LP of column generation alone took over
+    300 s; at 200x40x24 (1.7 M cells, 60 s) it took 20-30 s of its 30 s and the plan's
+    gap was 91 % (or there was no plan); in 5 parts of 400 k cells, 72 %."""
+    return cells > max(GENERATE_ABOVE, part_cells(time_limit))
 
 
 def _plan(builder: ModelBuilder, solver: str, limit: float, gap: float,
