@@ -17,7 +17,7 @@ from planner.candidates import find_candidates
 from planner.check import check_plan
 from planner.generate import generate
 from planner.model import ModelBuilder, Restrictions
-from planner.pipeline import plan_scenario
+from planner.pipeline import in_parts, plan_scenario
 from planner.solve import _run
 from planner.validate import load_scenario
 from scenarios import scenario, write_csv
@@ -154,3 +154,14 @@ def test_the_workbook_says_the_plan_was_planned_in_parts(tmp_path, one_pool_a_pa
     summary = load_workbook(tmp_path / "plan.xlsx")["Summary"]
     status = next(row[1] for row in summary.iter_rows(values_only=True) if row[0] == "Status")
     assert status.startswith("feasible (planned in 2 parts")
+
+
+def test_parts_are_sized_to_the_time_limit():
+    # 6,700 cells a second of the limit, between 400 k and 4 M cells
+    assert parts.part_cells(1) == 400_000
+    assert parts.part_cells(100) == 670_000
+    assert parts.part_cells(3600) == 4_000_000
+    # in parts above 1 M cells (column generation's threshold) and one part's worth
+    assert not in_parts(900_000, 1)
+    assert in_parts(1_670_000, 60) and not in_parts(1_670_000, 600)
+    assert in_parts(30_000_000, 600)
