@@ -17,7 +17,8 @@ from planner.candidates import find_candidates
 from planner.check import check_plan
 from planner.generate import generate
 from planner.model import ModelBuilder, Restrictions
-from planner.pipeline import in_parts, plan_scenario
+from planner import pipeline
+from planner.pipeline import plan_scenario
 from planner.solve import _run
 from planner.validate import load_scenario
 from scenarios import scenario, write_csv
@@ -162,6 +163,6 @@ def test_parts_are_sized_to_the_time_limit():
     assert parts.part_cells(100) == 670_000
     assert parts.part_cells(3600) == 4_000_000
     # in parts above 1 M cells (column generation's threshold) and one part's worth
-    assert not in_parts(900_000, 1)
-    assert in_parts(1_670_000, 60) and not in_parts(1_670_000, 600)
-    assert in_parts(30_000_000, 600)
+    assert not pipeline.in_parts(900_000, 1)
+    assert pipeline.in_parts(1_670_000, 60) and not pipeline.in_parts(1_670_000, 600)
+    assert pipeline.in_parts(30_000_000, 600)
