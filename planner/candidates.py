@@ -76,6 +76,8 @@ class Candidates:
     regions_for_site: dict[tuple[str, str | None], list[str]]
     # (workload, offer key) -> reason it was pruned
     pruned: dict[tuple[str, str], str] = field(default_factory=dict)
+    # (workload, site) -> (a reason found before months matter, or the sources in reach)
+    _reach: dict = field(default_factory=dict, repr=False, compare=False)
 
     def counts(self) -> dict[str, int]:
         by_reason: dict[str, int] = defaultdict(int)
@@ -92,6 +94,27 @@ class Candidates:
     def unmet_reason(self, workload: str, site: str | None, month: int) -> str:
         """Why demand of `workload` at `site` in `month` cannot be (fully) served."""
         s = self.scenario
+        if (workload, site) not in self._reach:  # (a plan may leave thousands of cells unmet)
+            self._reach[(workload, site)] = self._sources_in_reach(workload, site)
+        near = self._reach[(workload, site)]
+        if isinstance(near, str):
+            return near
+        ready = [
+            x for x in near
+            if (x[2] is not None and x[2].first_month <= month)
+            or (x[2] is None and any(e.active(month) for e in s.existing
+                                     if (e.region, e.gpu) == x[:2]))
+        ]
+        if not ready:
+            return UNMET_LEAD_TIME
+        if any(x[2] is not None and x[2].max_gpus is None for x in ready):
+            return UNMET_PENALTY
+        return UNMET_CAPACITY
+
+    def _sources_in_reach(self, workload: str, site: str | None) -> str | list[tuple]:
+        """The (region, GPU type, offer or None for existing) sources `workload` may use
+        at `site` in some month, or the reason there are none."""
+        s = self.scenario
         w = s.workload_by_name[workload]
         gpus = {t.gpu for t in s.throughput if t.workload == workload}
         if not gpus:
@@ -106,17 +129,7 @@ class Candidates:
             return UNMET_LATENCY
         if w.allow_spot is False:
             near = [x for x in near if x[2] is None or x[2].term != "spot"]
-        ready = [
-            x for x in near
-            if (x[2] is not None and x[2].first_month <= month)
-            or (x[2] is None and any(e.active(month) for e in s.existing
-                                     if (e.region, e.gpu) == x[:2]))
-        ]
-        if not ready:
-            return UNMET_LEAD_TIME
-        if any(x[2] is not None and x[2].max_gpus is None for x in ready):
-            return UNMET_PENALTY
-        return UNMET_CAPACITY
+        return near
 
     def _within_slo(self, w: Workload, site: str | None, region: str) -> bool:
         if w.latency_slo_ms is None or site is None:
