@@ -72,7 +72,7 @@ def generate_columns(builder: ModelBuilder, time_limit: float, threads: int | No
     solution stands. None when the first LP fails or does not finish in time."""
     deadline = time.perf_counter() + time_limit
     lp = IncrementalLP(time_limit, threads)
-    pricing = _Pricing(builder)
+    pricing = Pricing(builder)
     cells, groups = pricing.start(START_SOURCES, COVER)
     if len(cells) > START_BUDGET:  # a first LP that large would not finish in time
         cells, groups = pricing.start(1, 1.0)
@@ -175,7 +175,11 @@ class _Duals:
     choice: dict  # w -> dual of its one-choice row
 
 
-class _Pricing:
+class Pricing:
+    """What a scenario's sources cost, per unit of each workload: the start set of column
+    generation, the pricing of cells left out under an LP's duals, and the price bound
+    (also the bound, and the order of parts, of a plan in parts)."""
+
     def __init__(self, builder: ModelBuilder):
         self.b = builder
         s = builder.s

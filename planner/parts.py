@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from planner.candidates import Candidates
-from planner.columns import _Pricing
+from planner.columns import Pricing
 from planner.model import COMMITTED, ModelBuilder, PlanningModel, Taken
 from planner.solve import SolveResult
 
@@ -154,7 +154,7 @@ def plan_in_parts(builder: ModelBuilder, plan_part: PlanPart, time_limit: float,
     whose penalty the gap shows)."""
     started = time.perf_counter()
     s, restrictions = builder.s, builder.restrictions
-    pricing = _Pricing(builder)
+    pricing = Pricing(builder)
     parts = split(builder, pricing.price_terms()[0], part_cells(time_limit))
     taken = Taken()
     values = Values()

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 
 from planner.candidates import find_candidates
 from planner.check import check_plan
-from planner.columns import _Pricing, generate_columns
+from planner.columns import Pricing, generate_columns
 from planner.generate import generate
 from planner.model import ModelBuilder
 from planner.pipeline import plan_scenario
@@ -59,7 +59,7 @@ def test_generated_scenarios_reach_the_full_lp(tmp_path, seed):
     assert result.cells < result.all_cells  # something was left out ...
     assert result.lp_objective == pytest.approx(full_lp(builder), rel=1e-7)  # ... rightly
     # the pricing of built columns is HiGHS's own reduced cost
-    prices = _Pricing(builder)
+    prices = Pricing(builder)
     checked = 0
     for key, rc, price in prices.reduced_costs(result.model, built=True):
         assert rc == pytest.approx(result.model.supply[key].dj, abs=1e-6 * max(1, abs(price)))
@@ -137,7 +137,7 @@ def test_the_first_rounds_bounds_are_below_the_full_lp_on_random_scenarios(
     tolerance = 1e-6 * max(1.0, abs(lp))
     assert result.bound <= lp + tolerance
     constant = result.model.prob.objective.constant
-    assert _Pricing(builder).price_bound(constant) <= lp + tolerance
+    assert Pricing(builder).price_bound(constant) <= lp + tolerance
 
 
 @pytest.mark.parametrize("months, tail, expected", [
@@ -165,7 +165,7 @@ def test_the_price_bound_by_hand(tmp_path, months, tail, expected):
         demand=[{"workload": "w", "period": p, "amount": 10} for p in periods])
     s = load_scenario(write_csv(tmp_path / "s", tables))
     builder = ModelBuilder(s, find_candidates(s))
-    assert _Pricing(builder).price_bound(0.0) == pytest.approx(expected)
+    assert Pricing(builder).price_bound(0.0) == pytest.approx(expected)
     assert full_lp(builder) == pytest.approx(expected)
 
 
@@ -206,7 +206,7 @@ def test_the_price_bound_is_the_lp_where_prices_alone_decide(tmp_path):
         lp = full_lp(builder)
         constant = builder.build().prob.objective.constant
         assert lp == pytest.approx(expected)
-        assert _Pricing(builder).price_bound(constant) == pytest.approx(lp)
+        assert Pricing(builder).price_bound(constant) == pytest.approx(lp)
 
 
 def test_the_price_bound_rations_existing_gpus(tmp_path):
@@ -224,5 +224,5 @@ def test_the_price_bound_rations_existing_gpus(tmp_path):
     builder = ModelBuilder(s, find_candidates(s))
     constant = builder.build().prob.objective.constant
     assert constant == pytest.approx(100)
-    assert _Pricing(builder).price_bound(constant) == pytest.approx(300)
+    assert Pricing(builder).price_bound(constant) == pytest.approx(300)
     assert full_lp(builder) == pytest.approx(300)

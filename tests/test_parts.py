@@ -130,7 +130,7 @@ def test_a_generated_market_planned_in_parts_is_valid_and_bounded(tmp_path, monk
 def test_a_later_parts_start_set_looks_past_capacity_used_up(tmp_path):
     """Column generation's start set for a part counts what earlier parts use: r1's one
     on-demand GPU (all that w needs) is in use, so the start takes r2 as well."""
-    from planner.columns import _Pricing
+    from planner.columns import Pricing
     from planner.model import Taken
 
     s = load_scenario(write_csv(tmp_path / "s", scenario(
@@ -138,7 +138,7 @@ def test_a_later_parts_start_set_looks_past_capacity_used_up(tmp_path):
     c = find_candidates(s)
     regions = {}
     for taken in (Taken(), Taken(offer={("r1/A/on_demand", 0, 0): 1.0})):
-        cells, _ = _Pricing(ModelBuilder(s, c, taken=taken)).start(1, 1.0)
+        cells, _ = Pricing(ModelBuilder(s, c, taken=taken)).start(1, 1.0)
         regions[bool(taken.offer)] = {r for (_, r, _, _, _, _) in cells}
     assert regions == {False: {"r1"}, True: {"r1", "r2"}}
 
