@@ -162,9 +162,14 @@ def lp_guided_start(model: PlanningModel, solve_problem, gap: float,
                 if found is None:  # out of time: the last repair's plan (the values) stands
                     break
                 objective = found
-                # demand left unmet by replicas cut back: more replicas where there is room
-                if (repair == REPAIRS
-                        or not _add_replicas_for_unmet(model, rounded, saved, original)):
+                # demand left unmet by replicas cut back: more replicas where there is room,
+                # single-region workloads moved where their own region has none
+                if repair == REPAIRS:
+                    break
+                unserved: set[str] = set()
+                added = _add_replicas_for_unmet(model, rounded, saved, original, unserved)
+                if not _move_single_region(model, rounded, saved, original, unserved) \
+                        and not added:
                     break
         finally:
             for key, v in model.replicas.items():
@@ -331,12 +336,14 @@ def _round_replicas(model: PlanningModel) -> dict[tuple, int]:
 
 
 def _add_replicas_for_unmet(model: PlanningModel, rounded: dict[tuple, int],
-                            bounds: dict[tuple, tuple], original: dict[str, float]) -> bool:
+                            bounds: dict[tuple, tuple], original: dict[str, float],
+                            unserved: set[str] | None = None) -> bool:
     """Where the rounded plan leaves demand unmet, add replicas to columns that can reach
     the site — committed GPUs first, then the cheapest per unit; columns the LP did not use
     are opened again — within capacity and each count's bound, and committing more where
     nothing else has room. `bounds`: replica bounds before rounding; `original`: upper
-    bounds of variables before the start fixed them. False: nothing to add."""
+    bounds of variables before the start fixed them; `unserved` collects the workloads
+    with demand no replica could be added for. False: nothing to add."""
     unmet: dict[tuple, float] = {}
     for key, v in sorted(model.unmet.items(), key=lambda x: str(x[0])):
         if (v.varValue or 0.0) > 1e-6:
@@ -402,7 +409,115 @@ def _add_replicas_for_unmet(model: PlanningModel, rounded: dict[tuple, int],
                 supply.lowBound, supply.upBound = 0, original[supply.name]
             amount -= n * per
             added = True
+        if amount > 1e-9 and unserved is not None:
+            unserved.add(w)
     return added
+
+
+def _move_single_region(model: PlanningModel, rounded: dict[tuple, int],
+                        bounds: dict[tuple, tuple], original: dict[str, float],
+                        unserved: set[str]) -> bool:
+    """Single-region workloads of `unserved` (demand left unmet that no replica could be
+    added for), moved whole to another of their (region, GPU type) choices in the model
+    whose offers have room for all their replicas in every month and segment (the
+    cheapest such): the choice at the start looked at each offer's capacity alone, and
+    others may have taken it since. Pools of one workload only (a shared pool's replicas
+    carry others' load too). `bounds`: replica bounds before rounding; `original`: upper
+    bounds of variables before the start fixed them. False: none moved."""
+    s = model.scenario
+    pools: dict[str, list[str]] = defaultdict(list)
+    for w in s.workloads:
+        pools[w.pool_name].append(w.workload)
+    short = {w for w in unserved if w in model.scenario.workload_by_name}
+    choices: dict[str, list] = defaultdict(list)
+    for (w, r, g), v in model.choose.items():
+        choices[w].append((r, g, v))
+    if not any(w in choices for w in short):
+        return False
+    level: dict[tuple, float] = defaultdict(float)
+    for (w, _site, m, k), x in model.candidates.level.items():
+        level[(w, m, k)] += x
+    supply_at: dict[tuple, list] = defaultdict(list)  # (w, r, g, m, k) -> [(src, supply)]
+    for (w, r, g, src, m, k), v in model.supply.items():
+        # open, or closed by the start (not by the model)
+        if w in short and w in choices and (v.upBound != 0 or original.get(v.name, 0) != 0):
+            supply_at[(w, r, g, m, k)].append((src, v))
+    replica_name = {v.name: key for key, v in model.replicas.items()}
+    use: dict[int, float] = {}  # id(capacity row) -> GPUs the rounded replicas hold
+
+    def row_of(r, g, src, m, k):
+        return (model.rows["committed_capacity"].get((r, g, m, k)) if src == "committed"
+                else model.rows["offer_capacity"].get((src, m, k)))
+
+    def room(row) -> float:  # Σ a·x + constant ≤ 0
+        if id(row) not in use:
+            use[id(row)] = sum(a * (rounded[replica_name[v.name]] if v.name in replica_name
+                                    else v.varValue or 0.0) for v, a in row.expr.items())
+        return -(use[id(row)] + row.constant)
+
+    moved = False
+    for w in sorted(short):
+        pool = s.workload_by_name[w].pool_name
+        if w not in choices or pools[pool] != [w]:
+            continue
+        cells = sorted((m, k) for (ww, m, k) in level if ww == w)
+        best = None
+        for r, g, choose in sorted(choices[w], key=lambda x: x[:2]):
+            if (choose.varValue or 0.0) > 0.5:
+                continue
+            plan, cost, taken = [], 0.0, defaultdict(float)
+            for m, k in cells:
+                options = []
+                for src, supply in supply_at.get((w, r, g, m, k), []):
+                    rk = (pool, r, g, src, m, k)
+                    if rk not in model.replicas:
+                        continue
+                    replicas = model.replicas[rk]
+                    per = 1.0 / model.rows["replicas"][rk].expr[supply]
+                    n = math.ceil(level[(w, m, k)] / per - 1e-9)
+                    up = original.get(replicas.name, bounds[rk][1])
+                    if up is not None and n > up:
+                        continue
+                    row = row_of(r, g, src, m, k)
+                    if row is not None and \
+                            n * row.expr[replicas] > room(row) - taken[id(row)] + 1e-9:
+                        continue
+                    options.append((model.prob.objective.get(replicas, 0.0) * n, src, rk, n,
+                                    supply, row))
+                if not options:
+                    break
+                price, _, rk, n, supply, row = min(options, key=lambda o: o[:2])
+                plan.append((rk, n, supply, row))
+                cost += price
+                if row is not None:
+                    taken[id(row)] += n * row.expr[model.replicas[rk]]
+            else:
+                if best is None or cost < best[0]:
+                    best = (cost, r, g, choose, plan, taken)
+        if best is None:
+            continue
+        _, r, g, choose, plan, taken = best
+        for (ww, r0, g0), v in model.choose.items():
+            if ww == w and (v.varValue or 0.0) > 0.5:  # the old choice: its replicas go
+                v.lowBound = v.upBound = v.varValue = 0.0
+                for rk in rounded:
+                    if rk[:3] == (pool, r0, g0) and rounded[rk] > 0:
+                        row = row_of(r0, g0, rk[3], rk[4], rk[5])
+                        if row is not None:
+                            room(row)
+                            use[id(row)] -= rounded[rk] * row.expr[model.replicas[rk]]
+                        rounded[rk] = 0
+        choose.lowBound = choose.upBound = choose.varValue = 1.0
+        for rk, n, supply, row in plan:
+            rounded[rk] = n
+            if supply.upBound == 0:  # open the column again
+                supply.lowBound, supply.upBound = 0, original[supply.name]
+            if row is not None:
+                room(row)
+        for key, gpus in taken.items():
+            use[key] += gpus
+        moved = True
+    return moved
 
 
 def _commitments_at(model: PlanningModel) -> dict[tuple[str, str], list]:

@@ -139,3 +139,39 @@ def test_a_repair_out_of_time_leaves_the_last_plan_standing(tmp_path, monkeypatc
     assert check_plan(s, plan) == []
     assert plan.totals["objective_usd"] == pytest.approx(start.objective, rel=1e-6)
     assert plan.totals["unmet_unit_hours"] > 0  # what the repair would have served
+
+
+# A training run (single region) whose cheap region an inference workload also needs:
+# r1 sells GPU A at $1/h, at most 2 GPUs; r2 sells GPU B at $3/h, no limit. The run needs
+# 1.2 GPUs (either type), the inference 0.8 GPU of A, which only r1 sells. The LP puts both
+# in r1 (1.2 + 0.8 = 2 GPUs, $200); rounded up they need 2 + 1 replicas of one GPU, one
+# more than r1 has, and cutting back the run's leaves 0.2 of it unmet. The optimum moves
+# the run to r2: 2 GPUs of B × $3 × 100 h + 1 GPU of A × $1 × 100 h = $700 (keeping it in
+# r1 leaves 0.2 unit × 100 h × $1,000 = $20,000 of penalty, or the inference's $80,000).
+MOVE = scenario(
+    settings={"horizon_months": 1, "hours_per_month": 100},
+    gpus=[{"gpu": "A", "memory_gb": 80}, {"gpu": "B", "memory_gb": 80}],
+    regions=[{"region": "r1", "provider": "p", "site": "s1"},
+             {"region": "r2", "provider": "q", "site": "s1"}],
+    offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 1,
+             "max_gpus": 2},
+            {"region": "r2", "gpu": "B", "term": "on_demand", "usd_per_gpu_hour": 3}],
+    workloads=[{"workload": "t", "kind": "training"}, {"workload": "i", "kind": "inference"}],
+    throughput=[{"workload": "t", "gpu": "A", "units_per_gpu": 1},
+                {"workload": "t", "gpu": "B", "units_per_gpu": 1},
+                {"workload": "i", "gpu": "A", "units_per_gpu": 10}],
+    demand=[{"workload": "t", "period": "2027-01", "amount": 1.2},
+            {"workload": "i", "period": "2027-01", "amount": 8}],
+)
+
+
+def test_the_repair_moves_a_single_region_workload_out_of_a_full_region(tmp_path):
+    s = load_scenario(write_csv(tmp_path / "scn", MOVE))
+    model = build_model(s, find_candidates(s))
+    start = _rounded_plan_only(model)
+    assert start.lp_bound == pytest.approx(200)
+    plan = _plan_of(model, start)
+    assert check_plan(s, plan) == []
+    assert plan.totals["unmet_unit_hours"] == pytest.approx(0, abs=1e-6)
+    assert start.objective == pytest.approx(700)
+    assert set(plan.assignments[plan.assignments.workload == "t"].region) == {"r2"}
