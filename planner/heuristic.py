@@ -398,8 +398,7 @@ def _add_replicas_for_unmet(model: PlanningModel, rounded: dict[tuple, int],
             n = math.ceil(amount / per - 1e-9)
             if up is not None:
                 n = min(n, int(up) - rounded[rk])
-            row = (model.rows["committed_capacity"].get((r, g, month, k)) if src == "committed"
-                   else model.rows["offer_capacity"].get((src, month, k)))
+            row = _capacity_row(model, r, g, src, month, k)
             if row is not None:
                 gpus = row.expr[replicas]
                 short = n * gpus - room(row)
@@ -420,6 +419,14 @@ def _add_replicas_for_unmet(model: PlanningModel, rounded: dict[tuple, int],
     return added
 
 
+def _capacity_row(model: PlanningModel, r: str, g: str, src: str, month: int, k: int):
+    """The capacity row a replica of (r, g, src) in (month, segment k) counts in: committed
+    capacity at (r, g), or the pay-as-you-go offer's max_gpus; None where there is none."""
+    if src == "committed":
+        return model.rows["committed_capacity"].get((r, g, month, k))
+    return model.rows["offer_capacity"].get((src, month, k))
+
+
 def _move_single_region(model: PlanningModel, rounded: dict[tuple, int],
                         bounds: dict[tuple, tuple], original: dict[str, float],
                         unserved: set[str]) -> bool:
@@ -435,7 +442,7 @@ def _move_single_region(model: PlanningModel, rounded: dict[tuple, int],
     pools: dict[str, list[str]] = defaultdict(list)
     for w in s.workloads:
         pools[w.pool_name].append(w.workload)
-    short = {w for w in unserved if w in model.scenario.workload_by_name}
+    short = unserved
     objective = model.prob.objective
     penalty: dict[str, float] = defaultdict(float)  # what the unmet demand costs now
     for (w, _site, _m, _k), v in model.unmet.items():
@@ -456,10 +463,6 @@ def _move_single_region(model: PlanningModel, rounded: dict[tuple, int],
             supply_at[(w, r, g, m, k)].append((src, v))
     replica_name = {v.name: key for key, v in model.replicas.items()}
     use: dict[int, float] = {}  # id(capacity row) -> GPUs the rounded replicas hold
-
-    def row_of(r, g, src, m, k):
-        return (model.rows["committed_capacity"].get((r, g, m, k)) if src == "committed"
-                else model.rows["offer_capacity"].get((src, m, k)))
 
     def room(row) -> float:  # Σ a·x + constant ≤ 0
         if id(row) not in use:
@@ -490,12 +493,12 @@ def _move_single_region(model: PlanningModel, rounded: dict[tuple, int],
                     up = original.get(replicas.name, bounds[rk][1])
                     if up is not None and n > up:
                         continue
-                    row = row_of(r, g, src, m, k)
+                    row = _capacity_row(model, r, g, src, m, k)
                     if row is not None and \
                             n * row.expr[replicas] > room(row) - taken[id(row)] + 1e-9:
                         continue
-                    options.append((model.prob.objective.get(replicas, 0.0) * n, src, rk, n,
-                                    supply, row))
+                    options.append((objective.get(replicas, 0.0) * n, src, rk, n, supply,
+                                    row))
                 if not options:
                     break
                 price, _, rk, n, supply, row = min(options, key=lambda o: o[:2])
@@ -517,7 +520,7 @@ def _move_single_region(model: PlanningModel, rounded: dict[tuple, int],
                 v.lowBound = v.upBound = v.varValue = 0.0
                 for rk in rounded:
                     if rk[:3] == (pool, r0, g0) and rounded[rk] > 0:
-                        row = row_of(r0, g0, rk[3], rk[4], rk[5])
+                        row = _capacity_row(model, r0, g0, *rk[3:])
                         if row is not None:
                             room(row)
                             use[id(row)] -= rounded[rk] * row.expr[model.replicas[rk]]
