@@ -361,11 +361,10 @@ def _add_replicas_for_unmet(model: PlanningModel, rounded: dict[tuple, int],
     for key, v in model.supply.items():
         if v.upBound != 0 or original.get(v.name, 0) != 0:  # in use, or closed by the start
             supply_of[(key[0], key[4], key[5])].append((key, v))
-    value = {model.replicas[key].name: x for key, x in rounded.items()}
+    value = _replica_counts(model, rounded)
 
-    def room(row) -> float:  # GPUs left in a capacity row (Σ a·x + constant ≤ 0)
-        used = sum(a * value.get(v.name, v.varValue or 0.0) for v, a in row.expr.items())
-        return -(used + row.constant)
+    def room(row) -> float:
+        return _room(row, value)
 
     added = False
     commitments = _commitments_at(model)
@@ -442,46 +441,39 @@ def _move_single_region(model: PlanningModel, rounded: dict[tuple, int],
     pools: dict[str, list[str]] = defaultdict(list)
     for w in s.workloads:
         pools[w.pool_name].append(w.workload)
-    short = unserved
+    choices: dict[str, list] = defaultdict(list)
+    for (w, r, g), v in model.choose.items():
+        if w in unserved:
+            choices[w].append((r, g, v))
+    if not choices:
+        return False
     objective = model.prob.objective
     penalty: dict[str, float] = defaultdict(float)  # what the unmet demand costs now
     for (w, _site, _m, _k), v in model.unmet.items():
-        if w in short:
+        if w in choices:
             penalty[w] += objective.get(v, 0.0) * (v.varValue or 0.0)
-    choices: dict[str, list] = defaultdict(list)
-    for (w, r, g), v in model.choose.items():
-        choices[w].append((r, g, v))
-    if not any(w in choices for w in short):
-        return False
-    level: dict[tuple, float] = defaultdict(float)
+    level: dict[str, dict] = defaultdict(lambda: defaultdict(float))  # w -> (m, k) -> level
     for (w, _site, m, k), x in model.candidates.level.items():
-        level[(w, m, k)] += x
+        if w in choices:
+            level[w][(m, k)] += x
     supply_at: dict[tuple, list] = defaultdict(list)  # (w, r, g, m, k) -> [(src, supply)]
     for (w, r, g, src, m, k), v in model.supply.items():
         # open, or closed by the start (not by the model)
-        if w in short and w in choices and (v.upBound != 0 or original.get(v.name, 0) != 0):
+        if w in choices and (v.upBound != 0 or original.get(v.name, 0) != 0):
             supply_at[(w, r, g, m, k)].append((src, v))
-    replica_name = {v.name: key for key, v in model.replicas.items()}
-    use: dict[int, float] = {}  # id(capacity row) -> GPUs the rounded replicas hold
-
-    def room(row) -> float:  # Σ a·x + constant ≤ 0
-        if id(row) not in use:
-            use[id(row)] = sum(a * (rounded[replica_name[v.name]] if v.name in replica_name
-                                    else v.varValue or 0.0) for v, a in row.expr.items())
-        return -(use[id(row)] + row.constant)
+    value = _replica_counts(model, rounded)
 
     moved = False
-    for w in sorted(short):
+    for w in sorted(choices):
         pool = s.workload_by_name[w].pool_name
-        if w not in choices or pools[pool] != [w]:
+        if pools[pool] != [w]:
             continue
-        cells = sorted((m, k) for (ww, m, k) in level if ww == w)
         best = None
         for r, g, choose in sorted(choices[w], key=lambda x: x[:2]):
             if (choose.varValue or 0.0) > 0.5:
                 continue
             plan, cost, taken = [], 0.0, defaultdict(float)
-            for m, k in cells:
+            for (m, k), amount in sorted(level[w].items()):
                 options = []
                 for src, supply in supply_at.get((w, r, g, m, k), []):
                     rk = (pool, r, g, src, m, k)
@@ -489,53 +481,57 @@ def _move_single_region(model: PlanningModel, rounded: dict[tuple, int],
                         continue
                     replicas = model.replicas[rk]
                     per = 1.0 / model.rows["replicas"][rk].expr[supply]
-                    n = math.ceil(level[(w, m, k)] / per - 1e-9)
+                    n = math.ceil(amount / per - 1e-9)
                     up = original.get(replicas.name, bounds[rk][1])
                     if up is not None and n > up:
                         continue
                     row = _capacity_row(model, r, g, src, m, k)
-                    if row is not None and \
-                            n * row.expr[replicas] > room(row) - taken[id(row)] + 1e-9:
+                    if row is not None and n * row.expr[replicas] > \
+                            _room(row, value) - taken[id(row)] + 1e-9:
                         continue
                     options.append((objective.get(replicas, 0.0) * n, src, rk, n, supply,
                                     row))
                 if not options:
                     break
                 price, _, rk, n, supply, row = min(options, key=lambda o: o[:2])
-                plan.append((rk, n, supply, row))
+                plan.append((rk, n, supply))
                 cost += price
                 if row is not None:
                     taken[id(row)] += n * row.expr[model.replicas[rk]]
             else:
                 if best is None or cost < best[0]:
-                    best = (cost, r, g, choose, plan, taken)
+                    best = (cost, choose, plan)
         # moving costs the new replicas; staying, the replicas held and the penalty
         staying = penalty[w] + sum(objective.get(model.replicas[rk], 0.0) * n
                                    for rk, n in rounded.items() if rk[0] == pool)
         if best is None or best[0] >= staying:
             continue
-        _, r, g, choose, plan, taken = best
-        for (ww, r0, g0), v in model.choose.items():
-            if ww == w and (v.varValue or 0.0) > 0.5:  # the old choice: its replicas go
+        _, choose, plan = best
+        for r0, g0, v in choices[w]:
+            if (v.varValue or 0.0) > 0.5:  # the old choice: its replicas go
                 v.lowBound = v.upBound = v.varValue = 0.0
                 for rk in rounded:
-                    if rk[:3] == (pool, r0, g0) and rounded[rk] > 0:
-                        row = _capacity_row(model, r0, g0, *rk[3:])
-                        if row is not None:
-                            room(row)
-                            use[id(row)] -= rounded[rk] * row.expr[model.replicas[rk]]
-                        rounded[rk] = 0
+                    if rk[:3] == (pool, r0, g0):
+                        rounded[rk] = value[model.replicas[rk].name] = 0
         choose.lowBound = choose.upBound = choose.varValue = 1.0
-        for rk, n, supply, row in plan:
-            rounded[rk] = n
+        for rk, n, supply in plan:
+            rounded[rk] = value[model.replicas[rk].name] = n
             if supply.upBound == 0:  # open the column again
                 supply.lowBound, supply.upBound = 0, original[supply.name]
-            if row is not None:
-                room(row)
-        for key, gpus in taken.items():
-            use[key] += gpus
         moved = True
     return moved
+
+
+def _replica_counts(model: PlanningModel, rounded: dict[tuple, int]) -> dict[str, int]:
+    """Replica variable name -> its rounded count (what `_room` reads)."""
+    return {model.replicas[key].name: x for key, x in rounded.items()}
+
+
+def _room(row, value: dict[str, int]) -> float:
+    """GPUs left in a capacity row (Σ a·x + constant ≤ 0), replicas at their counts in
+    `value` and every other variable (fixed commitments) at its value."""
+    used = sum(a * value.get(v.name, v.varValue or 0.0) for v, a in row.expr.items())
+    return -(used + row.constant)
 
 
 def _commitments_at(model: PlanningModel) -> dict[tuple[str, str], list]:
