@@ -32,7 +32,7 @@ from dataclasses import dataclass
 import pulp
 from pulp import LpAffineExpression
 
-from planner.model import PlanningModel
+from planner.model import COMMITTED, PlanningModel
 
 _MONTH = re.compile(r"_m(\d+)(?:_|$)")
 MONTH_GAP = 0.01
@@ -51,7 +51,8 @@ def _month_of(name: str) -> int | None:
 
 
 def lp_guided_start(model: PlanningModel, solve_problem, gap: float,
-                    time_limit: float, lp=None, quick: bool = False) -> Start | None:
+                    time_limit: float, lp=None, quick: bool = False,
+                    bound: float | None = None) -> Start | None:
     """Set every variable of `model` to a feasible plan; None if an LP fails within
     `time_limit` (seconds from this call). The relaxations are solved in column
     generation's LP when the model has one, else in `lp` (an empty
@@ -60,7 +61,11 @@ def lp_guided_start(model: PlanningModel, solve_problem, gap: float,
     `solve_problem(problem, seconds, gap, start=False)` returns the objective or None
     (`start`: from the variables' current values). `quick`: no LP between rounding the
     commitments and rounding the replicas (the repair moves the load instead) — a part of
-    a plan in parts, where that LP took half the start's time."""
+    a plan in parts, where that LP took half the start's time. `bound`: a valid lower
+    bound, given when there is no time for the LP relaxation: then no LP guides the
+    start — every variable starts at zero, single-region workloads take their cheapest
+    (region, GPU type) that can hold them, and the repair adds replicas for all demand (a
+    part whose LP did not finish in its share)."""
     deadline = time.perf_counter() + time_limit
     prob = model.prob
     s = model.scenario
@@ -84,7 +89,12 @@ def lp_guided_start(model: PlanningModel, solve_problem, gap: float,
             for v in integers:
                 v.cat = pulp.LpInteger
 
-    if model.lp_objective is not None:  # the variables hold it already (column generation)
+    if bound is not None:  # no LP: nothing used yet, so the repair serves all demand
+        for v in [*model.unmet.values(), *model.flow.values(), *model.supply.values(),
+                  *integers]:
+            v.varValue = 0.0
+        lp_bound = bound
+    elif model.lp_objective is not None:  # the variables hold it (column generation)
         lp_bound, model.lp_objective = model.lp_objective, None
     else:
         lp_bound = solve_relaxed()
@@ -105,7 +115,7 @@ def lp_guided_start(model: PlanningModel, solve_problem, gap: float,
         best = _single_region_choice(model)
         for (w, r, g), v in model.choose.items():
             fix(v, 1.0 if best.get(w) == (r, g) else 0.0)
-        if best and solve_relaxed(model.choose.values()) is None:
+        if best and bound is None and solve_relaxed(model.choose.values()) is None:
             # (commitments and the rest now follow the choice)
             return None
 
@@ -123,7 +133,7 @@ def lp_guided_start(model: PlanningModel, solve_problem, gap: float,
             if (key, t) in model.commit_on:
                 fix(model.commit_on[(key, t)], 1.0 if quantity[(key, t)] > 0 else 0.0)
         # replicas follow the rounded commitments (load moves where GPUs were rounded away)
-        if not quick and solve_relaxed([*model.commit.values(), *model.commit_on.values()],
+        if not quick and bound is None and solve_relaxed([*model.commit.values(), *model.commit_on.values()],
                                        fresh=True) is None:
             return None
 
@@ -240,12 +250,22 @@ def lp_guided_start(model: PlanningModel, solve_problem, gap: float,
 def _single_region_choice(model: PlanningModel) -> dict[str, tuple[str, str]]:
     """For each single-region workload, the (region, GPU type) to keep: one whose offers can
     hold its busiest segment (an LP that splits it may favour a small one), then the one
-    the LP used most, then by name."""
+    the LP used most, then the cheapest unit from pay-as-you-go (what decides without an
+    LP), then by name."""
     s = model.scenario
     use: dict[tuple, float] = defaultdict(float)
+    price: dict[tuple, float] = defaultdict(lambda: math.inf)
     peak: dict[str, float] = defaultdict(float)
+    pool_of = {w.workload: w.pool_name for w in s.workloads}
+    objective = model.prob.objective
     for (w, r, g, src, m, k), v in model.supply.items():
         use[(w, r, g)] += v.varValue or 0.0
+        replicas = model.replicas.get((pool_of[w], r, g, src, m, k))
+        if (w, r, g) in model.choose and src != COMMITTED and replicas is not None:
+            # a replica's price × the share of it one unit takes
+            unit = objective.get(replicas, 0.0) * model.rows["replicas"][
+                (pool_of[w], r, g, src, m, k)].expr[v]
+            price[(w, r, g)] = min(price[(w, r, g)], unit)
     for (w, _site, m, k), level in model.candidates.level.items():
         peak[w] = max(peak[w], level)
     sources: dict[tuple, set[str]] = defaultdict(set)
@@ -263,7 +283,7 @@ def _single_region_choice(model: PlanningModel) -> dict[str, tuple[str, str]]:
     def capacity(w, r, g) -> float:
         total = float(existing[(r, g)])
         for src in sources[(w, r, g)]:
-            offers = committed_offers[(r, g)] if src == "committed" else [
+            offers = committed_offers[(r, g)] if src == COMMITTED else [
                 s.offer_by_key[src]]
             for o in offers:
                 total += math.inf if o.max_gpus is None else o.max_gpus
@@ -273,7 +293,7 @@ def _single_region_choice(model: PlanningModel) -> dict[str, tuple[str, str]]:
     for (w, r, g) in sorted(model.choose):
         t = s.throughput_by_pair[(w, g)]
         fits = capacity(w, r, g) * t.units_per_gpu >= peak[w] - 1e-9
-        score = (fits, use[(w, r, g)])
+        score = (fits, use[(w, r, g)], -price[(w, r, g)])
         if w not in best or score > best[w][0]:
             best[w] = (score, (r, g))
     return {w: rg for w, (_, rg) in best.items()}
@@ -350,27 +370,42 @@ def _add_replicas_for_unmet(model: PlanningModel, rounded: dict[tuple, int],
     nothing else has room. `bounds`: replica bounds before rounding; `original`: upper
     bounds of variables before the start fixed them; `unserved` collects the workloads
     with demand no replica could be added for. False: nothing to add."""
+    reach_of = model.candidates.regions_for_site
     unmet: dict[tuple, float] = {}
-    for key, v in sorted(model.unmet.items(), key=lambda x: str(x[0])):
+    # the sites with the fewest regions in reach first: others can go elsewhere
+    for key, v in sorted(model.unmet.items(),
+                         key=lambda x: (len(reach_of.get(x[0][:2], ())), str(x[0]))):
         if (v.varValue or 0.0) > 1e-6:
             unmet[key] = v.varValue
     if not unmet:
         return False
-    pool_of = {w.workload: w.pool_name for w in model.scenario.workloads}
+    s = model.scenario
+    pool_of = {w.workload: w.pool_name for w in s.workloads}
     supply_of: dict[tuple, list] = defaultdict(list)
     for key, v in model.supply.items():
         if v.upBound != 0 or original.get(v.name, 0) != 0:  # in use, or closed by the start
             supply_of[(key[0], key[4], key[5])].append((key, v))
     value = _replica_counts(model, rounded)
+    left: dict[str, float] = {}  # a capacity row's room, summed once, then kept current
 
     def room(row) -> float:
-        return _room(row, value)
+        if row.name not in left:
+            left[row.name] = _room(row, value)
+        return left[row.name]
 
     added = False
     commitments = _commitments_at(model)
+    # (w, m, k) -> spot units its spot-share row still allows: its slack, plus the share
+    # of each unmet amount taken up (served in full, it raises what spot may carry)
+    spot_left: dict[tuple, float] = {}
     for (w, site, month, k), amount in unmet.items():
         tried: set[tuple] = set()  # options tried once (the second time: commit more)
-        reach = set(model.candidates.regions_for_site.get((w, site), ()))
+        spot_row = model.rows["spot_share"].get((w, month, k))
+        if spot_row is not None:
+            if (w, month, k) not in spot_left:
+                spot_left[(w, month, k)] = _room(spot_row, {})
+            spot_left[(w, month, k)] += s.workload_by_name[w].max_spot_share * amount
+        reach = set(reach_of.get((w, site), ()))
         options = []
         for key, v in supply_of[(w, month, k)]:
             _, r, g, src, _, _ = key
@@ -386,7 +421,7 @@ def _add_replicas_for_unmet(model: PlanningModel, rounded: dict[tuple, int],
                             v))
         # committing more only where nothing else has room: it lasts the whole term
         options.sort(key=lambda o: o[:2])
-        for _, _, rk, per, supply in options + [o for o in options if o[2][3] == "committed"]:
+        for _, _, rk, per, supply in options + [o for o in options if o[2][3] == COMMITTED]:
             if amount <= 1e-9:
                 break
             raising = rk in tried
@@ -394,7 +429,11 @@ def _add_replicas_for_unmet(model: PlanningModel, rounded: dict[tuple, int],
             p, r, g, src, _, _ = rk
             replicas = model.replicas[rk]
             up = original.get(replicas.name, bounds[rk][1])
-            n = math.ceil(amount / per - 1e-9)
+            # spot carries no more than its share lets it (the rest needs other sources)
+            spot = spot_row is not None and src != COMMITTED and \
+                s.offer_by_key[src].term == "spot"
+            carries = min(amount, max(spot_left[(w, month, k)], 0.0)) if spot else amount
+            n = math.ceil(carries / per - 1e-9)
             if up is not None:
                 n = min(n, int(up) - rounded[rk])
             row = _capacity_row(model, r, g, src, month, k)
@@ -404,14 +443,20 @@ def _add_replicas_for_unmet(model: PlanningModel, rounded: dict[tuple, int],
                 if raising and short > 1e-9:
                     _commit_more(model, original, r, g, month, math.ceil(short - 1e-9),
                                  commitments)
+                    left.clear()  # committed rows have more room now
                 n = min(n, math.floor(room(row) / gpus + 1e-9))
             if n <= 0:
                 continue
             rounded[rk] += n
             value[replicas.name] = rounded[rk]
+            if row is not None:
+                left[row.name] -= n * gpus
             if supply.upBound == 0:  # open the column again
                 supply.lowBound, supply.upBound = 0, original[supply.name]
-            amount -= n * per
+            carried = min(n * per, carries)
+            amount -= carried
+            if spot:
+                spot_left[(w, month, k)] -= carried
             added = True
         if amount > 1e-9 and unserved is not None:
             unserved.add(w)
@@ -421,7 +466,7 @@ def _add_replicas_for_unmet(model: PlanningModel, rounded: dict[tuple, int],
 def _capacity_row(model: PlanningModel, r: str, g: str, src: str, month: int, k: int):
     """The capacity row a replica of (r, g, src) in (month, segment k) counts in: committed
     capacity at (r, g), or the pay-as-you-go offer's max_gpus; None where there is none."""
-    if src == "committed":
+    if src == COMMITTED:
         return model.rows["committed_capacity"].get((r, g, month, k))
     return model.rows["offer_capacity"].get((src, month, k))
 

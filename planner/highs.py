@@ -175,8 +175,12 @@ class IncrementalLP:
         _add_rows(self.h, rows, lambda v: self.column[v.name])
 
     def change_bounds(self, variables) -> None:
-        """Hand HiGHS the current PuLP bounds of `variables` (fixing, then releasing)."""
+        """Hand HiGHS the current PuLP bounds of `variables` (fixing, then releasing);
+        before the first solve there is nothing to change (it hands over every bound)."""
         import highspy
+
+        if not self.variables:
+            return
 
         variables = list({v.name: v for v in variables}.values())  # HiGHS refuses repeats
         index = np.array([self.column[v.name] for v in variables], dtype=np.int32)
