@@ -64,19 +64,18 @@ class Generated:
 
 def generate_columns(builder: ModelBuilder, time_limit: float, threads: int | None = 1,
                      progress=None, stop_gap: float = 0.0,
-                     max_rounds: int | None = None) -> Generated | None:
+                     max_rounds: int | None = None,
+                     start: PlanningModel | None = None) -> Generated | None:
     """Column generation on `builder`'s model, within `time_limit` seconds;
     `progress(round, cells, lp value, bound)` hears of each round. Stops early once the
     Lagrangian bound is within `stop_gap` (relative) of the restricted LP, or after
     `max_rounds`. When a later round's LP does not finish in time, the last round's
-    solution stands. None when the first LP fails or does not finish in time."""
+    solution stands. None when the first LP fails or does not finish in time. `start`:
+    the model over `start_cells`, built by a caller that keeps it (grown in place)."""
     deadline = time.perf_counter() + time_limit
     lp = IncrementalLP(time_limit, threads)
     pricing = Pricing(builder)
-    cells, groups = pricing.start(START_SOURCES, COVER)
-    if len(cells) > START_BUDGET:  # a first LP that large would not finish in time
-        cells, groups = pricing.start(1, 1.0)
-    model = builder.build(_with_groups(builder, cells, groups))
+    model = start if start is not None else builder.build(start_cells(pricing))
     floor = pricing.price_bound(model.prob.objective.constant)
     growth = None
     rounds = 0
@@ -108,6 +107,15 @@ def generate_columns(builder: ModelBuilder, time_limit: float, threads: int | No
                               converged, rounds)
         last = (value, bound)
         growth = builder.extend(model, _with_groups(builder, new_cells, new_groups))
+
+
+def start_cells(pricing: Pricing) -> set:
+    """The supply cells of column generation's first LP (`Pricing.start`, with every cell
+    of its single-region groups)."""
+    cells, groups = pricing.start(START_SOURCES, COVER)
+    if len(cells) > START_BUDGET:  # a first LP that large would not finish in time
+        cells, groups = pricing.start(1, 1.0)
+    return _with_groups(pricing.b, cells, groups)
 
 
 def _generated(model: PlanningModel, lp: IncrementalLP, builder: ModelBuilder,

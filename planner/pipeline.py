@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from planner.candidates import find_candidates
 from planner.graph import Transit
-from planner.columns import generate_columns
+from planner.columns import Pricing, generate_columns, start_cells
 from planner.model import ModelBuilder, PlanningModel, Restrictions
 from planner.parts import part_cells, plan_in_parts
 from planner.plan import Plan, extract_plan
@@ -97,8 +97,20 @@ def _plan(builder: ModelBuilder, solver: str, limit: float, gap: float,
     t = time.perf_counter()
     if columns == "generate" or (columns == "auto" and builder.cell_count > GENERATE_ABOVE):
         share = PART_GENERATE_SHARE if in_part else GENERATE_SHARE
-        generated = generate_columns(builder, share * limit, threads, stop_gap=gap / 2)
+        pricing = Pricing(builder)
+        start = builder.build(start_cells(pricing))
+        generated = generate_columns(builder, share * limit - (time.perf_counter() - t),
+                                     threads, stop_gap=gap / 2, start=start)
         seconds["columns"] = time.perf_counter() - t
+        if generated is None and in_part:
+            # a part without a plan would leave its demand unmet: serve it without an LP
+            # over the start set (cheapest sources per site, shared by capacity), at
+            # pay-as-you-go prices, bound by prices alone
+            start.full_bound = pricing.price_bound(start.prob.objective.constant)
+            result = solve(start, solver, max(1.0, limit - seconds["columns"]), gap,
+                           threads=threads, strategy="no-lp")
+            seconds["solve"] = result.seconds
+            return start, result
         if generated is None:
             result = SolveResult(
                 solver=solver, status="no_solution",
@@ -116,3 +128,4 @@ def _plan(builder: ModelBuilder, solver: str, limit: float, gap: float,
     result = solve(model, solver, limit, gap, threads=threads, strategy=strategy)
     seconds["solve"] = result.seconds
     return model, result
+

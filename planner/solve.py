@@ -45,8 +45,9 @@ def solve(model: PlanningModel, solver: str = "highs", time_limit: float = 60.0,
 
     strategy: "direct" (the MIP alone), "lp-guided" (heuristic start first), "start-only"
     (the heuristic start and no MIP after it: a part of a plan in parts, whose time is
-    better spent on the next part), or "auto" (lp-guided above LARGE_MODEL integer
-    variables).
+    better spent on the next part), "no-lp" (the start-only plan built without an LP: a
+    part whose LP did not finish in time; `model.full_bound` is its bound), or "auto"
+    (lp-guided above LARGE_MODEL integer variables).
     """
     prob = model.prob
     if not model.unmet and not model.commit:  # nothing to decide: give the solver a column
@@ -57,7 +58,8 @@ def solve(model: PlanningModel, solver: str = "highs", time_limit: float = 60.0,
         return max(1.0, time_limit - (time.perf_counter() - started))
 
     integers = len(model.integer_variables())
-    guided = strategy in ("lp-guided", "start-only") or (
+    alone = strategy in ("start-only", "no-lp")  # no MIP after the start
+    guided = alone or strategy == "lp-guided" or (
         strategy == "auto" and integers > LARGE_MODEL)
     start = None
     if guided:
@@ -72,24 +74,25 @@ def solve(model: PlanningModel, solver: str = "highs", time_limit: float = 60.0,
         # column generation's LP, when the model has one, goes on instead
         fresh = solver == "highs" and model.warm_lp is None
         lp = IncrementalLP(left(), threads) if fresh else None
-        start = lp_guided_start(model, run_part, gap, left(), lp,
-                                quick=strategy == "start-only")
-        if start is None and strategy == "start-only":
+        without_lp = strategy == "no-lp"
+        kind = "start without an LP" if without_lp else "LP-guided start"
+        start = lp_guided_start(model, run_part, gap, left(), lp, quick=alone,
+                                bound=model.full_bound if without_lp else None)
+        if start is None and alone:
             return SolveResult(
                 solver=solver, status="no_solution",
-                termination="time limit (LP-guided start not done)", has_solution=False,
+                termination=f"time limit ({kind} not done)", has_solution=False,
                 objective=None, bound=None, gap=None,
                 seconds=time.perf_counter() - started, version=_version(solver))
         if start is not None:
             achieved = (start.objective - start.lp_bound) / max(abs(start.objective), 1e-9)
             out_of_time = time.perf_counter() - started >= time_limit - 1.0
-            if achieved <= gap or out_of_time or strategy == "start-only":
+            if achieved <= gap or out_of_time or alone:
                 # no time left: the whole MIP would only get to read the model
                 return SolveResult(
                     solver=solver, status="optimal" if achieved <= gap else "feasible",
-                    termination="within the gap of the LP bound (LP-guided start)"
-                    if achieved <= gap else "time limit (LP-guided start)" if out_of_time
-                    else "LP-guided start",
+                    termination=f"within the gap of the bound ({kind})"
+                    if achieved <= gap else f"time limit ({kind})" if out_of_time else kind,
                     has_solution=True, objective=start.objective, bound=start.lp_bound,
                     gap=max(achieved, 0.0), seconds=time.perf_counter() - started,
                     version=_version(solver))

@@ -166,3 +166,23 @@ def test_parts_are_sized_to_the_time_limit():
     assert not pipeline.in_parts(900_000, 1)
     assert pipeline.in_parts(1_670_000, 60) and not pipeline.in_parts(1_670_000, 600)
     assert pipeline.in_parts(30_000_000, 600)
+
+
+def test_a_part_whose_lp_does_not_finish_is_planned_without_one(tmp_path, monkeypatch,
+                                                                one_pool_a_part):
+    """A part whose first LP runs out of its share still gets a plan (its demand was left
+    unmet before: a plan in nine parts of 1000x100x36 stated 99.98 %): without an LP, each
+    unit goes to the cheapest source with room, committing only where pay-as-you-go has
+    none. r1 sells 1 GPU on demand at $3/h, and a monthly commitment at $1/h. w1 takes the
+    on-demand GPU ($300); w2 finds none left and commits 1 GPU ($100): $400 (the optimum
+    commits for both: $200)."""
+    monkeypatch.setattr(pipeline, "GENERATE_PART_ABOVE", -1)  # every part generates …
+    monkeypatch.setattr(pipeline, "generate_columns", lambda *a, **k: None)  # … in vain
+    run = in_parts(tmp_path, scenario(settings=H, **TWO, offers=[
+        od("r1", 3, max_gpus=1), {"region": "r1", "gpu": "A", "term": "monthly",
+                                  "usd_per_gpu_hour": 1, "commit_months": 1}]))
+    assert run.result.termination.startswith("planned in 2 parts (2 with a plan)")
+    assert cost(run.plan) == pytest.approx(400)
+    assert gpus_by(run.plan, "workload", "term") == {("w1", "on_demand"): 1,
+                                                     ("w2", "monthly"): 1}
+    assert run.plan.totals["unmet_unit_hours"] == pytest.approx(0, abs=1e-9)
