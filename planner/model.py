@@ -168,7 +168,8 @@ class ModelBuilder:
 
     # -- helpers -------------------------------------------------------------------------
     def _var(self, name: str, cat=pulp.LpContinuous, up=None) -> pulp.LpVariable:
-        return pulp.LpVariable(name, lowBound=0, upBound=up, cat=cat)
+        # PuLP 4.0's way (constructing LpVariable warns on every one: 0.6 M at 200x40x24)
+        return self.m.prob.add_variable(name, 0, up, cat)
 
     def _add(self, terms, sense, rhs: float, name: str, rule: str | None = None, key=None):
         c = LpConstraint(Expr(terms), sense, name, rhs)
@@ -542,7 +543,7 @@ class ModelBuilder:
                         if (o.key, t) not in fixed:
                             continue
                         q = fixed[(o.key, t)]
-                        var = pulp.LpVariable(f"commit__{ids}", q, q, pulp.LpInteger)
+                        var = m.prob.add_variable(f"commit__{ids}", q, q, pulp.LpInteger)
                     else:
                         var = self._var(f"commit__{ids}", pulp.LpInteger, up=up)
                     m.commit[(o.key, t)] = var
@@ -551,7 +552,8 @@ class ModelBuilder:
         for (key, t), q in sorted((fixed or {}).items()):
             if (key, t) not in m.commit:  # signed, paid, but of no use to this variant
                 ids = f"{self._id('o', key)}_t{t}"
-                m.commit[(key, t)] = pulp.LpVariable(f"commit__{ids}", q, q, pulp.LpInteger)
+                m.commit[(key, t)] = m.prob.add_variable(f"commit__{ids}", q, q,
+                                                         pulp.LpInteger)
         terms = []
         for (key, t), v in m.commit.items():
             payments, upfront = counted_per_gpu(self.s.offer_by_key[key], t, self.settings,

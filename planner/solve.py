@@ -51,7 +51,7 @@ def solve(model: PlanningModel, solver: str = "highs", time_limit: float = 60.0,
     """
     prob = model.prob
     if not model.unmet and not model.commit:  # nothing to decide: give the solver a column
-        prob.addVariable(pulp.LpVariable("empty__model", lowBound=0, upBound=0))
+        prob.addVariable(prob.add_variable("empty__model", 0, 0))
     started = time.perf_counter()
 
     def left() -> float:
