@@ -26,7 +26,7 @@ from typing import Callable
 from planner.candidates import Candidates
 from planner.columns import Pricing
 from planner.model import COMMITTED, ModelBuilder, PlanningModel, Taken
-from planner.solve import SolveResult
+from planner.solve import NO_LP_START, SolveResult
 
 # Supply cells in a part: as many as a part can plan in its share of the time limit
 # (measured: a part of 400 k cells in ~11 s, of 4 M cells in ~45-75 s), at least
@@ -149,9 +149,10 @@ def plan_in_parts(builder: ModelBuilder, plan_part: PlanPart, time_limit: float,
                   gap: float, solver: str, progress=None
                   ) -> tuple[PlanningModel, SolveResult, list[SolveResult]]:
     """Plan `builder`'s scenario part by part within `time_limit` seconds: the model of
-    the whole scenario holding the plan, its result, and each part's result. A part whose
-    plan is not found in its share of the time leaves its demand unmet (a valid plan,
-    whose penalty the gap shows)."""
+    the whole scenario holding the plan, its result, and each part's result. A part
+    without a plan (none found in its share of the time) leaves its demand unmet (a valid
+    plan, whose penalty the gap shows); the termination counts the parts planned without
+    an LP (the pipeline's fallback when a part's LP does not finish)."""
     started = time.perf_counter()
     s, restrictions = builder.s, builder.restrictions
     pricing = Pricing(builder)
@@ -185,10 +186,12 @@ def plan_in_parts(builder: ModelBuilder, plan_part: PlanPart, time_limit: float,
     bound = pricing.price_bound(model.prob.objective.constant)
     achieved = max(0.0, (objective - bound) / max(abs(objective), 1e-9))
     solved = sum(1 for r in results if r.has_solution)
+    without = sum(1 for r in results if r.has_solution and NO_LP_START in r.termination)
     result = SolveResult(
         solver=solver, status="optimal" if achieved <= gap else "feasible",
-        termination=f"planned in {len(parts)} parts ({solved} with a plan), "
-                    "bound from prices alone",
+        termination=f"planned in {len(parts)} parts ({solved} with a plan"
+                    + (f", {without} without an LP" if without else "")
+                    + "), bound from prices alone",
         has_solution=True, objective=objective, bound=bound, gap=achieved,
         seconds=time.perf_counter() - started,
         version=next((r.version for r in results if r.version), ""))

@@ -36,6 +36,7 @@ class SolveResult:
 
 # Above this many integer variables the LP-guided start (planner.heuristic) runs first.
 LARGE_MODEL = 3000
+NO_LP_START = "start without an LP"  # in the termination of a "no-lp" solve
 
 
 def solve(model: PlanningModel, solver: str = "highs", time_limit: float = 60.0,
@@ -75,7 +76,7 @@ def solve(model: PlanningModel, solver: str = "highs", time_limit: float = 60.0,
         fresh = solver == "highs" and model.warm_lp is None
         lp = IncrementalLP(left(), threads) if fresh else None
         without_lp = strategy == "no-lp"
-        kind = "start without an LP" if without_lp else "LP-guided start"
+        kind = NO_LP_START if without_lp else "LP-guided start"
         start = lp_guided_start(model, run_part, gap, left(), lp, quick=alone,
                                 bound=model.full_bound if without_lp else None)
         if start is None and alone:

@@ -181,7 +181,8 @@ def test_a_part_whose_lp_does_not_finish_is_planned_without_one(tmp_path, monkey
     run = in_parts(tmp_path, scenario(settings=H, **TWO, offers=[
         od("r1", 3, max_gpus=1), {"region": "r1", "gpu": "A", "term": "monthly",
                                   "usd_per_gpu_hour": 1, "commit_months": 1}]))
-    assert run.result.termination.startswith("planned in 2 parts (2 with a plan)")
+    assert run.result.termination.startswith(
+        "planned in 2 parts (2 with a plan, 2 without an LP)")
     assert cost(run.plan) == pytest.approx(400)
     assert gpus_by(run.plan, "workload", "term") == {("w1", "on_demand"): 1,
                                                      ("w2", "monthly"): 1}
