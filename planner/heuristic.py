@@ -249,9 +249,11 @@ def lp_guided_start(model: PlanningModel, solve_problem, gap: float,
 
 def _single_region_choice(model: PlanningModel) -> dict[str, tuple[str, str]]:
     """For each single-region workload, the (region, GPU type) to keep: one whose offers can
-    hold its busiest segment (an LP that splits it may favour a small one), then the one
-    the LP used most, then the cheapest unit from pay-as-you-go (what decides without an
-    LP), then by name."""
+    hold its busiest segment beside the runs that chose before it and what earlier parts
+    of a plan in parts hold (an LP that splits runs may favour a small one, or put several
+    where only one fits), then the one the LP used most, then the cheapest unit from
+    pay-as-you-go (what decides without an LP), then by name. The busiest runs choose
+    first."""
     s = model.scenario
     use: dict[tuple, float] = defaultdict(float)
     price: dict[tuple, float] = defaultdict(lambda: math.inf)
@@ -289,14 +291,33 @@ def _single_region_choice(model: PlanningModel) -> dict[str, tuple[str, str]]:
                 total += math.inf if o.max_gpus is None else o.max_gpus
         return total
 
-    best: dict[str, tuple] = {}
+    # GPUs at (r, g) held: by earlier parts (the most any month and segment of an offer,
+    # and of existing GPUs in use), then by each run chosen here at its busiest
+    held: dict[tuple[str, str], float] = defaultdict(float)
+    if model.taken is not None:
+        busiest: dict = defaultdict(float)
+        for (src, _m, _k), gpus in model.taken.offer.items():
+            o = s.offer_by_key[src]
+            busiest[(o.region, o.gpu, src)] = max(busiest[(o.region, o.gpu, src)], gpus)
+        for (r, g, _m, _k), spare in model.taken.committed.items():
+            busiest[(r, g, COMMITTED)] = max(busiest[(r, g, COMMITTED)], -spare)
+        for (r, g, _), gpus in busiest.items():
+            held[(r, g)] += gpus
+    choices: dict[str, list] = defaultdict(list)
     for (w, r, g) in sorted(model.choose):
-        t = s.throughput_by_pair[(w, g)]
-        fits = capacity(w, r, g) * t.units_per_gpu >= peak[w] - 1e-9
-        score = (fits, use[(w, r, g)], -price[(w, r, g)])
-        if w not in best or score > best[w][0]:
-            best[w] = (score, (r, g))
-    return {w: rg for w, (_, rg) in best.items()}
+        choices[w].append((r, g))
+    best: dict[str, tuple[str, str]] = {}
+    for w in sorted(choices, key=lambda w: (-peak[w], w)):
+        top = None
+        for r, g in choices[w]:
+            gpus = peak[w] / s.throughput_by_pair[(w, g)].units_per_gpu
+            fits = capacity(w, r, g) - held[(r, g)] >= gpus - 1e-9
+            score = (fits, use[(w, r, g)], -price[(w, r, g)])
+            if top is None or score > top[0]:
+                top = (score, (r, g), gpus)
+        _, best[w], gpus = top
+        held[best[w]] += gpus
+    return best
 
 
 def _fit_offer_capacity(model: PlanningModel, quantity: dict[tuple[str, int], int]) -> None:

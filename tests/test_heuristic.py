@@ -202,3 +202,36 @@ def test_the_repair_moves_a_single_region_workload_out_of_a_full_region(tmp_path
     assert plan.totals["unmet_unit_hours"] == pytest.approx(0, abs=1e-6)
     assert start.objective == pytest.approx(700)
     assert set(plan.assignments[plan.assignments.workload == "t"].region) == {"r2"}
+
+
+# Two training runs of 2 GPUs each (t1 busier: 2.0 units against 1.8); r1 sells A at $1/h
+# but only 2 GPUs, r2 at $2/h without limit. Each run alone fits r1.
+TWO_RUNS = scenario(
+    settings={"horizon_months": 1, "hours_per_month": 100},
+    regions=[{"region": "r1", "provider": "p", "site": "s1"},
+             {"region": "r2", "provider": "q", "site": "s1"}],
+    offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 1,
+             "max_gpus": 2},
+            {"region": "r2", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 2}],
+    workloads=[{"workload": "t1", "kind": "training"}, {"workload": "t2", "kind": "training"}],
+    throughput=[{"workload": t, "gpu": "A", "units_per_gpu": 1} for t in ("t1", "t2")],
+    demand=[{"workload": "t1", "period": "2027-01", "amount": 2},
+            {"workload": "t2", "period": "2027-01", "amount": 1.8}],
+)
+
+
+def test_single_region_runs_choose_beside_each_other_and_earlier_parts(tmp_path):
+    """Without LP use to go by (every variable at zero, as in the start without an LP) both
+    runs would take r1, the cheaper, and one would find no room: the busier run chooses
+    first and takes r1, the other r2. When an earlier part of a plan in parts holds r1's
+    GPUs, even the busier run goes to r2."""
+    from planner.heuristic import _single_region_choice
+    from planner.model import ModelBuilder, Taken
+
+    s = load_scenario(write_csv(tmp_path / "scn", TWO_RUNS))
+    c = find_candidates(s)
+    for taken, t1 in ((None, "r1"), (Taken(offer={("r1/A/on_demand", 0, 0): 2.0}), "r2")):
+        model = ModelBuilder(s, c, taken=taken).build()
+        for v in model.supply.values():
+            v.varValue = 0.0
+        assert _single_region_choice(model) == {"t1": (t1, "A"), "t2": ("r2", "A")}
