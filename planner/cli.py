@@ -198,9 +198,11 @@ def solve(
     threads: int = typer.Option(1, "--threads", min=0,
                                 help="solver threads (0: the solver's choice); the plan is "
                                      "the same whatever the count"),
-    baselines: bool = typer.Option(True, "--baselines/--no-baselines",
-                                   help="also solve the pay-as-you-go and single-GPU plans "
-                                        "for the workbook's savings"),
+    baselines: Optional[bool] = typer.Option(
+        None, "--baselines/--no-baselines",
+        help="also solve the comparison plans (pay-as-you-go only, single GPU type, one "
+             "provider on demand) for the workbook's savings, each with the time limit; "
+             "default: unless the plan was planned in parts (enterprise scale)"),
 ):
     """Solve a scenario at least cost and write the finance workbook."""
     from planner.check import check_plan
@@ -237,13 +239,21 @@ def solve(
             err.print(f"  {p}")
         raise typer.Exit(EXIT_ERROR)
     compare = {}
-    if baselines:
+    skipped = "--no-baselines"
+    if baselines is None and run.in_parts:
+        # each would take the plan's own time limit again: a 10-minute plan would take 40
+        skipped = "the plan was planned in parts; --baselines solves them, each with " \
+                  "the time limit"
+        err.print(f"comparison plans not solved: {skipped}")
+        baselines = False
+    if baselines is not False:
         from planner.baselines import solve_baselines
 
         with err.status("solving the comparison plans"):
             compare = solve_baselines(s, solver, time_limit, gap, run, threads or None)
     with err.status(f"writing {out}"):
-        write_workbook(plan, out, baselines=compare, seconds=run.seconds)
+        write_workbook(plan, out, baselines=compare, seconds=run.seconds,
+                       baselines_skipped=skipped)
     t = plan.totals
     gap = "" if plan.result.gap is None else f"; gap {plan.result.gap:.2%}"
     note = "" if plan.result.status == "optimal" else \

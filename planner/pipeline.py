@@ -30,6 +30,11 @@ class Run:
     result: SolveResult
     seconds: dict[str, float] = field(default_factory=dict)
 
+    @property
+    def in_parts(self) -> bool:
+        """Whether the plan was planned in parts (its stages then include "parts")."""
+        return "parts" in self.seconds
+
 
 def plan_scenario(scenario: Scenario, solver: str | None = None,
                   time_limit: float | None = None, gap: float | None = None,

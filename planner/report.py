@@ -106,8 +106,11 @@ class Sheet:
 
 
 def write_workbook(plan: Plan, path: str | Path, baselines: dict | None = None,
-                   seconds: dict | None = None) -> None:
-    save_atomically(_build(plan, baselines or {}, seconds or {}), Path(path))
+                   seconds: dict | None = None,
+                   baselines_skipped: str = "--no-baselines") -> None:
+    """`baselines_skipped`: why there are no comparison plans, when there are none."""
+    save_atomically(_build(plan, baselines or {}, seconds or {}, baselines_skipped),
+                    Path(path))
 
 
 def save_atomically(wb: Workbook, path: Path) -> None:
@@ -136,7 +139,8 @@ def _name(wb: Workbook, name: str, ref: str) -> None:
     wb.defined_names[name] = DefinedName(name, attr_text=ref)
 
 
-def _build(plan: Plan, baselines: dict, seconds: dict) -> Workbook:
+def _build(plan: Plan, baselines: dict, seconds: dict,
+           baselines_skipped: str = "--no-baselines") -> Workbook:
     s = plan.scenario
     st = s.settings
     wb = Workbook()
@@ -152,7 +156,8 @@ def _build(plan: Plan, baselines: dict, seconds: dict) -> Workbook:
     costs = _costs_sheet(wb, plan, plans, commitments, egress)
     _service_sheet(wb, plan)
     _diagnostics_sheet(wb, plan)
-    _summary(wb, summary, plan, costs, plans, commitments, egress, baselines, seconds)
+    _summary(wb, summary, plan, costs, plans, commitments, egress, baselines, seconds,
+             baselines_skipped)
     for ws in (summary, commitments.ws):
         fit_to_page_width(ws)
     _input_sheets(wb, plan)
@@ -495,7 +500,7 @@ def _pruned(ws, r: int, pruned: dict[tuple[str, str], str]) -> None:
 
 
 def _summary(wb, ws, plan: Plan, costs: Sheet, ps: Sheet, cs: Sheet, es: Sheet,
-             baselines: dict, seconds: dict) -> None:
+             baselines: dict, seconds: dict, baselines_skipped: str) -> None:
     s, res, t = plan.scenario, plan.result, plan.totals
     st = s.settings
     tr = costs.total_row
@@ -570,7 +575,7 @@ def _summary(wb, ws, plan: Plan, costs: Sheet, ps: Sheet, cs: Sheet, es: Sheet,
     ws.cell(r, 5, "Saving %").font = BOLD
     r += 1
     if not baselines:
-        ws.cell(r, 1, "comparison plans not solved (--no-baselines)")
+        ws.cell(r, 1, f"comparison plans not solved ({baselines_skipped})")
     for name, b in baselines.items():
         ws.cell(r, 1, "against")
         ws.cell(r, 2, name)

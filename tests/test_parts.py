@@ -187,3 +187,30 @@ def test_a_part_whose_lp_does_not_finish_is_planned_without_one(tmp_path, monkey
     assert gpus_by(run.plan, "workload", "term") == {("w1", "on_demand"): 1,
                                                      ("w2", "monthly"): 1}
     assert run.plan.totals["unmet_unit_hours"] == pytest.approx(0, abs=1e-9)
+
+
+def test_comparison_plans_wait_for_a_request_when_the_plan_went_in_parts(tmp_path,
+                                                                          monkeypatch,
+                                                                          one_pool_a_part):
+    """Each comparison plan takes the plan's own time limit: at enterprise scale (planned
+    in parts) `planner solve` leaves them out unless asked (a 10-minute plan would take
+    40), and the Summary says why; `--baselines` solves them."""
+    from openpyxl import load_workbook
+    from typer.testing import CliRunner
+
+    from planner.cli import app
+
+    monkeypatch.setattr(pipeline, "in_parts", lambda cells, limit: True)
+    folder = write_csv(tmp_path / "s", scenario(settings=H, **TWO, offers=[
+        od("r1", 1, max_gpus=1), od("r2", 3)]))
+    rows = {}
+    for flags in ([], ["--baselines"]):
+        out = tmp_path / f"plan{len(flags)}.xlsx"
+        res = CliRunner().invoke(app, ["solve", str(folder), "-o", str(out), *flags])
+        assert res.exit_code == 0, res.output
+        summary = load_workbook(out)["Summary"]
+        rows[bool(flags)] = [r[:2] for r in summary.iter_rows(values_only=True)
+                             if r[0] and ("comparison" in str(r[0]) or r[0] == "against")]
+    assert rows[False] == [("comparison plans not solved (the plan was planned in parts; "
+                            "--baselines solves them, each with the time limit)", None)]
+    assert ("against", "pay-as-you-go only") in rows[True]
