@@ -133,8 +133,8 @@ def lp_guided_start(model: PlanningModel, solve_problem, gap: float,
             if (key, t) in model.commit_on:
                 fix(model.commit_on[(key, t)], 1.0 if quantity[(key, t)] > 0 else 0.0)
         # replicas follow the rounded commitments (load moves where GPUs were rounded away)
-        if not quick and bound is None and solve_relaxed([*model.commit.values(), *model.commit_on.values()],
-                                       fresh=True) is None:
+        signed = [*model.commit.values(), *model.commit_on.values()]
+        if not quick and bound is None and solve_relaxed(signed, fresh=True) is None:
             return None
 
         # -- restrict to the columns the LP uses ----------------------------------------------
@@ -159,7 +159,6 @@ def lp_guided_start(model: PlanningModel, solve_problem, gap: float,
         # 90 % -> 46 %); on a full model they make room better, month by month (20x10x12:
         # moving cost 1.7 %).
         moves = model.full_bound is not None
-        signed = [*model.commit.values(), *model.commit_on.values()]
         agreed = {v.name: (v.lowBound, v.upBound, v.varValue) for v in signed}
         rounded = _round_replicas(model)
         saved = {key: (v.lowBound, v.upBound) for key, v in model.replicas.items()}
@@ -594,8 +593,9 @@ def _replica_counts(model: PlanningModel, rounded: dict[tuple, int]) -> dict[str
 
 
 def _room(row, value: dict[str, int]) -> float:
-    """GPUs left in a capacity row (Σ a·x + constant ≤ 0), replicas at their counts in
-    `value` and every other variable (fixed commitments) at its value."""
+    """What is left in a row Σ a·x + constant ≤ 0 (GPUs in a capacity row, spot units in a
+    spot-share row), variables named in `value` (replicas) at their counts there and
+    every other (fixed commitments, supply) at its value."""
     used = sum(a * value.get(v.name, v.varValue or 0.0) for v, a in row.expr.items())
     return -(used + row.constant)
 
