@@ -65,16 +65,18 @@ class Generated:
 def generate_columns(builder: ModelBuilder, time_limit: float, threads: int | None = 1,
                      progress=None, stop_gap: float = 0.0,
                      max_rounds: int | None = None,
-                     start: PlanningModel | None = None) -> Generated | None:
+                     start: PlanningModel | None = None,
+                     pricing: Pricing | None = None) -> Generated | None:
     """Column generation on `builder`'s model, within `time_limit` seconds;
     `progress(round, cells, lp value, bound)` hears of each round. Stops early once the
     Lagrangian bound is within `stop_gap` (relative) of the restricted LP, or after
     `max_rounds`. When a later round's LP does not finish in time, the last round's
     solution stands. None when the first LP fails or does not finish in time. `start`:
-    the model over `start_cells`, built by a caller that keeps it (grown in place)."""
+    the model over `start_cells`, built by a caller that keeps it (grown in place);
+    `pricing`: the caller's `Pricing(builder)`, if it has one."""
     deadline = time.perf_counter() + time_limit
     lp = IncrementalLP(time_limit, threads)
-    pricing = Pricing(builder)
+    pricing = pricing or Pricing(builder)
     model = start if start is not None else builder.build(start_cells(pricing))
     floor = pricing.price_bound(model.prob.objective.constant)
     growth = None

@@ -105,7 +105,8 @@ def _plan(builder: ModelBuilder, solver: str, limit: float, gap: float,
         pricing = Pricing(builder)
         start = builder.build(start_cells(pricing))
         generated = generate_columns(builder, share * limit - (time.perf_counter() - t),
-                                     threads, stop_gap=gap / 2, start=start)
+                                     threads, stop_gap=gap / 2, start=start,
+                                     pricing=pricing)
         seconds["columns"] = time.perf_counter() - t
         if generated is None and in_part:
             # a part without a plan would leave its demand unmet: serve it without an LP
