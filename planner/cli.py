@@ -251,6 +251,7 @@ def solve(
 
         with err.status("solving the comparison plans"):
             compare = solve_baselines(s, solver, time_limit, gap, run, threads or None)
+        skipped = "none found a plan within the time limit"
     with err.status(f"writing {out}"):
         write_workbook(plan, out, baselines=compare, seconds=run.seconds,
                        baselines_skipped=skipped)

@@ -194,7 +194,8 @@ def test_comparison_plans_wait_for_a_request_when_the_plan_went_in_parts(tmp_pat
                                                                           one_pool_a_part):
     """Each comparison plan takes the plan's own time limit: at enterprise scale (planned
     in parts) `planner solve` leaves them out unless asked (a 10-minute plan would take
-    40), and the Summary says why; `--baselines` solves them."""
+    40), and the Summary says why; `--baselines` solves them (and when none finds a plan,
+    the Summary says that)."""
     from openpyxl import load_workbook
     from typer.testing import CliRunner
 
@@ -214,3 +215,12 @@ def test_comparison_plans_wait_for_a_request_when_the_plan_went_in_parts(tmp_pat
     assert rows[False] == [("comparison plans not solved (the plan was planned in parts; "
                             "--baselines solves them, each with the time limit)", None)]
     assert ("against", "pay-as-you-go only") in rows[True]
+    # asked for, and none found a plan: the Summary says so, not "--no-baselines"
+    from planner import baselines
+
+    monkeypatch.setattr(baselines, "solve_baselines", lambda *a, **k: {})
+    out = tmp_path / "none.xlsx"
+    assert CliRunner().invoke(app, ["solve", str(folder), "-o", str(out),
+                                    "--baselines"]).exit_code == 0
+    assert ("comparison plans not solved (none found a plan within the time limit)", None) \
+        in [r[:2] for r in load_workbook(out)["Summary"].iter_rows(values_only=True)]
