@@ -14,12 +14,15 @@ from planner.solve import SolveResult, _run, solve
 from planner.validate import load_scenario
 from scenarios import scenario, write_csv
 
+# two regions of two providers, both at the one demand site
+R1_R2 = [{"region": "r1", "provider": "p", "site": "s1"},
+         {"region": "r2", "provider": "q", "site": "s1"}]
+
 # training (single region) plus inference, two regions, a reserved offer: every kind of
 # decision the start fixes (single-region choice, commitments, replicas).
 TABLES = scenario(
     settings={"horizon_months": 3, "hours_per_month": 100},
-    regions=[{"region": "r1", "provider": "p", "site": "s1"},
-             {"region": "r2", "provider": "q", "site": "s1"}],
+    regions=R1_R2,
     offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 2},
             {"region": "r2", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 2.5},
             {"region": "r1", "gpu": "A", "term": "reserved", "usd_per_gpu_hour": 1.2,
@@ -173,8 +176,7 @@ def test_a_repair_out_of_time_leaves_the_last_plan_standing(tmp_path, monkeypatc
 MOVE = scenario(
     settings={"horizon_months": 1, "hours_per_month": 100},
     gpus=[{"gpu": "A", "memory_gb": 80}, {"gpu": "B", "memory_gb": 80}],
-    regions=[{"region": "r1", "provider": "p", "site": "s1"},
-             {"region": "r2", "provider": "q", "site": "s1"}],
+    regions=R1_R2,
     offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 1,
              "max_gpus": 2},
             {"region": "r2", "gpu": "B", "term": "on_demand", "usd_per_gpu_hour": 3}],
@@ -208,8 +210,7 @@ def test_the_repair_moves_a_single_region_workload_out_of_a_full_region(tmp_path
 # but only 2 GPUs, r2 at $2/h without limit. Each run alone fits r1.
 TWO_RUNS = scenario(
     settings={"horizon_months": 1, "hours_per_month": 100},
-    regions=[{"region": "r1", "provider": "p", "site": "s1"},
-             {"region": "r2", "provider": "q", "site": "s1"}],
+    regions=R1_R2,
     offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 1,
              "max_gpus": 2},
             {"region": "r2", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 2}],
