@@ -9,8 +9,8 @@ build, hand-off to HiGHS, HiGHS itself, extract, workbook; peak memory; status a
 Then the same model exported as MPS and solved by HiGHS alone with the same limits, so
 the overhead of everything around the solver is a ratio. Sizes above GENERATE_ABOVE supply
 cells go through column generation, or are planned in parts when they hold more than one
-part's worth for the time limit (`pipeline.in_parts`), as `planner solve` does; sizes whose model would exceed
-MAX_VARIABLES are measured up to the candidate stage and their size estimated.
+part's worth for the time limit (`pipeline.in_parts`), as `planner solve` does; sizes
+whose model would exceed MAX_VARIABLES are measured up to the candidate stage and their size estimated.
 Figures go to stdout; benchmarks/README.md keeps the latest with the machine they came from.
 """
 

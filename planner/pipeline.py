@@ -134,4 +134,3 @@ def _plan(builder: ModelBuilder, solver: str, limit: float, gap: float,
     result = solve(model, solver, limit, gap, threads=threads, strategy=strategy)
     seconds["solve"] = result.seconds
     return model, result
-

@@ -139,8 +139,7 @@ def _name(wb: Workbook, name: str, ref: str) -> None:
     wb.defined_names[name] = DefinedName(name, attr_text=ref)
 
 
-def _build(plan: Plan, baselines: dict, seconds: dict,
-           baselines_skipped: str = "--no-baselines") -> Workbook:
+def _build(plan: Plan, baselines: dict, seconds: dict, baselines_skipped: str) -> Workbook:
     s = plan.scenario
     st = s.settings
     wb = Workbook()
