@@ -90,9 +90,10 @@ def lp_guided_start(model: PlanningModel, solve_problem, gap: float,
                 v.cat = pulp.LpInteger
 
     if bound is not None:  # no LP: nothing used yet, so the repair serves all demand
-        for v in [*model.unmet.values(), *model.flow.values(), *model.supply.values(),
-                  *integers]:
+        for v in [*model.flow.values(), *model.supply.values(), *integers]:
             v.varValue = 0.0
+        for key, v in model.unmet.items():
+            v.varValue = model.candidates.level[key]
         lp_bound = bound
     elif model.lp_objective is not None:  # the variables hold it (column generation)
         lp_bound, model.lp_objective = model.lp_objective, None
@@ -165,17 +166,21 @@ def lp_guided_start(model: PlanningModel, solve_problem, gap: float,
         changed = [v for v, _, _ in fixed.values()]
         original = {name: up for name, (_, _, up) in fixed.items()}
         try:
-            objective = None
+            objective = None  # of the values, once they hold a whole plan
+            repaired_since = False  # the values changed since `objective`
             for repair in range(REPAIRS + 1):
                 for key, v in model.replicas.items():
                     v.lowBound = v.upBound = rounded[key]
-                if warm is not None:
-                    found = solve_relaxed([*changed, *model.replicas.values()], fresh=True)
-                else:
-                    found = solve_problem(prob, max(1.0, deadline - time.perf_counter()), gap)
-                if found is None:  # out of time: the last repair's plan (the values) stands
-                    break
-                objective = found
+                if repair or bound is None:  # (without an LP nothing is served yet)
+                    if warm is not None:
+                        found = solve_relaxed([*changed, *model.replicas.values()],
+                                              fresh=True)
+                    else:
+                        found = solve_problem(prob, max(1.0, deadline - time.perf_counter()),
+                                              gap)
+                    if found is None:  # out of time: the last repair's plan (values) stands
+                        break
+                    objective, repaired_since = found, False
                 # demand left unmet by replicas cut back: more replicas where there is room
                 # (and single-region workloads moved where their own region has none)
                 if repair == REPAIRS:
@@ -184,11 +189,14 @@ def lp_guided_start(model: PlanningModel, solve_problem, gap: float,
                 added = _add_replicas_for_unmet(model, rounded, saved, original, unserved)
                 moved = moves and _move_single_region(model, rounded, saved, original,
                                                       unserved)
+                repaired_since |= added
                 if not added and not moved:
                     break
         finally:
             for key, v in model.replicas.items():
                 v.lowBound, v.upBound = saved[key]
+        if repaired_since:  # the repair's replicas serve what they were added for
+            objective = pulp.value(prob.objective)
         if objective is None:
             return None
         plan = {v: v.varValue for v in prob.variables()}
@@ -387,9 +395,11 @@ def _add_replicas_for_unmet(model: PlanningModel, rounded: dict[tuple, int],
     """Where the rounded plan leaves demand unmet, add replicas to columns that can reach
     the site — committed GPUs first, then the cheapest per unit; columns the LP did not use
     are opened again — within capacity and each count's bound, and committing more where
-    nothing else has room. `bounds`: replica bounds before rounding; `original`: upper
-    bounds of variables before the start fixed them; `unserved` collects the workloads
-    with demand no replica could be added for. False: nothing to add."""
+    nothing else has room. The variables' values move with them (`_Served`): the added
+    replicas serve what they were added for, so the values stay a whole plan without an
+    LP. `bounds`: replica bounds before rounding; `original`: upper bounds of variables
+    before the start fixed them; `unserved` collects the workloads with demand no replica
+    could be added for. False: nothing to add."""
     reach_of = model.candidates.regions_for_site
     unmet: dict[tuple, float] = {}
     # the sites with the fewest regions in reach first: others can go elsewhere
@@ -414,6 +424,7 @@ def _add_replicas_for_unmet(model: PlanningModel, rounded: dict[tuple, int],
         return left[row.name]
 
     added = False
+    served = _Served(model)
     commitments = _commitments_at(model)
     # (w, m, k) -> spot units its spot-share row still allows: its slack, plus the share
     # of each unmet amount taken up (served in full, it raises what spot may carry)
@@ -432,16 +443,20 @@ def _add_replicas_for_unmet(model: PlanningModel, rounded: dict[tuple, int],
             rk = (pool_of[w], r, g, src, month, k)
             if r not in reach or rk not in model.replicas:
                 continue
+            flow = model.flow.get((w, site, r, month, k))
+            if flow is None and served.through_flows(w):
+                continue  # no flow from r to the site built (a restricted model)
             choose = model.choose.get((w, r, g))
             if choose is not None and (choose.varValue or 0.0) < 0.5:
                 continue  # not the single region chosen
             replicas = model.replicas[rk]
             per = 1.0 / model.rows["replicas"][rk].expr[v]  # units one replica carries
             options.append((model.prob.objective.get(replicas, 0.0) / per, str(rk), rk, per,
-                            v))
+                            v, flow))
         # committing more only where nothing else has room: it lasts the whole term
         options.sort(key=lambda o: o[:2])
-        for _, _, rk, per, supply in options + [o for o in options if o[2][3] == COMMITTED]:
+        for _, _, rk, per, supply, flow in options + [o for o in options
+                                                      if o[2][3] == COMMITTED]:
             if amount <= 1e-9:
                 break
             raising = rk in tried
@@ -469,18 +484,76 @@ def _add_replicas_for_unmet(model: PlanningModel, rounded: dict[tuple, int],
                 continue
             rounded[rk] += n
             value[replicas.name] = rounded[rk]
+            replicas.varValue = (replicas.varValue or 0.0) + n
             if row is not None:
                 left[row.name] -= n * gpus
             if supply.upBound == 0:  # open the column again
                 supply.lowBound, supply.upBound = 0, original[supply.name]
             carried = min(n * per, carries)
+            served.serve((w, site, month, k), supply, flow, carried, spot)
             amount -= carried
             if spot:
                 spot_left[(w, month, k)] -= carried
             added = True
         if amount > 1e-9 and unserved is not None:
             unserved.add(w)
+    served.serve_spot_held_back()
     return added
+
+
+class _Served:
+    """Moves the values of the variables as the repair adds replicas: units from unmet to
+    the supply (and flow) of the replicas added for them — spot within its share of what
+    is served by then, the rest once the whole pass has served what it could."""
+
+    def __init__(self, model: PlanningModel):
+        self.model = model
+        sites: dict[str, set] = defaultdict(set)
+        for (w, site, _m, _k) in model.candidates.level:
+            sites[w].add(site)
+        self.several = {w for w, at in sites.items() if len(at) > 1}
+        self.spot_room: dict[tuple, float] = {}  # (w, m, k) -> room in its spot-share row
+        self.held_back: list[tuple] = []
+
+    def through_flows(self, w: str) -> bool:
+        """Whether `w` reaches its sites through flows (several demand sites)."""
+        return w in self.several
+
+    def serve(self, cell: tuple, supply, flow, units: float, spot: bool) -> None:
+        w, _site, month, k = cell
+        row = self.model.rows["spot_share"].get((w, month, k))
+        if row is not None:
+            share = self.model.scenario.workload_by_name[w].max_spot_share
+            if (w, month, k) not in self.spot_room:
+                self.spot_room[(w, month, k)] = _room(row, {})
+            if spot:
+                now = min(units, max(self.spot_room[(w, month, k)], 0.0) / (1.0 - share))
+                self.spot_room[(w, month, k)] -= (1.0 - share) * now
+                if units - now > 1e-9:
+                    self.held_back.append((cell, supply, flow, units - now))
+                units = now
+            else:
+                self.spot_room[(w, month, k)] += share * units
+        self._move(cell, supply, flow, units)
+
+    def serve_spot_held_back(self) -> None:
+        for cell, supply, flow, units in self.held_back:
+            w, _site, month, k = cell
+            share = self.model.scenario.workload_by_name[w].max_spot_share
+            now = min(units, max(self.spot_room[(w, month, k)], 0.0) / (1.0 - share))
+            self.spot_room[(w, month, k)] -= (1.0 - share) * now
+            self._move(cell, supply, flow, now)
+        self.held_back.clear()
+
+    def _move(self, cell: tuple, supply, flow, units: float) -> None:
+        if units <= 0:
+            return
+        unmet = self.model.unmet[cell]
+        units = min(units, unmet.varValue or 0.0)
+        unmet.varValue = (unmet.varValue or 0.0) - units
+        supply.varValue = (supply.varValue or 0.0) + units
+        if flow is not None:
+            flow.varValue = (flow.varValue or 0.0) + units
 
 
 def _capacity_row(model: PlanningModel, r: str, g: str, src: str, month: int, k: int):

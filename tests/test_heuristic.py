@@ -136,34 +136,55 @@ def test_the_start_without_an_lp_serves_what_the_lp_guided_one_does(tmp_path, se
     assert guided.lp_bound <= start.objective <= 1.1 * guided.objective
 
 
-def test_a_repair_out_of_time_leaves_the_last_plan_standing(tmp_path, monkeypatch):
-    """When the LP after a repair does not finish, the plan of the LP before it (rounded
-    replicas, demand partly unmet) stands: valid, and its cost is what the start says."""
+def test_a_repair_out_of_time_leaves_its_own_plan_standing(tmp_path, monkeypatch):
+    """When the LP after a repair does not finish, the repair's plan stands: its added
+    replicas serve what they were added for (the values moved with them), so the plan is
+    valid, its cost is what the start says, and it serves more than the plan before the
+    repair (which, without an LP, served nothing: a part planned with a second to spare
+    left all its demand unmet)."""
     from planner import heuristic
 
     s, model = _generated_model(tmp_path, 1)
-    repaired = []
+    unmet_before = []
     add = heuristic._add_replicas_for_unmet
 
-    def add_then_run_out_of_time(*args):
-        repaired.append(add(*args))
-        return repaired[-1]
+    def add_then_run_out_of_time(model, *args):
+        unmet_before.append(sum(v.varValue or 0.0 for v in model.unmet.values()))
+        return add(model, *args)
 
     monkeypatch.setattr(heuristic, "_add_replicas_for_unmet", add_then_run_out_of_time)
 
     def out_of_time_after_a_repair(problem, seconds, gap, start=False):
-        if start or any(repaired):
+        if start or unmet_before:
             return None
         r = _run(problem, "highs", seconds, gap, 1, False)
         return r["objective"] if r["has_solution"] else None
 
     start = lp_guided_start(model, out_of_time_after_a_repair, 1e-4, 600)
-    assert repaired and repaired[0]  # the rounded plan needed a repair
+    assert unmet_before and unmet_before[0] > 1.0  # the rounded plan needed a repair
     assert start is not None
     plan = _plan_of(model, start)
     assert check_plan(s, plan) == []
     assert plan.totals["objective_usd"] == pytest.approx(start.objective, rel=1e-6)
-    assert plan.totals["unmet_unit_hours"] > 0  # what the repair would have served
+    assert sum(v.varValue for v in model.unmet.values()) < 0.01 * unmet_before[0]
+
+
+def test_the_start_without_an_lp_is_a_plan_without_any_lp(tmp_path):
+    """Every LP out of time: the start without an LP is the repair's plan alone, valid,
+    serving all demand on generated seed 1 (it needed the LP after the repair to move the
+    served units into the values, and without it served nothing)."""
+    s, model = _generated_model(tmp_path, 1)
+    model.full_bound = 0.0
+
+    def no_time(problem, seconds, gap, start=False):
+        return None
+
+    start = lp_guided_start(model, no_time, 1e-4, 600, quick=True, bound=0.0)
+    assert start is not None
+    plan = _plan_of(model, start)
+    assert check_plan(s, plan) == []
+    assert plan.totals["objective_usd"] == pytest.approx(start.objective, rel=1e-6)
+    assert plan.totals["unmet_unit_hours"] == pytest.approx(0.0, abs=1e-6)
 
 
 # A training run (single region) whose cheap region an inference workload also needs:
