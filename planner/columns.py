@@ -210,12 +210,17 @@ class Pricing:
         # GPUs earlier parts of a plan in parts use, on average over months and segments:
         # per pay-as-you-go offer, and per (r, g) of existing GPUs (committed GPUs in use
         # beyond those committed: what `Taken.committed` holds below zero)
+        # and, per month, the most they use in any segment (month 0, before commitments
+        # are ready, earlier parts fill pay-as-you-go offers their average hides)
         cells = self.shape[0] * self.shape[1]
         self.used: dict = defaultdict(float)
-        for (src, _, _), gpus in builder.taken.offer.items():
+        self.used_in: dict = defaultdict(float)
+        for (src, month, _), gpus in builder.taken.offer.items():
             self.used[src] += gpus / cells
-        for (r, g, _, _), spare in builder.taken.committed.items():
+            self.used_in[(src, month)] = max(self.used_in[(src, month)], gpus)
+        for (r, g, month, _), spare in builder.taken.committed.items():
             self.used[(r, g)] += max(-spare, 0.0) / cells
+            self.used_in[((r, g), month)] = max(self.used_in[((r, g), month)], -spare)
 
     def arrays(self, w: str) -> _Sources:
         if w not in self._arrays:
@@ -361,20 +366,24 @@ class Pricing:
     def _kind(self, src: str) -> str:
         return COMMITTED if src == COMMITTED else self.b.payg_offer[src].term
 
-    def capacity_gpus(self, r: str, g: str, src: str) -> float:
+    def capacity_gpus(self, r: str, g: str, src: str, month: int | None = None) -> float:
         """GPUs the source has at most in an hour (inf: no limit), less what earlier parts
-        of a plan in parts use there on average over months and segments."""
+        of a plan in parts use there: on average over months and segments, or in `month`'s
+        busiest segment."""
         b = self.b
+        key = (r, g) if src == COMMITTED else src
+        used = self.used.get(key, 0.0) if month is None else self.used_in.get((key, month),
+                                                                             0.0)
         if src == COMMITTED:
             gpus = sum(math.inf if o.max_gpus is None else o.max_gpus
                        for o in b.commit_offers.get((r, g), []))
             gpus += max((e.gpus for e in b.s.existing if (e.region, e.gpu) == (r, g)),
                         default=0)
-            return max(gpus - self.used.get((r, g), 0.0), 0.0)
+            return max(gpus - used, 0.0)
         o = b.payg_offer[src]
         if o.max_gpus is None:
             return math.inf
-        return max(o.max_gpus - self.used.get(src, 0.0), 0.0)
+        return max(o.max_gpus - used, 0.0)
 
     def units_per_gpu(self, w: str, g: str, src: str) -> float:
         t = self.b.s.throughput_by_pair[(w, g)]
@@ -389,7 +398,8 @@ class Pricing:
         sources until they could carry `cover` × the site's busiest level (at least
         `per_kind` with capacity left), sites with the highest levels first, each taking
         its share of an offer's capacity (workloads compete for the cheap ones); then the
-        same among sources usable from the first month of demand. For single-region
+        same among sources usable from the first month of demand, on what earlier parts
+        left in that month. For single-region
         workloads the `per_kind` cheapest groups, those that can hold it from its first
         month first."""
         b = self.b
@@ -435,7 +445,7 @@ class Pricing:
                         continue
                     key = x[:2] if x[2] == COMMITTED else x[2]
                     if key not in left:
-                        left[key] = self.capacity_gpus(*x)
+                        left[key] = self.capacity_gpus(*x, first[w] if early else None)
                     if left[key] <= 0 and taken[kind] > 0:
                         continue  # taken up by bigger sites
                     chosen[w].add(x)
