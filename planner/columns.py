@@ -207,11 +207,11 @@ class Pricing:
                 self.capacity_row.setdefault(key, len(self.capacity_row))
         self.reach = {key: set(regions) for key, regions in builder.c.regions_for_site.items()}
         self._arrays: dict[str, _Sources] = {}
-        # GPUs earlier parts of a plan in parts use, on average over months and segments:
-        # per pay-as-you-go offer, and per (r, g) of existing GPUs (committed GPUs in use
-        # beyond those committed: what `Taken.committed` holds below zero)
-        # and, per month, the most they use in any segment (month 0, before commitments
-        # are ready, earlier parts fill pay-as-you-go offers their average hides)
+        # GPUs earlier parts of a plan in parts use — per pay-as-you-go offer, and per
+        # (r, g) of existing GPUs (committed GPUs in use beyond those committed: what
+        # `Taken.committed` holds below zero) — on average over months and segments, and
+        # per month in its busiest segment (before their commitments are ready, earlier
+        # parts fill pay-as-you-go offers in month 0, which their average hides)
         cells = self.shape[0] * self.shape[1]
         self.used: dict = defaultdict(float)
         self.used_in: dict = defaultdict(float)
@@ -399,9 +399,8 @@ class Pricing:
         `per_kind` with capacity left), sites with the highest levels first, each taking
         its share of an offer's capacity (workloads compete for the cheap ones); then the
         same among sources usable from the first month of demand, on what earlier parts
-        left in that month. For single-region
-        workloads the `per_kind` cheapest groups, those that can hold it from its first
-        month first."""
+        left in that month. For single-region workloads the `per_kind` cheapest groups,
+        those that can hold it from its first month first."""
         b = self.b
         peak: dict[tuple, float] = defaultdict(float)
         for (w, site, month, k), level in b.c.level.items():

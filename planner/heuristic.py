@@ -521,29 +521,36 @@ class _Served:
 
     def serve(self, cell: tuple, supply, flow, units: float, spot: bool) -> None:
         w, _site, month, k = cell
-        row = self.model.rows["spot_share"].get((w, month, k))
-        if row is not None:
-            share = self.model.scenario.workload_by_name[w].max_spot_share
-            if (w, month, k) not in self.spot_room:
-                self.spot_room[(w, month, k)] = _room(row, {})
+        if (w, month, k) in self.model.rows["spot_share"]:
             if spot:
-                now = min(units, max(self.spot_room[(w, month, k)], 0.0) / (1.0 - share))
-                self.spot_room[(w, month, k)] -= (1.0 - share) * now
+                now = self._spot_allowed(cell, units)
                 if units - now > 1e-9:
                     self.held_back.append((cell, supply, flow, units - now))
                 units = now
             else:
-                self.spot_room[(w, month, k)] += share * units
+                share = self.model.scenario.workload_by_name[w].max_spot_share
+                self.spot_room[(w, month, k)] = self._spot_room(cell) + share * units
         self._move(cell, supply, flow, units)
 
     def serve_spot_held_back(self) -> None:
         for cell, supply, flow, units in self.held_back:
-            w, _site, month, k = cell
-            share = self.model.scenario.workload_by_name[w].max_spot_share
-            now = min(units, max(self.spot_room[(w, month, k)], 0.0) / (1.0 - share))
-            self.spot_room[(w, month, k)] -= (1.0 - share) * now
-            self._move(cell, supply, flow, now)
+            self._move(cell, supply, flow, self._spot_allowed(cell, units))
         self.held_back.clear()
+
+    def _spot_room(self, cell: tuple) -> float:
+        w, _site, month, k = cell
+        if (w, month, k) not in self.spot_room:
+            self.spot_room[(w, month, k)] = _room(self.model.rows["spot_share"][(w, month, k)],
+                                                  {})
+        return self.spot_room[(w, month, k)]
+
+    def _spot_allowed(self, cell: tuple, units: float) -> float:
+        """Spot units of `units` the spot-share row of `cell` allows now (taken up)."""
+        w, _site, month, k = cell
+        share = self.model.scenario.workload_by_name[w].max_spot_share
+        now = min(units, max(self._spot_room(cell), 0.0) / (1.0 - share))
+        self.spot_room[(w, month, k)] -= (1.0 - share) * now
+        return now
 
     def _move(self, cell: tuple, supply, flow, units: float) -> None:
         if units <= 0:
