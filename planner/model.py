@@ -83,6 +83,8 @@ class PlanningModel:
     warm_lp: object = None
     # what earlier parts of a plan in parts hold (planner.parts; empty otherwise)
     taken: "Taken" = None
+    # workload -> (region, GPU type, source) -> first month it may serve (ModelBuilder)
+    sources: dict = field(default_factory=dict)
 
     def commitment_room(self, o: Offer, month: int) -> float:
         """GPUs offer `o` may still have committed and active in `month` (max_gpus less
@@ -359,7 +361,7 @@ class ModelBuilder:
         self.m = PlanningModel(self.s, self.c,
                                pulp.LpProblem(_safe(self.s.name), pulp.LpMinimize),
                                index=self.index,  # the same names in every build
-                               taken=self.taken)
+                               taken=self.taken, sources=self.sources)
         self.add_unmet()
         self.add_commitments()
         self._grow(self.cells() if cells is None else self.in_build_order(cells))

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from planner.candidates import Candidates
+from planner.candidates import UNMET_CAPACITY, UNMET_ROOM, Candidates
 from planner.costs import counted_per_gpu, obligation_per_gpu
 from planner.model import COMMITTED, PlanningModel
 from planner.scenario import Scenario
@@ -47,6 +47,63 @@ class Plan:
 def _value(v) -> float:
     x = v.varValue
     return 0.0 if x is None else float(x)
+
+
+class _RoomLeft:
+    """Where the plan left room for one more replica of a workload: GPUs of a
+    pay-as-you-go offer below its max_gpus, committed GPUs idle, or a commitment it could
+    have signed larger (what tells a plan that stopped short from a full market)."""
+
+    def __init__(self, model: PlanningModel, usage_rows: list[dict], gpr: dict):
+        s = model.scenario
+        self.model, self.gpr = model, gpr
+        self.pool_of = {w.workload: w.pool_name for w in s.workloads}
+        # (offer key or (r, g) of committed GPUs, month, segment) -> GPUs in use
+        self.used: dict[tuple, float] = defaultdict(float)
+        for row in usage_rows:
+            key = (row["region"], row["gpu"]) if row["source"] == COMMITTED else row["source"]
+            self.used[(key, row["month"], row["segment"])] += row["gpus"]
+        self.committed: dict[tuple, float] = defaultdict(float)  # ((r, g), month) -> GPUs
+        signed: dict[tuple, float] = defaultdict(float)  # (offer key, month) -> GPUs
+        active: dict[tuple, list] = defaultdict(list)  # (offer key, month) -> variables
+        horizon = s.settings.horizon_months
+        for (key, t), v in model.commit.items():
+            o = s.offer_by_key[key]
+            for m in range(t, min(t + o.commit_months, horizon)):
+                self.committed[((o.region, o.gpu), m)] += round(_value(v))
+                signed[(key, m)] += round(_value(v))
+                active[(key, m)].append(v)
+        for e in s.existing:
+            for m in s.settings.months:
+                if e.active(m):
+                    self.committed[((e.region, e.gpu), m)] += e.gpus
+        # ((r, g), month) -> GPUs a commitment active then could still have added
+        self.signable: dict[tuple, float] = defaultdict(float)
+        for (key, m), variables in active.items():
+            o = s.offer_by_key[key]
+            if any(v.upBound is None or _value(v) < v.upBound - 0.5 for v in variables):
+                room = float("inf") if o.max_gpus is None else o.max_gpus - signed[(key, m)]
+                self.signable[((o.region, o.gpu), m)] = max(
+                    self.signable[((o.region, o.gpu), m)], room)
+
+    def in_reach(self, w: str, site, month: int, k: int) -> bool:
+        model, s = self.model, self.model.scenario
+        near = set(model.candidates.regions_for_site.get((w, site), ()))
+        for (r, g, src), first in model.sources.get(w, {}).items():
+            if first > month or r not in near:
+                continue
+            need = self.gpr[(self.pool_of[w], g)]
+            if src == COMMITTED:
+                idle = self.committed[((r, g), month)] - self.used[((r, g), month, k)]
+                if max(idle, self.signable[((r, g), month)]) >= need:
+                    return True
+                continue
+            o = s.offer_by_key[src]
+            if o.term == "spot" and s.workload_by_name[w].max_spot_share < 1.0:
+                continue  # its share may be what binds
+            if o.max_gpus is None or o.max_gpus - self.used[(src, month, k)] >= need:
+                return True
+        return False
 
 
 def extract_plan(model: PlanningModel, result: SolveResult) -> Plan:
@@ -104,16 +161,20 @@ def extract_plan(model: PlanningModel, result: SolveResult) -> Plan:
 
     # -- unmet ----------------------------------------------------------------------------
     unmet_rows = []
+    room = _RoomLeft(model, usage_rows, gpr)
     for (w, site, m, k), v in model.unmet.items():
         x = _value(v)
         if x <= 1e-6:
             continue
         penalty = workloads[w].unmet_penalty_usd_per_unit_hour
+        reason = c.unmet_reason(w, site, m)
+        if reason == UNMET_CAPACITY and room.in_reach(w, site, m, k):
+            reason = UNMET_ROOM  # the plan, not the market, left it unmet
         unmet_rows.append(dict(
             workload=w, site=site, month=m, month_label=st.month(m), segment=k,
             level=c.level[(w, site, m, k)], units=x, hours=hours[k],
             unit_hours=x * hours[k], penalty_usd=x * hours[k] * penalty,
-            reason=c.unmet_reason(w, site, m),
+            reason=reason,
         ))
     unmet = pd.DataFrame(unmet_rows, columns=[
         "workload", "site", "month", "month_label", "segment", "level", "units", "hours",

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pytest
 
+from planner.check import check_plan
+
 from solving import cost, gpus_by, solve_tables
 from scenarios import scenario
 
@@ -296,6 +298,43 @@ def test_unmet_demand_at_its_penalty(tmp_path, solver):
     assert plan.totals["unmet_unit_hours"] == pytest.approx(1000)
     assert plan.totals["objective_usd"] == pytest.approx(5200)
     assert plan.unmet["reason"].tolist() == ["capacity exhausted"]
+
+
+@pytest.mark.parametrize("used, reason", [(0, "sources in reach had room"),
+                                          (1, "capacity exhausted")])
+def test_unmet_demand_says_when_the_plan_left_room(tmp_path, used, reason):
+    """A plan that stops short (a time limit, plans in parts) may leave demand unmet next
+    to idle capacity; the reason must not blame the market. The offer has 2 GPUs, w needs
+    1 of them (10 units); the plan serves nothing: with the other GPU in use by v (1 GPU
+    left) there is room, and with both in use (v on 2) there is none."""
+    from planner.candidates import find_candidates
+    from planner.model import build_model
+    from planner.plan import extract_plan
+    from planner.solve import SolveResult
+    from planner.validate import load_scenario
+    from scenarios import write_csv
+
+    s = load_scenario(write_csv(tmp_path / "s", scenario(
+        settings=H, offers=[od(price=2, max_gpus=2)],
+        workloads=[{"workload": "w", "kind": "inference"}, {"workload": "v", "kind": "burst"}],
+        throughput=[{"workload": x, "gpu": "A", "units_per_gpu": 10} for x in ("w", "v")],
+        demand=flat(amount=10) + flat("v", amount=10 * (1 + used)))))
+    model = build_model(s, find_candidates(s))
+    for v in model.prob.variables():
+        v.varValue = 0.0
+    for (w, site, m, k), v in model.unmet.items():
+        v.varValue = model.candidates.level[(w, site, m, k)] if w == "w" else 0.0
+    for (p, r, g, src, m, k), v in model.replicas.items():
+        if p == s.workload_by_name["v"].pool_name:
+            v.varValue = 1 + used
+    for (w, r, g, src, m, k), v in model.supply.items():
+        if w == "v":
+            v.varValue = 10.0 * (1 + used)
+    plan = extract_plan(model, SolveResult(
+        solver="highs", status="feasible", termination="time limit", has_solution=True,
+        objective=None, bound=None, gap=None, seconds=1.0))
+    assert check_plan(s, plan) == []
+    assert len(plan.unmet) and {r.split(" (")[0] for r in plan.unmet["reason"]} == {reason}
 
 
 def test_unmet_demand_says_why(tmp_path):
