@@ -120,6 +120,16 @@ def start_cells(pricing: Pricing) -> set:
     return _with_groups(pricing.b, cells, groups)
 
 
+def room_cells(pricing: Pricing) -> set:
+    """Supply cells that leave a part of a plan in parts room where earlier parts took the
+    cheap capacity: the start set on what they left in their busiest month. A model from
+    column generation stopped after a round or two (or none: a part without an LP) may
+    hold only sources that are full in some months, and the LP-guided start's repair
+    serves unmet demand only from the cells a model holds."""
+    cells, groups = pricing.start(START_SOURCES, COVER, busiest=True)
+    return _with_groups(pricing.b, cells, groups)
+
+
 def _generated(model: PlanningModel, lp: IncrementalLP, builder: ModelBuilder,
                value: float, bound: float, converged: bool, rounds: int) -> Generated:
     model.full_bound = bound
@@ -221,6 +231,16 @@ class Pricing:
         for (r, g, month, _), spare in builder.taken.committed.items():
             self.used[(r, g)] += max(-spare, 0.0) / cells
             self.used_in[((r, g), month)] = max(self.used_in[((r, g), month)], -spare)
+        self.used_most: dict = defaultdict(float)
+        for (key, _month), gpus in self.used_in.items():
+            self.used_most[key] = max(self.used_most[key], gpus)
+        signed: dict = defaultdict(float)  # ((r, g), month) -> GPUs signed on its offers
+        for (offer, month), gpus in builder.taken.signed.items():
+            o = builder.s.offer_by_key[offer]
+            signed[((o.region, o.gpu), month)] += gpus
+        self.signed_most: dict = defaultdict(float)
+        for (key, _month), gpus in signed.items():
+            self.signed_most[key] = max(self.signed_most[key], gpus)
 
     def arrays(self, w: str) -> _Sources:
         if w not in self._arrays:
@@ -366,14 +386,20 @@ class Pricing:
     def _kind(self, src: str) -> str:
         return COMMITTED if src == COMMITTED else self.b.payg_offer[src].term
 
-    def capacity_gpus(self, r: str, g: str, src: str, month: int | None = None) -> float:
+    def capacity_gpus(self, r: str, g: str, src: str, month: int | None = None,
+                      busiest: bool = False) -> float:
         """GPUs the source has at most in an hour (inf: no limit), less what earlier parts
-        of a plan in parts use there: on average over months and segments, or in `month`'s
-        busiest segment."""
+        of a plan in parts use there: on average over months and segments, in `month`'s
+        busiest segment, or (`busiest`) in the busiest month and segment."""
         b = self.b
         key = (r, g) if src == COMMITTED else src
-        used = self.used.get(key, 0.0) if month is None else self.used_in.get((key, month),
-                                                                             0.0)
+        if busiest:  # commitments signed count too: no part signs beyond max_gpus
+            used = self.used_most.get(key, 0.0) + (self.signed_most.get(key, 0.0)
+                                                   if src == COMMITTED else 0.0)
+        elif month is not None:
+            used = self.used_in.get((key, month), 0.0)
+        else:
+            used = self.used.get(key, 0.0)
         if src == COMMITTED:
             gpus = sum(math.inf if o.max_gpus is None else o.max_gpus
                        for o in b.commit_offers.get((r, g), []))
@@ -389,17 +415,19 @@ class Pricing:
         t = self.b.s.throughput_by_pair[(w, g)]
         return t.units_per_gpu * (1.0 if src == COMMITTED else self.b.payg_offer[src].derate)
 
-    def capacity_units(self, w: str, r: str, g: str, src: str) -> float:
+    def capacity_units(self, w: str, r: str, g: str, src: str, busiest: bool = False
+                       ) -> float:
         """Units of `w` the source can deliver at most in an hour (inf: no limit)."""
-        return self.capacity_gpus(r, g, src) * self.units_per_gpu(w, g, src)
+        return self.capacity_gpus(r, g, src, busiest=busiest) * self.units_per_gpu(w, g, src)
 
-    def start(self, per_kind: int, cover: float) -> tuple[set, set]:
+    def start(self, per_kind: int, cover: float, busiest: bool = False) -> tuple[set, set]:
         """Per demand site and kind of source (spot, on-demand, committed), the cheapest
         sources until they could carry `cover` × the site's busiest level (at least
         `per_kind` with capacity left), sites with the highest levels first, each taking
         its share of an offer's capacity (workloads compete for the cheap ones); then the
         same among sources usable from the first month of demand, on what earlier parts
-        left in that month. For single-region workloads the `per_kind` cheapest groups,
+        left in that month. `busiest`: on what earlier parts left in their busiest month
+        (not on average). For single-region workloads the `per_kind` cheapest groups,
         those that can hold it from its first month first."""
         b = self.b
         peak: dict[tuple, float] = defaultdict(float)
@@ -418,7 +446,7 @@ class Pricing:
                 need = cover * max(peak[(w, site)] for site in b.sites_of[w])
                 group_units: dict[tuple, float] = defaultdict(float)
                 for x in sources:
-                    group_units[x[:2]] += self.capacity_units(w, *x)
+                    group_units[x[:2]] += self.capacity_units(w, *x, busiest=busiest)
                 fits = [(r, g) for (r, g, src) in ranked[w]
                         if sources[(r, g, src)] <= first[w] and group_units[(r, g)] >= need]
                 best = []
@@ -444,7 +472,8 @@ class Pricing:
                         continue
                     key = x[:2] if x[2] == COMMITTED else x[2]
                     if key not in left:
-                        left[key] = self.capacity_gpus(*x, first[w] if early else None)
+                        left[key] = self.capacity_gpus(*x, first[w] if early else None,
+                                                       busiest=busiest and not early)
                     if left[key] <= 0 and taken[kind] > 0:
                         continue  # taken up by bigger sites
                     chosen[w].add(x)

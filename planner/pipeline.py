@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from planner.candidates import find_candidates
 from planner.graph import Transit
-from planner.columns import Pricing, generate_columns, start_cells
+from planner.columns import Pricing, generate_columns, room_cells, start_cells
 from planner.model import ModelBuilder, PlanningModel, Restrictions
 from planner.parts import part_cells, plan_in_parts
 from planner.plan import Plan, extract_plan
@@ -113,6 +113,7 @@ def _plan(builder: ModelBuilder, solver: str, limit: float, gap: float,
             # over the start set (cheapest sources per site, shared by capacity), at
             # pay-as-you-go prices, bound by prices alone
             start.full_bound = pricing.price_bound(start.prob.objective.constant)
+            builder.extend(start, room_cells(pricing))
             result = solve(start, solver, max(1.0, limit - seconds["columns"]), gap,
                            threads=threads, strategy="no-lp")
             seconds["solve"] = result.seconds
@@ -125,6 +126,10 @@ def _plan(builder: ModelBuilder, solver: str, limit: float, gap: float,
                 seconds=seconds["columns"])
             return builder.build(set()), result
         model = generated.model
+        if in_part and not generated.converged and any(
+                (v.varValue or 0.0) > 1e-6 for v in model.unmet.values()):
+            _add_room(builder, model, pricing, (limit - (time.perf_counter() - t)) / 2)
+            seconds["columns"] = time.perf_counter() - t
         limit = max(1.0, limit - seconds["columns"])
         strategy = "start-only" if in_part else "lp-guided"
     else:
@@ -134,3 +139,21 @@ def _plan(builder: ModelBuilder, solver: str, limit: float, gap: float,
     result = solve(model, solver, limit, gap, threads=threads, strategy=strategy)
     seconds["solve"] = result.seconds
     return model, result
+
+
+def _add_room(builder: ModelBuilder, model: PlanningModel, pricing: Pricing,
+              seconds: float) -> None:
+    """Add `room_cells` to a part's model from column generation whose LP leaves demand
+    unmet (its rounds stopped before pricing in sources with room), and solve the LP
+    again over them from its basis within `seconds`; if it does not finish, the last LP
+    stands (the new cells at zero)."""
+    growth = builder.extend(model, room_cells(pricing))
+    if not growth.variables:
+        return
+    model.warm_lp.deadline = time.perf_counter() + max(1.0, seconds)
+    value = model.warm_lp.solve(model.prob, growth)
+    if value is None:
+        for v in growth.variables:
+            v.varValue = 0.0
+    else:
+        model.lp_objective = value

@@ -167,6 +167,28 @@ def test_a_later_parts_start_set_looks_at_what_is_left_in_the_first_month(tmp_pa
     assert {r for (_, r, _, _, m, _) in cells if m == 0} == {"r1", "r2"}
 
 
+def test_room_cells_look_at_what_is_left_in_the_busiest_month(tmp_path):
+    """A part's model may hold only sources that earlier parts filled in some month; the
+    cells added for room (`columns.room_cells`: the part without an LP, or whose LP left
+    demand unmet) look at what is left in the busiest month. r1's and r2's one GPU each
+    are in use in month 1 of 2: on average (and in the first month) they look free and
+    the start set stops at them; in the busiest month they are full, so r3 joins."""
+    from planner.columns import Pricing, room_cells, start_cells
+    from planner.model import Taken
+
+    s = load_scenario(write_csv(tmp_path / "s", scenario(
+        settings={**H, "horizon_months": 2},
+        regions=[{"region": r, "provider": "p", "site": "s1"} for r in ("r1", "r2", "r3")],
+        offers=[od("r1", 1, max_gpus=1), od("r2", 2, max_gpus=1), od("r3", 3)],
+        demand=[{"workload": "w", "period": p, "amount": 5} for p in ("2027-01", "2027-02")])))
+    c = find_candidates(s)
+    segments = range(len(ModelBuilder(s, c).hours))
+    busy = Taken(offer={(f"{r}/A/on_demand", 1, k): 1.0 for k in segments for r in ("r1", "r2")})
+    pricing = Pricing(ModelBuilder(s, c, taken=busy))
+    assert {r for (_, r, _, _, _, _) in start_cells(pricing)} == {"r1", "r2"}
+    assert {r for (_, r, _, _, m, _) in room_cells(pricing) if m == 1} == {"r1", "r2", "r3"}
+
+
 def test_the_workbook_says_the_plan_was_planned_in_parts(tmp_path, one_pool_a_part):
     """Finance reads why a plan is not proven optimal: here the parts, not a time limit."""
     from openpyxl import load_workbook
