@@ -280,36 +280,47 @@ def _single_region_choice(model: PlanningModel) -> dict[str, tuple[str, str]]:
     sources: dict[tuple, set[str]] = defaultdict(set)
     for (w, r, g, src, m, k) in model.supply:
         sources[(w, r, g)].add(src)
+    months_of: dict[str, set[int]] = defaultdict(set)
+    for (w, _site, m, _k) in model.candidates.level:
+        months_of[w].add(m)
     committed_offers: dict[tuple[str, str], list] = defaultdict(list)
     for (key, _t) in model.commit:
         o = s.offer_by_key[key]
         if o not in committed_offers[(o.region, o.gpu)]:
             committed_offers[(o.region, o.gpu)].append(o)
-    existing: dict[tuple[str, str], int] = defaultdict(int)
-    for e in s.existing:
-        existing[(e.region, e.gpu)] = max(existing[(e.region, e.gpu)], e.gpus)
+    taken = model.taken
+    # what earlier parts of a plan in parts left, in each month's busiest segment:
+    # committed GPUs free (signed but idle, less existing GPUs in use), offers' GPUs in use
+    free: dict[tuple, float] = {}
+    in_use: dict[tuple, float] = defaultdict(float)
+    if taken is not None:
+        for (r, g, m, _k), spare in taken.committed.items():
+            free[(r, g, m)] = min(free.get((r, g, m), math.inf), spare)
+        for (src, m, _k), gpus in taken.offer.items():
+            in_use[(src, m)] = max(in_use[(src, m)], gpus)
 
     def capacity(w, r, g) -> float:
-        total = float(existing[(r, g)])
-        for src in sources[(w, r, g)]:
-            offers = committed_offers[(r, g)] if src == COMMITTED else [
-                s.offer_by_key[src]]
-            for o in offers:
-                total += math.inf if o.max_gpus is None else o.max_gpus
-        return total
+        """GPUs at (r, g) the run could use in each of its months: existing contracts,
+        commitments it could still sign and those signed but idle, pay-as-you-go offers'
+        room — the least over its months."""
+        least = math.inf
+        for m in months_of[w]:
+            total = 0.0
+            for src in sources[(w, r, g)]:
+                if src == COMMITTED:
+                    total += sum(e.gpus for e in s.existing
+                                 if (e.region, e.gpu) == (r, g) and e.active(m))
+                    total += free.get((r, g, m), 0.0)
+                    total += sum(model.commitment_room(o, m) for o in committed_offers[(r, g)]
+                                 if o.first_month <= m)
+                else:
+                    o = s.offer_by_key[src]
+                    total += math.inf if o.max_gpus is None else o.max_gpus - in_use[(src, m)]
+            least = min(least, total)
+        return least
 
-    # GPUs at (r, g) held: by earlier parts (the most any month and segment of an offer,
-    # and of existing GPUs in use), then by each run chosen here at its busiest
+    # GPUs at (r, g) held by each run chosen here at its busiest
     held: dict[tuple[str, str], float] = defaultdict(float)
-    if model.taken is not None:
-        busiest: dict = defaultdict(float)
-        for (src, _m, _k), gpus in model.taken.offer.items():
-            o = s.offer_by_key[src]
-            busiest[(o.region, o.gpu, src)] = max(busiest[(o.region, o.gpu, src)], gpus)
-        for (r, g, _m, _k), spare in model.taken.committed.items():
-            busiest[(r, g, COMMITTED)] = max(busiest[(r, g, COMMITTED)], -spare)
-        for (r, g, _), gpus in busiest.items():
-            held[(r, g)] += gpus
     choices: dict[str, list] = defaultdict(list)
     for (w, r, g) in sorted(model.choose):
         choices[w].append((r, g))

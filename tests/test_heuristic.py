@@ -257,3 +257,31 @@ def test_single_region_runs_choose_beside_each_other_and_earlier_parts(tmp_path)
         for v in model.supply.values():
             v.varValue = 0.0
         assert _single_region_choice(model) == {"t1": (t1, "A"), "t2": ("r2", "A")}
+
+
+def test_single_region_runs_see_commitments_earlier_parts_signed(tmp_path):
+    """r1 sells A on demand at $1/h (1 GPU at most) and as a monthly commitment (2 GPUs at
+    most); r2 on demand at $2/h. The busier run needs 2 GPUs: r1 holds 3 — unless an
+    earlier part signed both committed GPUs and uses them (it used to count only existing
+    GPUs in use as held: a run of 1000x100x36 chose a build-to-order offer signed to its
+    limit and was left unmet). Signed but idle, they are still there for it."""
+    from planner.heuristic import _single_region_choice
+    from planner.model import ModelBuilder, Taken
+
+    tables = dict(TWO_RUNS, offers=[
+        {"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 1,
+         "max_gpus": 1},
+        {"region": "r1", "gpu": "A", "term": "monthly", "usd_per_gpu_hour": 1,
+         "commit_months": 1, "max_gpus": 2},
+        {"region": "r2", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 2}])
+    s = load_scenario(write_csv(tmp_path / "scn", tables))
+    c = find_candidates(s)
+    segments = range(len(ModelBuilder(s, c).hours))
+    key = next(o.key for o in s.offers if o.term == "monthly")
+    for signed, idle, t1 in ((0.0, 0.0, "r1"), (2.0, 0.0, "r2"), (2.0, 2.0, "r1")):
+        taken = Taken(signed={(key, 0): signed},
+                      committed={("r1", "A", 0, k): idle for k in segments})
+        model = ModelBuilder(s, c, taken=taken).build()
+        for v in model.supply.values():
+            v.varValue = 0.0
+        assert _single_region_choice(model)["t1"] == (t1, "A"), (signed, idle)
