@@ -27,9 +27,9 @@ import time
 from pathlib import Path
 
 SIZES = ["20x10x12", "50x20x24", "200x40x24", "1000x100x36"]
-# 1000x100x36: 540 s, so that with load and the workbook (~1 min) the run ends within the
-# 10 minutes issue #7 asks for
-TIME_LIMIT = {"20x10x12": 60, "50x20x24": 60, "200x40x24": 60, "1000x100x36": 540}
+# 1000x100x36: 500 s (as generated), so that with load, the workbook (~1 min) and parts
+# running past their shares the run ends within the 10 minutes issue #7 asks for
+TIME_LIMIT = {"20x10x12": 60, "50x20x24": 60, "200x40x24": 60, "1000x100x36": 500}
 GAP = 0.005
 # Above this many (estimated) cells not even column generation is attempted (1000x100x36
 # has ~73 M; pricing them takes numpy arrays per workload, never a list of cells).

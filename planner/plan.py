@@ -161,15 +161,17 @@ def extract_plan(model: PlanningModel, result: SolveResult) -> Plan:
 
     # -- unmet ----------------------------------------------------------------------------
     unmet_rows = []
-    room = _RoomLeft(model, usage_rows, gpr)
+    room = None  # _RoomLeft, built at the first unmet demand that asks
     for (w, site, m, k), v in model.unmet.items():
         x = _value(v)
         if x <= 1e-6:
             continue
         penalty = workloads[w].unmet_penalty_usd_per_unit_hour
         reason = c.unmet_reason(w, site, m)
-        if reason == UNMET_CAPACITY and room.in_reach(w, site, m, k):
-            reason = UNMET_ROOM  # the plan, not the market, left it unmet
+        if reason == UNMET_CAPACITY:
+            room = room or _RoomLeft(model, usage_rows, gpr)
+            if room.in_reach(w, site, m, k):
+                reason = UNMET_ROOM  # the plan, not the market, left it unmet
         unmet_rows.append(dict(
             workload=w, site=site, month=m, month_label=st.month(m), segment=k,
             level=c.level[(w, site, m, k)], units=x, hours=hours[k],
