@@ -288,6 +288,11 @@ def _single_region_choice(model: PlanningModel) -> dict[str, tuple[str, str]]:
         o = s.offer_by_key[key]
         if o not in committed_offers[(o.region, o.gpu)]:
             committed_offers[(o.region, o.gpu)].append(o)
+    existing: dict[tuple, int] = defaultdict(int)  # (r, g, month) -> existing GPUs
+    for e in s.existing:
+        for m in s.settings.months:
+            if e.active(m):
+                existing[(e.region, e.gpu, m)] += e.gpus
     taken = model.taken
     # what earlier parts of a plan in parts left, in each month's busiest segment:
     # committed GPUs free (signed but idle, less existing GPUs in use), offers' GPUs in use
@@ -308,9 +313,7 @@ def _single_region_choice(model: PlanningModel) -> dict[str, tuple[str, str]]:
             total = 0.0
             for src in sources[(w, r, g)]:
                 if src == COMMITTED:
-                    total += sum(e.gpus for e in s.existing
-                                 if (e.region, e.gpu) == (r, g) and e.active(m))
-                    total += free.get((r, g, m), 0.0)
+                    total += existing[(r, g, m)] + free.get((r, g, m), 0.0)
                     total += sum(model.commitment_room(o, m) for o in committed_offers[(r, g)]
                                  if o.first_month <= m)
                 else:
