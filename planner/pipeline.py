@@ -12,7 +12,7 @@ from planner.model import ModelBuilder, PlanningModel, Restrictions
 from planner.parts import part_cells, plan_in_parts
 from planner.plan import Plan, extract_plan
 from planner.scenario import Scenario
-from planner.solve import SolveResult, solve
+from planner.solve import NO_LP_START, SolveResult, solve
 
 
 # Supply cells above which the full model is not built: at 200×40×24 (1.6 M cells) its
@@ -74,9 +74,20 @@ def plan_builder(builder: ModelBuilder, solver: str, limit: float, gap: float,
     if columns == "parts" or (columns == "auto" and in_parts(builder.cell_count, limit)):
         t = time.perf_counter()
 
+        missed: list[float] = []  # seconds per cell of the parts whose LP missed its share
+
         def plan_part(part: ModelBuilder, share: float):
             each = "generate" if part.cell_count > GENERATE_PART_ABOVE else "all"
-            return _plan(part, solver, share, gap, threads, each, seconds={}, in_part=True)
+            # no more time per cell than a part whose LP missed its share: this one's
+            # would miss too, and the share it wasted would starve the parts after it
+            # (1000x100x36 at 250 s: 15 of 19 parts missed, the last ones left demand unmet)
+            rate = share / max(part.cell_count, 1)
+            without_lp = bool(missed) and rate <= min(missed)
+            model, result = _plan(part, solver, share, gap, threads, each, seconds={},
+                                  in_part=True, without_lp=without_lp)
+            if not without_lp and NO_LP_START in result.termination:
+                missed.append(rate)
+            return model, result
 
         model, result, _ = plan_in_parts(builder, plan_part, limit, gap, solver)
         seconds["parts"] = time.perf_counter() - t
@@ -95,18 +106,20 @@ def in_parts(cells: int, time_limit: float) -> bool:
 
 def _plan(builder: ModelBuilder, solver: str, limit: float, gap: float,
           threads: int | None, columns: str, seconds: dict[str, float],
-          in_part: bool = False) -> tuple[PlanningModel, SolveResult]:
+          in_part: bool = False, without_lp: bool = False
+          ) -> tuple[PlanningModel, SolveResult]:
     """The model of `builder`'s candidates (all cells, or column generation's), solved.
-    `in_part`: a part of a plan in parts — column generation has more of the time (a
-    part without its first LP has no plan), and the LP-guided start is the plan."""
+    `in_part`: a part of a plan in parts — column generation has more of the time, the
+    LP-guided start is the plan, and a part whose first LP misses its share is planned
+    without an LP (at once when `without_lp`)."""
     t = time.perf_counter()
     if columns == "generate" or (columns == "auto" and builder.cell_count > GENERATE_ABOVE):
         share = PART_GENERATE_SHARE if in_part else GENERATE_SHARE
         pricing = Pricing(builder)
         start = builder.build(start_cells(pricing))
-        generated = generate_columns(builder, share * limit - (time.perf_counter() - t),
-                                     threads, stop_gap=gap / 2, start=start,
-                                     pricing=pricing)
+        generated = None if without_lp and in_part else generate_columns(
+            builder, share * limit - (time.perf_counter() - t), threads, stop_gap=gap / 2,
+            start=start, pricing=pricing)
         seconds["columns"] = time.perf_counter() - t
         if generated is None and in_part:
             # a part without a plan would leave its demand unmet: serve it without an LP

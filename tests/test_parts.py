@@ -235,6 +235,42 @@ def test_a_part_whose_lp_does_not_finish_is_planned_without_one(tmp_path, monkey
     assert run.plan.totals["unmet_unit_hours"] == pytest.approx(0, abs=1e-9)
 
 
+def test_after_a_part_whose_lp_missed_parts_no_better_off_go_without_one(tmp_path,
+                                                                       monkeypatch):
+    """Once a part's LP misses its share, a later part with no more time per cell goes
+    without an LP at once: its LP would miss too, and the share it wasted starved the
+    parts after it (1000x100x36 at 250 s: 15 of 19 parts missed, the last ones left demand
+    unmet). Three parts of equal cells with shares 10, 20 and 10 s: the second has more
+    time per cell and tries its LP; the third does not."""
+    from planner.model import ModelBuilder
+
+    tried = []
+
+    def no_lp(builder, *args, **kwargs):
+        tried.append(sorted({w for (w, *_) in builder.c.level}))
+        return None
+
+    def three_parts(builder, plan_part, limit, gap, solver, progress=None):
+        for workloads, share in ((["w1"], 10.0), (["w2"], 20.0), (["w3"], 10.0)):
+            part = ModelBuilder(builder.s, parts.candidates_of(builder.c, set(workloads)))
+            model, result = plan_part(part, share)
+            assert result.has_solution and "start without an LP" in result.termination
+        return model, result, []
+
+    monkeypatch.setattr(pipeline, "GENERATE_PART_ABOVE", -1)
+    monkeypatch.setattr(pipeline, "generate_columns", no_lp)
+    monkeypatch.setattr(pipeline, "plan_in_parts", three_parts)
+    s = load_scenario(write_csv(tmp_path / "s", scenario(
+        settings=H, regions=TWO["regions"], offers=[od("r1", 1)],
+        workloads=[{"workload": w, "kind": "inference"} for w in ("w1", "w2", "w3")],
+        throughput=[{"workload": w, "gpu": "A", "units_per_gpu": 10}
+                    for w in ("w1", "w2", "w3")],
+        demand=[{"workload": w, "period": "2027-01", "amount": 10}
+                for w in ("w1", "w2", "w3")])))
+    pipeline.plan_builder(ModelBuilder(s, find_candidates(s)), "highs", 30, 1e-9, 1, "parts")
+    assert tried == [["w1"], ["w2"]]
+
+
 def test_comparison_plans_wait_for_a_request_when_the_plan_went_in_parts(tmp_path,
                                                                           monkeypatch,
                                                                           one_pool_a_part):
