@@ -275,24 +275,18 @@ def _single_region_choice(model: PlanningModel) -> dict[str, tuple[str, str]]:
             unit = objective.get(replicas, 0.0) * model.rows["replicas"][
                 (pool_of[w], r, g, src, m, k)].expr[v]
             price[(w, r, g)] = min(price[(w, r, g)], unit)
+    months_of: dict[str, set[int]] = defaultdict(set)
     for (w, _site, m, k), level in model.candidates.level.items():
         peak[w] = max(peak[w], level)
+        months_of[w].add(m)
     sources: dict[tuple, set[str]] = defaultdict(set)
     for (w, r, g, src, m, k) in model.supply:
         sources[(w, r, g)].add(src)
-    months_of: dict[str, set[int]] = defaultdict(set)
-    for (w, _site, m, _k) in model.candidates.level:
-        months_of[w].add(m)
     committed_offers: dict[tuple[str, str], list] = defaultdict(list)
     for (key, _t) in model.commit:
         o = s.offer_by_key[key]
         if o not in committed_offers[(o.region, o.gpu)]:
             committed_offers[(o.region, o.gpu)].append(o)
-    existing: dict[tuple, int] = defaultdict(int)  # (r, g, month) -> existing GPUs
-    for e in s.existing:
-        for m in s.settings.months:
-            if e.active(m):
-                existing[(e.region, e.gpu, m)] += e.gpus
     taken = model.taken
     # what earlier parts of a plan in parts left, in each month's busiest segment:
     # committed GPUs free (signed but idle, less existing GPUs in use), offers' GPUs in use
@@ -313,7 +307,7 @@ def _single_region_choice(model: PlanningModel) -> dict[str, tuple[str, str]]:
             total = 0.0
             for src in sources[(w, r, g)]:
                 if src == COMMITTED:
-                    total += existing[(r, g, m)] + free.get((r, g, m), 0.0)
+                    total += model.existing_gpus.get((r, g, m), 0) + free.get((r, g, m), 0.0)
                     total += sum(model.commitment_room(o, m) for o in committed_offers[(r, g)]
                                  if o.first_month <= m)
                 else:

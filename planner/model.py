@@ -85,6 +85,8 @@ class PlanningModel:
     taken: "Taken" = None
     # workload -> (region, GPU type, source) -> first month it may serve (ModelBuilder)
     sources: dict = field(default_factory=dict)
+    # (region, GPU type, month) -> GPUs of existing contracts (ModelBuilder)
+    existing_gpus: dict = field(default_factory=dict)
 
     def commitment_room(self, o: Offer, month: int) -> float:
         """GPUs offer `o` may still have committed and active in `month` (max_gpus less
@@ -361,7 +363,8 @@ class ModelBuilder:
         self.m = PlanningModel(self.s, self.c,
                                pulp.LpProblem(_safe(self.s.name), pulp.LpMinimize),
                                index=self.index,  # the same names in every build
-                               taken=self.taken, sources=self.sources)
+                               taken=self.taken, sources=self.sources,
+                               existing_gpus=self.existing_gpus)
         self.add_unmet()
         self.add_commitments()
         self._grow(self.cells() if cells is None else self.in_build_order(cells))

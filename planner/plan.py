@@ -73,10 +73,8 @@ class _RoomLeft:
                 self.committed[((o.region, o.gpu), m)] += round(_value(v))
                 signed[(key, m)] += round(_value(v))
                 active[(key, m)].append(v)
-        for e in s.existing:
-            for m in s.settings.months:
-                if e.active(m):
-                    self.committed[((e.region, e.gpu), m)] += e.gpus
+        for (r, g, m), gpus in model.existing_gpus.items():
+            self.committed[((r, g), m)] += gpus
         # ((r, g), month) -> GPUs a commitment active then could still have added
         self.signable: dict[tuple, float] = defaultdict(float)
         for (key, m), variables in active.items():
