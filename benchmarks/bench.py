@@ -127,10 +127,9 @@ def measure(size: str, workdir: Path) -> dict:
     # the same model, HiGHS alone from the exported MPS
     mps = workdir / f"{size}.mps"
     model.prob.writeMPS(str(mps))
-    import highspy
+    from planner.highs import new_highs
 
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
+    h = new_highs()
     h.setOptionValue("time_limit", float(limit))
     h.setOptionValue("mip_rel_gap", GAP)
     h.setOptionValue("threads", 1)

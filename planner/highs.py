@@ -8,6 +8,8 @@ of the problem: names, `writeMPS` and the reading of results are PuLP's.
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 
 import numpy as np
@@ -29,6 +31,26 @@ FRESH_ABOVE = 200_000
 
 _UNSET = object()
 _threads_in_use: object = _UNSET
+
+
+def new_highs():
+    """A HiGHS instance that prints nothing. HiGHS (1.16) prints its banner on stdout
+    when a process builds its first instance, before any option can be set; `planner
+    solve --json` keeps stdout for the JSON alone. So stdout's file descriptor, which
+    HiGHS writes to, points at /dev/null while the instance is built."""
+    import highspy
+
+    sys.stdout.flush()
+    saved = os.dup(1)
+    try:
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 1)
+            h = highspy.Highs()
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+    h.setOptionValue("output_flag", False)
+    return h
 
 
 def _use_threads(threads) -> None:
@@ -84,6 +106,18 @@ class BulkHiGHS(pulp.HiGHS):
         super().__init__(*args, **kwargs)
         self.start = start  # use the variables' current values as a start
 
+    def createAndConfigureSolver(self, lp):
+        """PuLP's own, on an instance from `new_highs` (PuLP's would print the banner)."""
+        h = lp.solverModel = new_highs()
+        if self.msg:
+            h.setOptionValue("output_flag", True)
+        options = {"mip_rel_gap": self.gapRel, "mip_abs_gap": self.gapAbs,
+                   "threads": self.threads,
+                   "time_limit": None if self.timeLimit is None else float(self.timeLimit)}
+        for key, value in {**options, **self.optionsDict}.items():
+            if value is not None:
+                h.setOptionValue(key, value)
+
     def buildSolverModel(self, lp):
         import highspy
 
@@ -135,8 +169,7 @@ class IncrementalLP:
     def __init__(self, time_limit: float, threads: int | None = 1):
         import highspy
 
-        self.h = highspy.Highs()
-        self.h.setOptionValue("output_flag", False)
+        self.h = new_highs()
         self.h.setOptionValue("random_seed", 0)
         if threads:
             self.h.setOptionValue("threads", threads)

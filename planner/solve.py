@@ -130,9 +130,9 @@ def _run(prob, solver, time_limit, gap, threads, msg, warm=False) -> dict:
 
 def _version(solver: str) -> str:
     if solver == "highs":
-        import highspy
+        from planner.highs import new_highs
 
-        h = highspy.Highs()
+        h = new_highs()
         return f"HiGHS {h.versionMajor()}.{h.versionMinor()}.{h.versionPatch()}"
     return "CBC (PuLP)"
 
