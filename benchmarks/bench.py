@@ -37,7 +37,8 @@ MAX_VARIABLES = 200_000_000
 
 
 def measure(size: str, workdir: Path) -> dict:
-    from planner import highs
+    from planner.solution import Solution
+from planner import highs
     from planner.candidates import find_candidates
     from planner.generate import generate
     from planner.graph import Transit
@@ -115,7 +116,7 @@ def measure(size: str, workdir: Path) -> dict:
     sec["highs"] = round(highs.TIMES["run"], 3)
     out.update(status=result.status, termination=result.termination, gap=result.gap)
     if result.has_solution:
-        plan = stage("extract", lambda: extract_plan(model, result))
+        plan = stage("extract", lambda: extract_plan(model, Solution.of_model(model), result))
         stage("workbook", lambda: write_workbook(plan, workdir / f"{size}.xlsx"))
     out["peak_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
     around = sum(v for k, v in sec.items() if k != "highs")

@@ -1,20 +1,27 @@
-"""The plans a solve is compared with (workbook Summary: savings).
+"""The plans a solve is compared with (workbook Summary: savings; JSON `baselines`).
 
 * pay-as-you-go only: the same scenario restricted to spot and on-demand;
 * cheapest single GPU type: every workload bought on the one GPU type whose cheapest
   usable offer costs least per unit of its throughput, with every term allowed;
 * on-demand from one hyperscaler: everything on-demand from the provider with the most
   regions (how many enterprises buy today).
+
+Each is solved by the same machinery as the plan, within a share of the command's
+budget, and reported with its own status and gap. A saving is only stated against a plan
+that leaves no more demand unmet than the plan itself (SPEC §4 v2: like for like).
 """
 
 from __future__ import annotations
 
+from planner.budget import Budget
 from planner.model import Restrictions
 from planner.pipeline import Run, plan_scenario
 from planner.scenario import Scenario
 
 PAYG = "pay-as-you-go only"
 SINGLE_GPU = "cheapest single GPU type"
+# unmet unit-hours within which a comparison plan counts as serving the same demand
+SAME_DEMAND = 1e-6
 
 
 def cheapest_gpu_per_workload(scenario: Scenario, run: Run) -> dict[str, str]:
@@ -23,7 +30,7 @@ def cheapest_gpu_per_workload(scenario: Scenario, run: Run) -> dict[str, str]:
     type can count on); workloads with none such are judged on all their offers."""
     tp = scenario.throughput_by_pair
     out: dict[str, str] = {}
-    for w, offers in run.model.candidates.offers.items():
+    for w, offers in run.candidates.offers.items():
         plain = [o for o in offers if o.term == "on_demand" and o.max_gpus is None]
         pool = plain or offers
         if pool:
@@ -43,8 +50,8 @@ def largest_provider(scenario: Scenario) -> str | None:
     return min(count, key=lambda p: (-count[p], p)) if count else None
 
 
-def solve_baselines(scenario: Scenario, solver, time_limit, gap, run: Run,
-                    threads: int | None = 1) -> dict:
+def comparisons(scenario: Scenario, run: Run) -> dict[str, Restrictions]:
+    """The comparison plans of a run, by name."""
     variants = {
         PAYG: Restrictions(terms={"spot": None, "on_demand": None}),
         SINGLE_GPU: Restrictions(gpu_of=cheapest_gpu_per_workload(scenario, run)),
@@ -53,16 +60,37 @@ def solve_baselines(scenario: Scenario, solver, time_limit, gap, run: Run,
     if provider is not None:
         variants[f"on-demand from {provider} only"] = Restrictions(
             terms={"on_demand": None}, providers=frozenset({provider}))
-    out = {}
-    for name, restrictions in variants.items():
-        other = plan_scenario(scenario, solver, time_limit, gap, restrictions,
-                              transit=run.model.candidates.transit, threads=threads)
+    return variants
+
+
+def solve_baselines(scenario: Scenario, solver, gap, run: Run, budget: Budget,
+                    threads: int | None = 1) -> list[dict]:
+    """Every comparison plan, each with an equal share of `budget`."""
+    plan = run.plan
+    variants = comparisons(scenario, run)
+    out = []
+    for i, (name, restrictions) in enumerate(variants.items()):
+        share = budget.share(1.0 / (len(variants) - i))
+        other = plan_scenario(scenario, solver, gap=gap, restrictions=restrictions,
+                              transit=run.candidates.transit, threads=threads, budget=share)
         if other.plan is None:
+            out.append(dict(name=name, status="no_plan", mip_gap=None, total_cost_usd=None,
+                            objective_usd=None, unmet_unit_hours=None, saving_usd=None))
             continue
-        out[name] = {
-            "total_cost_usd": other.plan.totals["total_cost_usd"],
-            "objective_usd": other.plan.totals["objective_usd"],
-            "unmet_unit_hours": other.plan.totals["unmet_unit_hours"],
-            "status": other.plan.result.status,
-        }
+        t = other.plan.totals
+        like_for_like = (plan is not None and t["unmet_unit_hours"]
+                         <= plan.totals["unmet_unit_hours"] + SAME_DEMAND)
+        out.append(dict(
+            name=name, status=other.result.status, mip_gap=other.result.gap,
+            total_cost_usd=t["total_cost_usd"], objective_usd=t["objective_usd"],
+            unmet_unit_hours=t["unmet_unit_hours"],
+            saving_usd=(t["total_cost_usd"] - plan.totals["total_cost_usd"])
+            if like_for_like else None))
     return out
+
+
+def not_run(scenario: Scenario, run: Run) -> list[dict]:
+    """The comparison plans listed as not run (--no-baselines)."""
+    return [dict(name=name, status="not_run", mip_gap=None, total_cost_usd=None,
+                 objective_usd=None, unmet_unit_hours=None, saving_usd=None)
+            for name in comparisons(scenario, run)]

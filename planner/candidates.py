@@ -33,6 +33,7 @@ UNMET_JURISDICTION = "no offer in an allowed jurisdiction"
 UNMET_LATENCY = "no offer within the latency SLO"
 UNMET_LEAD_TIME = "lead time: no offer available yet in this month"
 UNMET_CAPACITY = "capacity exhausted"
+UNMET_NOT_ALLOWED = "no offer this plan may buy (its policy or restrictions)"
 UNMET_ROOM = ("sources in reach had room (left unused within the time limit and MIP gap, "
               "or dearer than the unmet-demand penalty)")
 UNMET_PENALTY = "serving costs more than the unmet-demand penalty (or lies within the MIP gap)"

@@ -182,6 +182,53 @@ def throughput(
     err.print(f"wrote {scenario / 'throughput.csv'} ({len(derived)} rows)")
 
 
+def _writable(path: Path) -> str | None:
+    """Why `path` cannot be written, or None (a missing folder is created: SPEC §4 v2)."""
+    if path.is_dir():
+        return "is a directory"
+    parent = path.parent
+    for folder in (parent, *parent.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                return f"{folder} is not a directory"
+            break
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        import tempfile
+
+        with tempfile.NamedTemporaryFile(dir=parent, prefix=".planner-", delete=True):
+            pass
+    except OSError as e:
+        return e.strerror or str(e)
+    if path.exists() and not os.access(path, os.W_OK):
+        return "permission denied"
+    return None
+
+
+def _check_outputs(*paths: Optional[Path]) -> None:
+    for path in paths:
+        if path is None:
+            continue
+        why = _writable(path)
+        if why is not None:
+            err.print(f"[red]error:[/] cannot write {path}: {why}")
+            raise typer.Exit(EXIT_BAD_INPUT)
+
+
+def _report_seconds(scenario) -> float:
+    """Seconds kept back from the solve for the plan's tables and workbook: measured at
+    ~0.35 ms per demand cell (1000x100x36: 234 k cells, 69 s; benchmarks/README.md)."""
+    from planner.candidates import make_segments
+
+    cells = len(scenario.demand) * len(make_segments(scenario))
+    return 1.0 + 0.0004 * cells
+
+
+# Share of the solve's time the plan gets when the comparison plans are solved too (they
+# share the rest): they are what its savings are stated against, not the plan itself.
+PLAN_SHARE = 0.55
+
+
 @app.command()
 @_guard
 def solve(
@@ -191,45 +238,62 @@ def solve(
                                           help="workbook to write (default reports/plan.xlsx)"),
     as_json: bool = typer.Option(False, "--json", help="print the plan as JSON on stdout"),
     solver: Optional[str] = SOLVER_OPTION,
-    time_limit: Optional[float] = typer.Option(None, "--time-limit", help="seconds"),
+    time_limit: Optional[float] = typer.Option(
+        None, "--time-limit", help="seconds for the whole command, comparison plans and "
+                                   "workbook included (default: the scenario's setting)"),
     gap: Optional[float] = GAP_OPTION,
     export_model: Optional[Path] = typer.Option(None, "--export-model",
                                                 help="write the model as MPS"),
     threads: int = typer.Option(1, "--threads", min=0,
                                 help="solver threads (0: the solver's choice); the plan is "
                                      "the same whatever the count"),
-    baselines: Optional[bool] = typer.Option(
-        None, "--baselines/--no-baselines",
+    baselines: bool = typer.Option(
+        True, "--baselines/--no-baselines",
         help="also solve the comparison plans (pay-as-you-go only, single GPU type, one "
-             "provider on demand) for the workbook's savings, each with the time limit; "
-             "default: unless the plan was planned in parts (enterprise scale)"),
+             "provider on demand) for the savings, within the same time limit"),
+    rounds: Optional[str] = typer.Option(
+        None, "--rounds", help="rebuild a decomposition's plan round for round: the "
+                               "'rounds' of an earlier run's JSON (B+C)"),
 ):
     """Solve a scenario at least cost and write the finance workbook."""
+    from planner.baselines import not_run, solve_baselines
+    from planner.budget import Budget
     from planner.check import check_plan
+    from planner.decompose.method import Rounds
     from planner.jsonout import plan_json
+    from planner.pipeline import export_model as write_mps
     from planner.pipeline import plan_scenario
     from planner.report import write_workbook
 
+    started = time.perf_counter()
     _check_solver_options(solver, time_limit, gap)
+    fixed_rounds = None
+    if rounds is not None:
+        try:
+            fixed_rounds = Rounds.parse(rounds)
+        except ValueError as e:
+            err.print(f"[red]error:[/] --rounds: {e}")
+            raise typer.Exit(EXIT_BAD_INPUT) from None
     path = scenario or default_scenario()
     out = output or Path("reports/plan.xlsx")
-    started = time.perf_counter()
+    _check_outputs(out, export_model)
     with err.status(f"loading {path}"):
         s = _load(path)
     for w in s.warnings:
         err.print(f"[yellow]{w}[/]")
-    with err.status("building and solving the model"):
-        run = plan_scenario(s, solver, time_limit, gap, threads=threads or None)
-    if export_model is not None:
-        run.model.prob.writeMPS(str(export_model))
-        err.print(f"model written to {export_model}")
+    budget = Budget(time_limit if time_limit is not None else s.settings.time_limit_s,
+                    start=started)
+    keep = _report_seconds(s)
+    with err.status("planning") as status:
+        def progress(dual):
+            status.update(f"planning: round {dual.rounds}, LP {dual.master_value:,.0f}, "
+                          f"bound {dual.best:,.0f} ({budget.elapsed():.0f} s)")
+
+        run = plan_scenario(s, solver, gap=gap, threads=threads or None,
+                            budget=budget.share(PLAN_SHARE if baselines else 1.0, keep),
+                            rounds=fixed_rounds, progress=progress)
     if run.plan is None:
-        if run.result.status == "error":
-            err.print(f"[red]the solver failed:[/] {run.result.termination}")
-            raise typer.Exit(EXIT_ERROR)
-        err.print(f"[red]no plan found[/] ({run.seconds.get('solve', 0):.1f} s, "
-                  f"{run.result.termination}): the solver stopped without a feasible plan; "
-                  "raise --time-limit")
+        err.print(f"[red]no plan: the solver failed[/] ({run.result.termination})")
         raise typer.Exit(EXIT_NO_PLAN)
     plan = run.plan
     problems = check_plan(s, plan)
@@ -238,35 +302,28 @@ def solve(
         for p in problems[:20]:
             err.print(f"  {p}")
         raise typer.Exit(EXIT_ERROR)
-    compare = {}
-    skipped = "--no-baselines"
-    if baselines is None and run.in_parts:
-        # each would take the plan's own time limit again: a 10-minute plan would take 40
-        skipped = "the plan was planned in parts; --baselines solves them, each with " \
-                  "the time limit"
-        err.print(f"comparison plans not solved: {skipped}")
-        baselines = False
-    if baselines is not False:
-        from planner.baselines import solve_baselines
-
+    if baselines:
         with err.status("solving the comparison plans"):
-            compare = solve_baselines(s, solver, time_limit, gap, run, threads or None)
-        skipped = "none found a plan within the time limit"
+            compare = solve_baselines(s, solver, gap, run, budget.share(1.0, keep),
+                                      threads or None)
+    else:
+        compare = not_run(s, run)
+    if export_model is not None:
+        write_mps(run, export_model)
+        err.print(f"model written to {export_model}")
     with err.status(f"writing {out}"):
-        write_workbook(plan, out, baselines=compare, seconds=run.seconds,
-                       baselines_skipped=skipped)
+        write_workbook(plan, out, baselines=compare, seconds=run.seconds)
     t = plan.totals
-    gap = "" if plan.result.gap is None else f"; gap {plan.result.gap:.2%}"
-    note = "" if plan.result.status == "optimal" else \
-        f" [yellow]({plan.result.termination}{gap})[/]"
-    err.print(f"{plan.result.status}{note}: total ${t['total_cost_usd']:,.0f}, "
-              f"unmet {t['unmet_unit_hours']:,.1f} unit-hours, "
-              f"{len(plan.commitments)} commitment(s); {time.perf_counter() - started:.1f} s; "
-              f"wrote {out}")
+    res = plan.result
+    gap_text = "" if res.gap is None else f"; gap {res.gap:.2%} over bound ${res.bound:,.0f}"
+    note = "" if res.status == "optimal" else f" [yellow]({res.termination}{gap_text})[/]"
+    err.print(f"{res.status}{note}: total ${t['total_cost_usd']:,.0f}, "
+              f"unmet {t['unmet_unit_hours']:,.1f} unit-hours "
+              f"({t['unservable_unit_hours']:,.1f} no offer can serve), "
+              f"{len(plan.commitments)} commitment(s); {time.perf_counter() - started:.1f} s"
+              + (f", rounds {res.rounds}" if res.rounds else "") + f"; wrote {out}")
     if as_json:
-        data = plan_json(plan)
-        if compare:
-            data["baselines"] = {k: v["total_cost_usd"] for k, v in compare.items()}
+        data = plan_json(plan, baselines=compare)
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
 
 

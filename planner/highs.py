@@ -19,16 +19,6 @@ import pulp
 TIMES = {"handoff": 0.0, "run": 0.0}
 
 
-# HiGHS simplex_strategy for the LPs after the first in column generation: 4 primal
-WARM_SIMPLEX = 4
-DUAL_SIMPLEX = 1  # after bound changes only (the LP-guided start fixing decisions)
-# Columns above which an LP with many bounds changed is solved from scratch: a part of
-# 1000x100x36 (400 k columns) took 12 s and 32 s by dual simplex from the last basis with
-# its commitments, then replicas fixed, 3.5 s each from scratch (but 13 s instead of 2 s
-# with only its single-region choices fixed); the default scenario (85 k) is 3 s faster
-# warm.
-FRESH_ABOVE = 200_000
-
 _UNSET = object()
 _threads_in_use: object = _UNSET
 
@@ -146,6 +136,29 @@ class BulkHiGHS(pulp.HiGHS):
         _add_rows(h, constraints, lambda v: v.index)
         TIMES["handoff"] += time.perf_counter() - started
 
+    def findSolutionValues(self, lp):
+        """Values (and duals) back into the PuLP model, for every model status: PuLP's
+        own fails on the ones it does not list (a node or solution limit) and walks
+        every constraint to list the variables again. `planner.solve` reads HiGHS's
+        own status."""
+        import highspy
+
+        h = lp.solverModel
+        solution = h.getSolution()
+        for v, x, d in zip(self._variables, solution.col_value, solution.col_dual):
+            v.varValue = x
+            v.dj = d
+        for c, x, y in zip(lp.constraints.values(), solution.row_value, solution.row_dual):
+            c.slack = c.constant + x
+            if c.sense == pulp.LpConstraintLE:
+                c.slack *= -1.0
+            c.pi = y
+        if h.getInfo().primal_solution_status == 2:
+            optimal = h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+            return pulp.LpStatusOptimal, (pulp.LpSolutionOptimal if optimal
+                                          else pulp.LpSolutionIntegerFeasible)
+        return pulp.LpStatusNotSolved, pulp.LpSolutionNoSolutionFound
+
     def callSolver(self, lp):
         import highspy
 
@@ -158,125 +171,3 @@ class BulkHiGHS(pulp.HiGHS):
         started = time.perf_counter()
         lp.solverModel.run()
         TIMES["run"] += time.perf_counter() - started
-
-
-class IncrementalLP:
-    """One HiGHS LP that grows with a PuLP model (column generation): the first `solve`
-    hands over the whole model; each later one only what the model builder's last
-    extension added (`PlanningModel.growth`: new columns with their entries in old rows,
-    new rows), so the simplex goes on from the last basis instead of from nothing."""
-
-    def __init__(self, time_limit: float, threads: int | None = 1):
-        import highspy
-
-        self.h = new_highs()
-        self.h.setOptionValue("random_seed", 0)
-        if threads:
-            self.h.setOptionValue("threads", threads)
-        self.threads = threads
-        self.deadline = time.perf_counter() + time_limit
-        self.variables: list[pulp.LpVariable] = []  # in column order
-        self.constraints: list[pulp.LpConstraint] = []  # in row order
-        self.column: dict[str, int] = {}
-
-    def _add_columns(self, lp: pulp.LpProblem, new: list, entries) -> None:
-        """New columns with their cost, bounds and entries in rows HiGHS already has."""
-        for v in new:
-            self.column[v.name] = len(self.variables)
-            self.variables.append(v)
-        if not new:
-            return
-        in_rows: dict[str, list[tuple[int, float]]] = {v.name: [] for v in new}
-        for row, v, a in entries:
-            if a != 0:
-                in_rows[v.name].append((row.index, a))
-        starts, index, value = [], [], []
-        for v in new:
-            starts.append(len(index))
-            for row, a in in_rows[v.name]:
-                index.append(row)
-                value.append(a)
-        cost = lp.objective
-        self.h.addCols(len(new), np.array([cost.get(v, 0.0) for v in new]),
-                       *_column_bounds(new), len(index), np.array(starts, dtype=np.int32),
-                       np.array(index, dtype=np.int32), np.array(value, dtype=float))
-
-    def _add_new_rows(self, rows: list) -> None:
-        for c in rows:
-            c.index = len(self.constraints)  # PuLP reads duals back by it
-            self.constraints.append(c)
-        _add_rows(self.h, rows, lambda v: self.column[v.name])
-
-    def change_bounds(self, variables) -> None:
-        """Hand HiGHS the current PuLP bounds of `variables` (fixing, then releasing);
-        before the first solve there is nothing to change (it hands over every bound)."""
-        import highspy
-
-        if not self.variables:
-            return
-
-        variables = list({v.name: v for v in variables}.values())  # HiGHS refuses repeats
-        index = np.array([self.column[v.name] for v in variables], dtype=np.int32)
-        if len(index):
-            status = self.h.changeColsBounds(len(index), index, *_column_bounds(variables))
-            if status != highspy.HighsStatus.kOk:
-                raise RuntimeError(f"HiGHS refused the new bounds: {status}")
-
-    def solve(self, lp: pulp.LpProblem, growth=None, fresh: bool = False) -> float | None:
-        """The LP relaxation of `lp` (integers relaxed): objective, values in `varValue`,
-        duals in each constraint's `pi`; None unless optimal. `growth`: what was added to
-        `lp` since the last solve (solved on from the last basis); None on the first, and
-        when only bounds changed (`change_bounds`). `fresh`: bounds changed so widely
-        that a large LP is solved from scratch."""
-        import highspy
-
-        started = time.perf_counter()
-        h = self.h
-        warm = bool(self.variables)
-        if not warm:
-            self._add_columns(lp, lp.variables(), ())
-            self._add_new_rows(list(lp.constraints.values()))
-        elif growth is not None:
-            self._add_columns(lp, growth.variables, growth.entries)
-            self._add_new_rows(growth.rows)
-            # the last basis stays primal feasible when columns join, so primal simplex
-            # goes on from it (faster at 50x20x24; dual was faster for the large second
-            # round at 200x40x24 — benchmarks/README.md)
-            h.setOptionValue("simplex_strategy", WARM_SIMPLEX)
-        elif fresh and len(self.variables) > FRESH_ABOVE:
-            # many bounds changed (the LP-guided start fixing commitments or replicas) on
-            # a large LP: from scratch, so presolve removes the fixed columns
-            h.clearSolver()
-            h.setOptionValue("simplex_strategy", 0)
-        else:  # the last basis stays dual feasible
-            h.setOptionValue("simplex_strategy", DUAL_SIMPLEX)
-        # HiGHS's clock runs on across runs of one instance: the limit is on its total
-        h.setOptionValue("time_limit",
-                         h.getRunTime() + max(1.0, self.deadline - time.perf_counter()))
-        TIMES["handoff"] += time.perf_counter() - started
-        _use_threads(self.threads)
-        started = time.perf_counter()
-        h.run()
-        status = h.getModelStatus()
-        S = highspy.HighsModelStatus
-        # the simplex may lose its way from the warm basis (status "unknown"): once more
-        # with HiGHS's own choice of method, then from scratch
-        for retry in (lambda: h.setOptionValue("simplex_strategy", 0), h.clearSolver):
-            if status in (S.kOptimal, S.kModelEmpty, S.kTimeLimit, S.kInfeasible):
-                break
-            retry()
-            h.run()
-            status = h.getModelStatus()
-        TIMES["run"] += time.perf_counter() - started
-        if status == highspy.HighsModelStatus.kModelEmpty:  # nothing to decide
-            return lp.objective.constant if lp.objective is not None else 0.0
-        if status != highspy.HighsModelStatus.kOptimal:
-            return None
-        solution = h.getSolution()
-        for v, x, d in zip(self.variables, solution.col_value, solution.col_dual):
-            v.varValue = x
-            v.dj = d
-        for c, y in zip(self.constraints, solution.row_dual):
-            c.pi = y
-        constant = lp.objective.constant if lp.objective is not None else 0.0
-        return h.getInfo().objective_function_value + constant

@@ -9,7 +9,8 @@ def _r(x: float, digits: int = 6) -> float:
     return round(float(x), digits)
 
 
-def plan_json(plan: Plan, seconds: float | None = None) -> dict:
+def plan_json(plan: Plan, seconds: float | None = None,
+              baselines: list | None = None) -> dict:
     st = plan.scenario.settings
     t = plan.totals
     result = plan.result
@@ -44,12 +45,19 @@ def plan_json(plan: Plan, seconds: float | None = None) -> dict:
         "egress_usd": _r(t["egress_usd"], 2),
         "unmet_unit_hours": _r(t["unmet_unit_hours"]),
         "unmet_penalty_usd": _r(t["unmet_penalty_usd"], 2),
-        "mip_gap": None if result.gap is None else _r(result.gap, 8),
+        "mip_gap": None if result.gap is None or result.gap == float("inf")
+        else _r(result.gap, 8),
         "bound_usd": None if result.bound is None else _r(result.bound, 2),
+        "unservable_unit_hours": _r(t["unservable_unit_hours"]),
+        "unservable_penalty_usd": _r(t["unservable_penalty_usd"], 2),
+        "rounds": result.rounds or None,
         "solve_seconds": _r(result.seconds if seconds is None else seconds, 3),
         "start_month": st.month(0),
         "horizon_months": st.horizon_months,
         "commitments": commitments,
         "assignments": assignments,
         "unmet": unmet,
+        "baselines": [
+            {k: (_r(v, 8 if k == "mip_gap" else 2) if isinstance(v, float) else v)
+             for k, v in b.items()} for b in (baselines or [])],
     }

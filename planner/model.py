@@ -69,32 +69,12 @@ class PlanningModel:
     index: ModelIndex = field(default_factory=ModelIndex)
     # rule → key → constraint, for reading duals (column generation)
     rows: dict = field(default_factory=lambda: defaultdict(dict))
-    # a valid lower bound on the full model's objective when this model is a restriction
-    # of it (column generation); None when the model is the full one
-    full_bound: float | None = None
-    # the LP relaxation's objective while the variables hold its solution (set by column
-    # generation, so the LP-guided start need not solve it again)
-    lp_objective: float | None = None
-    # (workload, region, month, segment) with flows built (workloads with several sites)
-    supplied: set = field(default_factory=set)
-    growth: "Growth | None" = None  # what the last build or extension added
-    # column generation's LP (planner.highs.IncrementalLP) at its optimum, for the
-    # LP-guided start to re-solve warm
-    warm_lp: object = None
-    # what earlier parts of a plan in parts hold (planner.parts; empty otherwise)
-    taken: "Taken" = None
     # workload -> (region, GPU type, source) -> first month it may serve (ModelBuilder)
     sources: dict = field(default_factory=dict)
     # (region, GPU type, month) -> GPUs of existing contracts (ModelBuilder)
     existing_gpus: dict = field(default_factory=dict)
-
-    def commitment_room(self, o: Offer, month: int) -> float:
-        """GPUs offer `o` may still have committed and active in `month` (max_gpus less
-        what earlier parts signed; inf without a limit)."""
-        if o.max_gpus is None:
-            return math.inf
-        signed = self.taken.signed.get((o.key, month), 0.0) if self.taken else 0.0
-        return o.max_gpus - signed
+    # (workload, site, month, segment) -> units no source can serve (ModelBuilder)
+    unservable: dict = field(default_factory=dict)
 
     def integer_variables(self) -> list[pulp.LpVariable]:
         """Every integer or binary variable, from the model's own index (PuLP's
@@ -129,20 +109,6 @@ class Restrictions:
     providers: frozenset[str] | None = None
 
 
-@dataclass
-class Taken:
-    """GPUs that parts of the plan solved earlier already hold (planner.parts): a later
-    part's capacity rows keep only what is left to it."""
-
-    # (pay-as-you-go offer key, month, segment) -> GPUs in use
-    offer: dict = field(default_factory=lambda: defaultdict(float))
-    # (region, gpu, month, segment) -> GPUs committed earlier less the committed GPUs in
-    # use (existing contracts' GPUs in use count against it: it may be negative)
-    committed: dict = field(default_factory=lambda: defaultdict(float))
-    # (commitment offer key, month) -> GPUs committed earlier and active in that month
-    signed: dict = field(default_factory=lambda: defaultdict(float))
-
-
 def build_model(scenario: Scenario, candidates: Candidates,
                 restrictions: Restrictions | None = None) -> PlanningModel:
     """Build the model of `scenario` from its candidates, within `restrictions`."""
@@ -157,18 +123,25 @@ class ModelBuilder:
     """
 
     def __init__(self, scenario: Scenario, candidates: Candidates,
-                 restrictions: Restrictions | None = None, taken: Taken | None = None):
+                 restrictions: Restrictions | None = None):
         self.s = scenario
         self.c = candidates
         self.settings = scenario.settings
         self.restrictions = restrictions or Restrictions()
-        self.taken = taken or Taken()
         self.hours = [seg.share * scenario.settings.hours_per_month
                       for seg in candidates.segments]
         self.index = ModelIndex()
         self._sources()
         self._levels()
         self._bounds()
+
+    @property
+    def scenario(self):
+        return self.s
+
+    @property
+    def candidates(self):
+        return self.c
 
     # -- helpers -------------------------------------------------------------------------
     def _var(self, name: str, cat=pulp.LpContinuous, up=None) -> pulp.LpVariable:
@@ -261,6 +234,11 @@ class ModelBuilder:
             for month in self.settings.months:
                 if e.active(month):
                     self.existing_gpus[(e.region, e.gpu, month)] += e.gpus
+        # the existing contracts' cost inside the horizon: sunk, a constant of the objective
+        self.existing_usd = sum(
+            e.gpus * self.settings.hours_per_month * e.usd_per_gpu_hour
+            * self.settings.discount(month)
+            for e in s.existing for month in self.settings.months if e.active(month))
         existing_start: dict[tuple[str, str], int] = {}
         for e in s.existing:
             if e.gpus > 0 and e.end >= 0 and e.start < self.settings.horizon_months:
@@ -294,14 +272,35 @@ class ModelBuilder:
             self.sources[w.workload] = dict(sorted(found.items()))
 
     def _levels(self):
-        """Demand sites per workload and total level per (workload, month, segment)."""
+        """Demand the model serves, per site and in total per (workload, month, segment).
+
+        Demand that no source can ever serve — none within its latency SLO and allowed
+        jurisdictions, none usable yet that month (lead time), none the variant allows —
+        is unservable (SPEC §4 v2): taken out of the model, left unmet at its penalty
+        (`unservable_usd`, a constant of the objective) and out of the gap."""
+        reach = {key: set(regions) for key, regions in self.c.regions_for_site.items()}
+        first_in: dict[tuple, int] = {}  # (workload, site) -> first month a source serves
+        for (w, site), near in reach.items():
+            months = [f for (r, _, _), f in self.sources.get(w, {}).items() if r in near]
+            first_in[(w, site)] = min(months, default=10**9)
+        self.level: dict[tuple, float] = {}
+        self.unservable: dict[tuple, float] = {}
+        self.unservable_usd = 0.0
+        for (w, site, month, k), x in self.c.level.items():
+            if month >= first_in.get((w, site), 10**9):
+                self.level[(w, site, month, k)] = x
+            else:
+                self.unservable[(w, site, month, k)] = x
+                self.unservable_usd += (
+                    x * self.s.workload_by_name[w].unmet_penalty_usd_per_unit_hour
+                    * self.hours[k] * self.settings.discount(month))
         sites_of: dict[str, list] = defaultdict(list)
-        for (w, site, _, _) in self.c.level:
+        for (w, site, _, _) in self.level:
             if site not in sites_of[w]:
                 sites_of[w].append(site)
         self.sites_of = sites_of
         total: dict[tuple[str, int, int], float] = defaultdict(float)
-        for (w, site, month, k), x in self.c.level.items():
+        for (w, site, month, k), x in self.level.items():
             total[(w, month, k)] += x
         self.total_level = dict(total)
         self.demand_cells = sorted(self.total_level, key=lambda x: (x[1], x[2], x[0]))
@@ -358,29 +357,22 @@ class ModelBuilder:
             rg: float(x.max()) for rg, x in per_cell.items()}
 
     # -- stages --------------------------------------------------------------------------
-    def build(self, cells: set | None = None) -> PlanningModel:
-        """The model over `cells` (supply keys; None: every candidate cell)."""
+    def build(self, cells: set | None = None, months=None) -> PlanningModel:
+        """The model over `cells` (supply keys; None: every candidate cell), with the
+        demand of `months` only (None: every month; a month's own MIP)."""
         self.m = PlanningModel(self.s, self.c,
                                pulp.LpProblem(_safe(self.s.name), pulp.LpMinimize),
                                index=self.index,  # the same names in every build
-                               taken=self.taken, sources=self.sources,
-                               existing_gpus=self.existing_gpus)
-        self.add_unmet()
+                               sources=self.sources, existing_gpus=self.existing_gpus,
+                               unservable=self.unservable)
+        self.add_unmet(months)
         self.add_commitments()
-        self._grow(self.cells() if cells is None else self.in_build_order(cells))
+        self._add_cells(self.cells() if cells is None else self.in_build_order(cells))
         self.add_commitment_capacity()
         self.add_minimum_commitment()
         return self.m
 
-    def extend(self, model: PlanningModel, cells) -> Growth:
-        """Add supply `cells` to a model this builder built: their variables, their terms
-        in the rows that exist and the rows they need, exactly as a build over all of its
-        cells would have them. Returns what was added (for an incremental solver)."""
-        self.m = model
-        return self._grow(self.in_build_order(c for c in cells if c not in model.supply))
-
-    def _grow(self, cells) -> Growth:
-        self.growth = Growth()
+    def _add_cells(self, cells) -> None:
         supply = self.add_supply(cells)
         flows = self.add_flows(supply)
         self.add_demand(supply, flows)
@@ -390,8 +382,6 @@ class ModelBuilder:
         self.add_spot_share(supply)
         self.add_single_region(supply)
         self.add_costs(supply, replicas)
-        self.m.growth = self.growth
-        return self.growth
 
     def _row(self, rule: str, key, name: str, sense, rhs: float, terms):
         """Create the row of `rule` at `key`, or add `terms` to it when it exists."""
@@ -400,35 +390,25 @@ class ModelBuilder:
             row = LpConstraint(Expr(terms), sense, name, rhs)
             self.m.prob.addConstraint(row)
             self.m.rows[rule][key] = row
-            self.growth.rows.append(row)
         else:
             for v, a in terms:
                 row.expr.addterm(v, a)
-                self.growth.entries.append((row, v, a))
 
-    def _new_var(self, name: str, cat=pulp.LpContinuous, up=None) -> pulp.LpVariable:
-        var = self._var(name, cat, up)
-        self.growth.variables.append(var)
-        return var
-
-    def add_unmet(self):
-        """Unmet demand for every demand cell, and its demand row (supply joins later)."""
+    def add_unmet(self, months=None):
+        """Unmet demand for every demand cell (of `months`), and its demand row (supply
+        joins later)."""
         m = self.m
         terms = []
-        for (w, site, month, k), level in self.c.level.items():
+        for (w, site, month, k), level in self.level.items():
+            if months is not None and month not in months:
+                continue
             ids = f"{self._id('w', w)}_{self._id('s', site)}_m{month}_k{k}"
             v = m.unmet[(w, site, month, k)] = self._var(f"unmet__{ids}")
             penalty = self.s.workload_by_name[w].unmet_penalty_usd_per_unit_hour
             terms.append((v, penalty * self.hours[k] * self.settings.discount(month)))
             self._add([(v, 1.0)], pulp.LpConstraintEQ, level, f"demand__{ids}",
                       "demand", (w, site, month, k))
-        constant = 0.0
-        for e in self.s.existing:
-            for month in self.settings.months:
-                if e.active(month):
-                    constant += (e.gpus * self.settings.hours_per_month * e.usd_per_gpu_hour
-                                 * self.settings.discount(month))
-        m.constant_usd = constant
+        m.constant_usd = constant = self.existing_usd + self.unservable_usd
         m.prob.setObjective(Expr(terms, constant=constant))
 
     def add_supply(self, cells) -> list[tuple]:
@@ -438,7 +418,7 @@ class ModelBuilder:
             if key in m.supply:
                 continue
             w, r, g, src, month, k = key
-            m.supply[key] = self._new_var(
+            m.supply[key] = self._var(
                 f"supply__{self._id('w', w)}_{self._id('r', r)}_{self._id('g', g)}_"
                 f"{self._id('src', src)}_m{month}_k{k}")
             new.append(key)
@@ -451,17 +431,16 @@ class ModelBuilder:
         m, c = self.m, self.c
         regions: dict[tuple, set[str]] = defaultdict(set)
         for (w, r, g, src, month, k) in supply:
-            if len(self.sites_of[w]) > 1 and (w, r, month, k) not in m.supplied:
+            if len(self.sites_of[w]) > 1:
                 regions[(w, month, k)].add(r)
         new = []
         for (w, month, k), found in regions.items():
-            m.supplied.update((w, r, month, k) for r in found)
             for site in self.sites_of[w]:
-                if (w, site, month, k) not in c.level:
+                if (w, site, month, k) not in self.level:
                     continue
                 for r in sorted(found.intersection(c.regions_for_site[(w, site)])):
                     key = (w, site, r, month, k)
-                    m.flow[key] = self._new_var(
+                    m.flow[key] = self._var(
                         f"flow__{self._id('w', w)}_{self._id('s', site)}_"
                         f"{self._id('r', r)}_m{month}_k{k}")
                     new.append(key)
@@ -518,7 +497,7 @@ class ModelBuilder:
             ids = (f"{self._id('p', p)}_{self._id('r', r)}_{self._id('g', g)}_"
                    f"{self._id('src', src)}_m{month}_k{k}")
             if key not in m.replicas:
-                m.replicas[key] = self._new_var(f"replicas__{ids}", pulp.LpInteger,
+                m.replicas[key] = self._var(f"replicas__{ids}", pulp.LpInteger,
                                                 up=self.replica_bound(key))
                 terms = terms + [(m.replicas[key], -1.0)]
                 new.append(key)
@@ -573,7 +552,6 @@ class ModelBuilder:
         For each (r, g, m, k):
             Σ_p gpus_per_replica[p,g] · replicas[p,r,g,committed,m,k]
                 ≤ Σ_{o at (r,g), t ≤ m < t + commit_months[o]} commit[o,t] + existing[r,g,m]
-                  (+ what earlier parts committed there and left unused: `Taken`)
         A row exists wherever committed replicas are (elsewhere it would only say
         −Σ commit ≤ existing, always true: at 1000x100x36 such rows held most of a part's
         nonzeros).
@@ -591,14 +569,13 @@ class ModelBuilder:
             terms = usage.get(key, [])
             if key not in m.rows["committed_capacity"]:
                 terms = terms + self.active.get((r, g, month), [])
-            left = self.existing_gpus[(r, g, month)] + self.taken.committed.get(key, 0.0)
+            left = self.existing_gpus[(r, g, month)]
             self._row("committed_capacity", key, f"committed_capacity__{ids}",
                       pulp.LpConstraintLE, float(left), terms)
 
     def add_offer_capacity(self, replicas: list[tuple]):
         """offer_capacity: no pay-as-you-go offer is used beyond max_gpus in any month and
-        segment: Σ_p gpus_per_replica · replicas[p,r,g,o,m,k] ≤ max_gpus[o]
-        (less what earlier parts use: `Taken`)."""
+        segment: Σ_p gpus_per_replica · replicas[p,r,g,o,m,k] ≤ max_gpus[o]."""
         m = self.m
         payg: dict[tuple, list] = defaultdict(list)
         for key in replicas:
@@ -607,15 +584,13 @@ class ModelBuilder:
                 payg[(src, month, k)].append(
                     (m.replicas[key], float(self.gpus_per_replica[(p, g)])))
         for (src, month, k), terms in payg.items():
-            left = self.payg_offer[src].max_gpus - self.taken.offer.get((src, month, k), 0.0)
             self._row("offer_capacity", (src, month, k),
                       f"offer_capacity__{self._id('o', src)}_m{month}_k{k}",
-                      pulp.LpConstraintLE, max(float(left), 0.0), terms)
+                      pulp.LpConstraintLE, float(self.payg_offer[src].max_gpus), terms)
 
     def add_commitment_capacity(self):
         """offer_capacity of commitments: in each month, the GPUs of one offer committed
-        and active are at most max_gpus: Σ_{t ≤ m < t + commit_months} commit[o,t] ≤ max
-        (less what earlier parts committed: `Taken`)."""
+        and active are at most max_gpus: Σ_{t ≤ m < t + commit_months} commit[o,t] ≤ max."""
         m = self.m
         by_offer: dict[str, list[tuple[int, pulp.LpVariable]]] = defaultdict(list)
         for (key, t), v in m.commit.items():
@@ -626,9 +601,8 @@ class ModelBuilder:
                 continue
             for month in self.settings.months:
                 terms = [(v, 1.0) for t, v in starts if t <= month < t + o.commit_months]
-                left = m.commitment_room(o, month)
-                if len(terms) > 1 or (terms and terms[0][0].upBound > left):
-                    self._add(terms, pulp.LpConstraintLE, max(float(left), 0.0),
+                if len(terms) > 1 or (terms and terms[0][0].upBound > o.max_gpus):
+                    self._add(terms, pulp.LpConstraintLE, float(o.max_gpus),
                               f"offer_capacity__{self._id('o', key)}_m{month}")
 
     def add_minimum_commitment(self):
@@ -697,7 +671,7 @@ class ModelBuilder:
             key = (w, r, g)
             if key not in m.choose:
                 ids = f"{self._id('w', w)}_{self._id('r', r)}_{self._id('g', g)}"
-                m.choose[key] = self._new_var(f"choose__{ids}", pulp.LpBinary)
+                m.choose[key] = self._var(f"choose__{ids}", pulp.LpBinary)
                 chosen[w].append((m.choose[key], 1.0))
             if (w, r, g, month, k) not in m.rows["single_region"]:
                 terms = terms + [(m.choose[key], -self.total_level[(w, month, k)])]
@@ -722,15 +696,6 @@ class ModelBuilder:
             cost = self.supply_cost(w, r, month, k)
             if cost > 0:
                 objective.addterm(self.m.supply[key], cost)
-
-
-@dataclass
-class Growth:
-    """What one build or extension added to a model (for an incremental solver)."""
-
-    variables: list = field(default_factory=list)  # new columns
-    rows: list = field(default_factory=list)  # new rows, with every entry
-    entries: list = field(default_factory=list)  # (row, variable, coefficient) in old rows
 
 
 def _safe(name: str) -> str:

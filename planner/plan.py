@@ -13,11 +13,13 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from planner.candidates import UNMET_CAPACITY, UNMET_ROOM, Candidates
+from planner.candidates import (
+    UNMET_CAPACITY, UNMET_NOT_ALLOWED, UNMET_PENALTY, UNMET_ROOM, Candidates)
 from planner.costs import counted_per_gpu, obligation_per_gpu
-from planner.model import COMMITTED, PlanningModel
+from planner.model import COMMITTED
 from planner.scenario import Scenario
 from planner.schema import TERMS
+from planner.solution import Solution
 from planner.solve import SolveResult
 
 EPS = 1e-7
@@ -44,19 +46,14 @@ class Plan:
         return self.contracts[self.contracts["kind"] == "new"]
 
 
-def _value(v) -> float:
-    x = v.varValue
-    return 0.0 if x is None else float(x)
-
-
 class _RoomLeft:
     """Where the plan left room for one more replica of a workload: GPUs of a
     pay-as-you-go offer below its max_gpus, committed GPUs idle, or a commitment it could
     have signed larger (what tells a plan that stopped short from a full market)."""
 
-    def __init__(self, model: PlanningModel, usage_rows: list[dict], gpr: dict):
-        s = model.scenario
-        self.model, self.gpr = model, gpr
+    def __init__(self, index, solution: Solution, usage_rows: list[dict], gpr: dict):
+        s = index.scenario
+        self.index, self.gpr = index, gpr
         self.pool_of = {w.workload: w.pool_name for w in s.workloads}
         # (offer key or (r, g) of committed GPUs, month, segment) -> GPUs in use
         self.used: dict[tuple, float] = defaultdict(float)
@@ -65,29 +62,31 @@ class _RoomLeft:
             self.used[(key, row["month"], row["segment"])] += row["gpus"]
         self.committed: dict[tuple, float] = defaultdict(float)  # ((r, g), month) -> GPUs
         signed: dict[tuple, float] = defaultdict(float)  # (offer key, month) -> GPUs
-        active: dict[tuple, list] = defaultdict(list)  # (offer key, month) -> variables
+        active: dict[tuple, list] = defaultdict(list)  # (offer key, month) -> (key, t)
         horizon = s.settings.horizon_months
-        for (key, t), v in model.commit.items():
+        for (key, t), q in solution.commit.items():
             o = s.offer_by_key[key]
             for m in range(t, min(t + o.commit_months, horizon)):
-                self.committed[((o.region, o.gpu), m)] += round(_value(v))
-                signed[(key, m)] += round(_value(v))
-                active[(key, m)].append(v)
-        for (r, g, m), gpus in model.existing_gpus.items():
+                self.committed[((o.region, o.gpu), m)] += q
+                signed[(key, m)] += q
+                active[(key, m)].append((key, t))
+        for (r, g, m), gpus in index.existing_gpus.items():
             self.committed[((r, g), m)] += gpus
         # ((r, g), month) -> GPUs a commitment active then could still have added
         self.signable: dict[tuple, float] = defaultdict(float)
-        for (key, m), variables in active.items():
+        upper = solution.commit_upper
+        for (key, m), starts in active.items():
             o = s.offer_by_key[key]
-            if any(v.upBound is None or _value(v) < v.upBound - 0.5 for v in variables):
+            if any(upper.get(x) is None or solution.commit[x] < upper[x] - 0.5
+                   for x in starts):
                 room = float("inf") if o.max_gpus is None else o.max_gpus - signed[(key, m)]
                 self.signable[((o.region, o.gpu), m)] = max(
                     self.signable[((o.region, o.gpu), m)], room)
 
     def in_reach(self, w: str, site, month: int, k: int) -> bool:
-        model, s = self.model, self.model.scenario
-        near = set(model.candidates.regions_for_site.get((w, site), ()))
-        for (r, g, src), first in model.sources.get(w, {}).items():
+        index, s = self.index, self.index.scenario
+        near = set(index.candidates.regions_for_site.get((w, site), ()))
+        for (r, g, src), first in index.sources.get(w, {}).items():
             if first > month or r not in near:
                 continue
             need = self.gpr[(self.pool_of[w], g)]
@@ -104,8 +103,10 @@ class _RoomLeft:
         return False
 
 
-def extract_plan(model: PlanningModel, result: SolveResult) -> Plan:
-    s, c = model.scenario, model.candidates
+def extract_plan(index, solution: Solution, result: SolveResult) -> Plan:
+    """The plan's tables from `solution`; `index` (a model builder or model) gives the
+    scenario, its candidates, each workload's sources and the existing GPUs."""
+    s, c = index.scenario, index.candidates
     st = s.settings
     hours = [seg.share * st.hours_per_month for seg in c.segments]
     tp = s.throughput_by_pair
@@ -115,8 +116,7 @@ def extract_plan(model: PlanningModel, result: SolveResult) -> Plan:
     # -- what runs where -------------------------------------------------------------------
     supply_rows = []
     load: dict[tuple, dict[str, float]] = defaultdict(dict)  # (p,r,g,src,m,k) -> w -> replicas
-    for (w, r, g, src, m, k), v in model.supply.items():
-        x = _value(v)
+    for (w, r, g, src, m, k), x in solution.supply.items():
         if x <= EPS:
             continue
         supply_rows.append(dict(workload=w, region=r, gpu=g, source=src, month=m,
@@ -130,8 +130,8 @@ def extract_plan(model: PlanningModel, result: SolveResult) -> Plan:
     for t in s.throughput:
         gpr[(workloads[t.workload].pool_name, t.gpu)] = t.gpus_per_replica
     usage_rows = []
-    for (p, r, g, src, m, k), v in model.replicas.items():
-        n = int(round(_value(v)))
+    for (p, r, g, src, m, k), n in solution.replicas.items():
+        n = int(round(n))
         if n <= 0:
             continue
         offer = s.offer_by_key.get(src)
@@ -141,10 +141,10 @@ def extract_plan(model: PlanningModel, result: SolveResult) -> Plan:
             hours=hours[k],
         ))
 
-    flow_rows = [dict(workload=w, site=site, region=r, month=m, segment=k, units=_value(v))
-                 for (w, site, r, m, k), v in model.flow.items() if _value(v) > EPS]
+    flow_rows = [dict(workload=w, site=site, region=r, month=m, segment=k, units=x)
+                 for (w, site, r, m, k), x in solution.flow.items() if x > EPS]
     # single-site workloads have no flow variables: their supply serves their one site
-    multi = {key[0] for key in model.flow}
+    multi = {w for w, sites in _sites_of(c).items() if len(sites) > 1}
     site_of = {w: site for (w, site, _, _) in c.level}
     for row in supply_rows:
         if row["workload"] not in multi:
@@ -160,25 +160,28 @@ def extract_plan(model: PlanningModel, result: SolveResult) -> Plan:
     # -- unmet ----------------------------------------------------------------------------
     unmet_rows = []
     room = None  # _RoomLeft, built at the first unmet demand that asks
-    for (w, site, m, k), v in model.unmet.items():
-        x = _value(v)
+    # demand no source can ever serve (SPEC §4 v2) was taken out of the model: unmet
+    unservable = getattr(index, "unservable", {})
+    for (w, site, m, k), x in {**solution.unmet, **unservable}.items():
         if x <= 1e-6:
             continue
         penalty = workloads[w].unmet_penalty_usd_per_unit_hour
         reason = c.unmet_reason(w, site, m)
-        if reason == UNMET_CAPACITY:
-            room = room or _RoomLeft(model, usage_rows, gpr)
+        if (w, site, m, k) in unservable and reason in (UNMET_CAPACITY, UNMET_PENALTY):
+            reason = UNMET_NOT_ALLOWED  # offers exist, but not for this variant
+        elif reason == UNMET_CAPACITY:
+            room = room or _RoomLeft(index, solution, usage_rows, gpr)
             if room.in_reach(w, site, m, k):
                 reason = UNMET_ROOM  # the plan, not the market, left it unmet
         unmet_rows.append(dict(
             workload=w, site=site, month=m, month_label=st.month(m), segment=k,
             level=c.level[(w, site, m, k)], units=x, hours=hours[k],
             unit_hours=x * hours[k], penalty_usd=x * hours[k] * penalty,
-            reason=reason,
+            reason=reason, unservable=(w, site, m, k) in unservable,
         ))
     unmet = pd.DataFrame(unmet_rows, columns=[
         "workload", "site", "month", "month_label", "segment", "level", "units", "hours",
-        "unit_hours", "penalty_usd", "reason"])
+        "unit_hours", "penalty_usd", "reason", "unservable"])
 
     # -- contracts ---------------------------------------------------------------------------
     contracts = []
@@ -202,8 +205,7 @@ def extract_plan(model: PlanningModel, result: SolveResult) -> Plan:
         ))
     term_order = {t: i for i, t in enumerate(TERMS)}
     new = sorted(
-        ((key, t, int(round(_value(v)))) for (key, t), v in model.commit.items()
-         if _value(v) > 0.5),
+        ((key, t, int(round(q))) for (key, t), q in solution.commit.items() if q > 0.5),
         key=lambda x: (x[1], term_order[s.offer_by_key[x[0]].term], x[0]),
     )
     for key, t, q in new:
@@ -316,8 +318,15 @@ def extract_plan(model: PlanningModel, result: SolveResult) -> Plan:
         "hours"]), pd.DataFrame(supply_rows, columns=[
             "workload", "region", "gpu", "source", "month", "segment", "units"]),
         flows, unmet, contracts_df, assignments, egress, cost_lines)
-    plan.totals = _totals(plan, model)
+    plan.totals = _totals(plan)
     return plan
+
+
+def _sites_of(c: Candidates) -> dict[str, set]:
+    out: dict[str, set] = defaultdict(set)
+    for (w, site, _, _) in c.level:
+        out[w].add(site)
+    return out
 
 
 def _cost_lines(s: Scenario, assignments, contracts, egress) -> pd.DataFrame:
@@ -359,7 +368,7 @@ def _cost_lines(s: Scenario, assignments, contracts, egress) -> pd.DataFrame:
     return lines
 
 
-def _totals(plan: Plan, model: PlanningModel) -> dict:
+def _totals(plan: Plan) -> dict:
     s = plan.scenario
     st = s.settings
     lines = plan.cost_lines
@@ -387,6 +396,10 @@ def _totals(plan: Plan, model: PlanningModel) -> dict:
         "upfront_usd": upfront,
         "unmet_unit_hours": float(plan.unmet["unit_hours"].sum()),
         "unmet_penalty_usd": penalty,
+        "unservable_unit_hours": float(
+            plan.unmet.loc[plan.unmet["unservable"].astype(bool), "unit_hours"].sum()),
+        # as the objective counts it (discounted): what the gap leaves out
+        "unservable_penalty_usd": plan.result.unservable_usd,
         "objective_usd": discounted_total + discounted_penalty,
         "solver_objective_usd": plan.result.objective,
         "obligation_usd": float(plan.commitments["obligation_usd"].sum()),

@@ -105,11 +105,12 @@ class Sheet:
         self.ws.auto_filter.ref = f"A1:{last}{max(self.row, 2)}"
 
 
-def write_workbook(plan: Plan, path: str | Path, baselines: dict | None = None,
+def write_workbook(plan: Plan, path: str | Path, baselines: list | None = None,
                    seconds: dict | None = None,
                    baselines_skipped: str = "--no-baselines") -> None:
-    """`baselines_skipped`: why there are no comparison plans, when there are none."""
-    save_atomically(_build(plan, baselines or {}, seconds or {}, baselines_skipped),
+    """`baselines`: the comparison plans (planner.baselines); `baselines_skipped`: why
+    there are none, when there are none."""
+    save_atomically(_build(plan, baselines or [], seconds or {}, baselines_skipped),
                     Path(path))
 
 
@@ -139,7 +140,7 @@ def _name(wb: Workbook, name: str, ref: str) -> None:
     wb.defined_names[name] = DefinedName(name, attr_text=ref)
 
 
-def _build(plan: Plan, baselines: dict, seconds: dict, baselines_skipped: str) -> Workbook:
+def _build(plan: Plan, baselines: list, seconds: dict, baselines_skipped: str) -> Workbook:
     s = plan.scenario
     st = s.settings
     wb = Workbook()
@@ -499,7 +500,7 @@ def _pruned(ws, r: int, pruned: dict[tuple[str, str], str]) -> None:
 
 
 def _summary(wb, ws, plan: Plan, costs: Sheet, ps: Sheet, cs: Sheet, es: Sheet,
-             baselines: dict, seconds: dict, baselines_skipped: str) -> None:
+             baselines: list, seconds: dict, baselines_skipped: str) -> None:
     s, res, t = plan.scenario, plan.result, plan.totals
     st = s.settings
     tr = costs.total_row
@@ -513,7 +514,9 @@ def _summary(wb, ws, plan: Plan, costs: Sheet, ps: Sheet, cs: Sheet, es: Sheet,
         ("Status", res.status + ("" if res.status == "optimal"
                                  else f" ({res.termination})"), None, None),
         ("MIP gap", res.gap, PCT, None),
+        ("Lower bound (proven)", res.bound, USD, None),
         ("Solve seconds", round(res.seconds, 3), "0.000", None),
+        ("Rounds (decomposition)", res.rounds or "solved whole", None, None),
         (None, None, None, None),
         ("Totals", "Workbook (formula)", None, "Solver"),
         ("Total cost (nominal)", f"=Costs!{cc('Total')}{tr}", USD, t["total_cost_usd"]),
@@ -526,6 +529,8 @@ def _summary(wb, ws, plan: Plan, costs: Sheet, ps: Sheet, cs: Sheet, es: Sheet,
     rows += [
         ("Unmet demand (unit-hours)", t["unmet_unit_hours"], NUM, None),
         ("Unmet penalty", t["unmet_penalty_usd"], USD, None),
+        ("  of which no offer can serve (unit-hours)", t["unservable_unit_hours"], NUM,
+         None),
         ("Objective (discounted, with penalty)", t["objective_usd"], USD,
          res.objective),
         ("Commitment obligation (new)", f"=SUMIFS({cs.rng('Total obligation')},"
@@ -568,21 +573,31 @@ def _summary(wb, ws, plan: Plan, costs: Sheet, ps: Sheet, cs: Sheet, es: Sheet,
     ws.cell(r, 2, f"=B{r - 1}-{refs['Total cost (nominal)']}").number_format = USD
     r += 2
     ws.cell(r, 1, "Savings").font = BOLD
-    ws.cell(r, 2, "Plan of comparison").font = BOLD
-    ws.cell(r, 3, "Its total").font = BOLD
-    ws.cell(r, 4, "Saving").font = BOLD
-    ws.cell(r, 5, "Saving %").font = BOLD
+    for j, title in enumerate(("Plan of comparison", "Its total", "Saving", "Saving %",
+                               "Status", "Gap", "Unmet (unit-hours)", "Note"), start=2):
+        ws.cell(r, j, title).font = BOLD
     r += 1
     if not baselines:
         ws.cell(r, 1, f"comparison plans not solved ({baselines_skipped})")
-    for name, b in baselines.items():
+    for b in baselines:
         ws.cell(r, 1, "against")
-        ws.cell(r, 2, name)
+        text_cell(ws.cell(r, 2), b["name"])
+        ws.cell(r, 6, b["status"])
+        if b["total_cost_usd"] is None:
+            ws.cell(r, 9, "not solved (--no-baselines)" if b["status"] == "not_run"
+                    else "no plan found within its share of the time limit")
+            r += 1
+            continue
         ws.cell(r, 3, b["total_cost_usd"]).number_format = USD
-        ws.cell(r, 4, f"=C{r}-{refs['Total cost (nominal)']}").number_format = USD
-        ws.cell(r, 5, f"=IF(C{r}>0,D{r}/C{r},0)").number_format = PCT
-        if b.get("unmet_unit_hours"):
-            ws.cell(r, 6, f"leaves {b['unmet_unit_hours']:,.1f} unit-hours unmet")
+        if b["mip_gap"] is not None:
+            ws.cell(r, 7, b["mip_gap"]).number_format = PCT
+        ws.cell(r, 8, b["unmet_unit_hours"]).number_format = NUM
+        if b["saving_usd"] is not None:
+            ws.cell(r, 4, f"=C{r}-{refs['Total cost (nominal)']}").number_format = USD
+            ws.cell(r, 5, f"=IF(C{r}>0,D{r}/C{r},0)").number_format = PCT
+        else:
+            ws.cell(r, 9, f"no saving stated: it leaves {b['unmet_unit_hours']:,.1f} "
+                          f"unit-hours unmet, the plan {t['unmet_unit_hours']:,.1f}")
         r += 1
     if seconds:
         r += 1

@@ -24,105 +24,42 @@ class SolveResult:
     termination: str  # the solver's own word: optimal, time limit, infeasible, …
     has_solution: bool
     objective: float | None
-    bound: float | None
-    gap: float | None
+    bound: float | None  # a proven lower bound on the objective
+    gap: float | None  # (objective − bound) / (objective − unservable_usd): SPEC §4 v2
     seconds: float
     version: str = ""
+    rounds: str = ""  # the decomposition's rounds (planner.decompose.method.Rounds)
+    unservable_usd: float = 0.0  # the penalty of demand no source can serve (objective)
 
     @property
     def ok(self) -> bool:
         return self.has_solution and self.status in ("optimal", "feasible")
 
 
-# Above this many integer variables the LP-guided start (planner.heuristic) runs first.
-LARGE_MODEL = 3000
-NO_LP_START = "start without an LP"  # in the termination of a "no-lp" solve
+def honest_gap(objective: float, bound: float, unservable_usd: float) -> float:
+    """The gap on what the plan can change (SPEC §4 v2): demand no source can serve is
+    in both the objective and the bound, and out of the denominator."""
+    changeable = objective - unservable_usd
+    if changeable <= 1e-9 * max(1.0, abs(objective)):
+        return 0.0 if objective - bound <= 1e-6 * max(1.0, abs(objective)) else math.inf
+    return max(0.0, (objective - bound) / changeable)
 
 
 def solve(model: PlanningModel, solver: str = "highs", time_limit: float = 60.0,
-          gap: float = 1e-4, threads: int | None = 1, msg: bool = False,
-          strategy: str = "auto") -> SolveResult:
-    """Solve `model` in place; deterministic for a given model (fixed seed and threads).
-
-    strategy: "direct" (the MIP alone), "lp-guided" (heuristic start first), "start-only"
-    (the heuristic start and no MIP after it: a part of a plan in parts, whose time is
-    better spent on the next part), "no-lp" (the start-only plan built without an LP: a
-    part whose LP did not finish in time; `model.full_bound` is its bound), or "auto"
-    (lp-guided above LARGE_MODEL integer variables).
-    """
+          gap: float = 1e-4, threads: int | None = 1, msg: bool = False) -> SolveResult:
+    """Solve `model` whole by branch and bound, in place; deterministic for a given
+    model (fixed seed and threads)."""
     prob = model.prob
     if not model.unmet and not model.commit:  # nothing to decide: give the solver a column
         prob.addVariable(prob.add_variable("empty__model", 0, 0))
     started = time.perf_counter()
-
-    def left() -> float:
-        return max(1.0, time_limit - (time.perf_counter() - started))
-
-    integers = len(model.integer_variables())
-    alone = strategy in ("start-only", "no-lp")  # no MIP after the start
-    guided = alone or strategy == "lp-guided" or (
-        strategy == "auto" and integers > LARGE_MODEL)
-    start = None
-    if guided:
-        from planner.heuristic import lp_guided_start
-
-        def run_part(part, limit, part_gap, start=False):
-            r = _run(part, solver, min(limit, left()), part_gap, threads, msg, warm=start)
-            return r["objective"] if r["has_solution"] else None
-
-        from planner.highs import IncrementalLP
-
-        # column generation's LP, when the model has one, goes on instead
-        fresh = solver == "highs" and model.warm_lp is None
-        lp = IncrementalLP(left(), threads) if fresh else None
-        without_lp = strategy == "no-lp"
-        kind = NO_LP_START if without_lp else "LP-guided start"
-        start = lp_guided_start(model, run_part, gap, left(), lp, quick=alone,
-                                bound=model.full_bound if without_lp else None)
-        if start is None and alone:
-            return SolveResult(
-                solver=solver, status="no_solution",
-                termination=f"time limit ({kind} not done)", has_solution=False,
-                objective=None, bound=None, gap=None,
-                seconds=time.perf_counter() - started, version=_version(solver))
-        if start is not None:
-            achieved = (start.objective - start.lp_bound) / max(abs(start.objective), 1e-9)
-            out_of_time = time.perf_counter() - started >= time_limit - 1.0
-            if achieved <= gap or out_of_time or alone:
-                # no time left: the whole MIP would only get to read the model
-                return SolveResult(
-                    solver=solver, status="optimal" if achieved <= gap else "feasible",
-                    termination=f"within the gap of the bound ({kind})"
-                    if achieved <= gap else f"time limit ({kind})" if out_of_time else kind,
-                    has_solution=True, objective=start.objective, bound=start.lp_bound,
-                    gap=max(achieved, 0.0), seconds=time.perf_counter() - started,
-                    version=_version(solver))
-    variables = prob.variables() if start is not None else []
-    kept = [v.varValue for v in variables]
-    result = _run(prob, solver, left(), gap, threads, msg, warm=start is not None)
-    if start is not None:
-        if not result["has_solution"] or result["objective"] > start.objective:
-            for v, value in zip(variables, kept):  # the solver did not improve: keep the start
-                v.varValue = value
-            result.update(has_solution=True, objective=start.objective, status="feasible")
-        result["bound"] = max(result["bound"] or -math.inf, start.lp_bound)
-    if model.full_bound is not None and result["has_solution"]:
-        # a restricted model (column generation): its own MIP bound says nothing about
-        # the full model, whose LP bound is known
-        result["bound"] = min(result["bound"] or math.inf, model.full_bound)
-        result["status"] = "feasible"
-    if start is not None or model.full_bound is not None:
-        if result["has_solution"]:
-            result["gap"] = max(0.0, (result["objective"] - result["bound"])
-                                / max(abs(result["objective"]), 1e-9))
-            if result["gap"] <= gap:
-                result["status"] = "optimal"
+    result = _run(prob, solver, max(0.5, time_limit), gap, threads, msg)
     return SolveResult(seconds=time.perf_counter() - started, **result)
 
 
-def _run(prob, solver, time_limit, gap, threads, msg, warm=False) -> dict:
+def _run(prob, solver, time_limit, gap, threads, msg, warm=False, nodes=None) -> dict:
     if solver == "highs":
-        return _solve_highs(prob, time_limit, gap, threads, msg, warm)
+        return _solve_highs(prob, time_limit, gap, threads, msg, warm, nodes)
     if solver == "cbc":
         return _solve_cbc(prob, time_limit, gap, threads, msg, warm)
     raise ValueError(f"unknown solver {solver!r}")
@@ -137,13 +74,14 @@ def _version(solver: str) -> str:
     return "CBC (PuLP)"
 
 
-def _solve_highs(prob, time_limit, gap, threads, msg, warm=False) -> dict:
+def _solve_highs(prob, time_limit, gap, threads, msg, warm=False, nodes=None) -> dict:
     import highspy
 
     from planner.highs import BulkHiGHS
 
+    extra = {} if nodes is None else {"mip_max_nodes": int(nodes)}
     cmd = BulkHiGHS(msg=msg, timeLimit=time_limit, gapRel=gap, threads=threads,
-                    random_seed=0, start=warm)
+                    random_seed=0, start=warm, **extra)
     try:
         prob.solve(cmd)
     except pulp.PulpSolverError as e:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from planner.solution import Solution
 from planner.check import check_plan
 
 from solving import cost, gpus_by, solve_tables
@@ -333,7 +334,7 @@ def test_unmet_demand_says_when_the_plan_left_room(tmp_path, used, reason):
     for (w, r, g, src, m, k), v in model.supply.items():
         if w == "v":
             v.varValue = 10.0 * (1 + used)
-    plan = extract_plan(model, SolveResult(
+    plan = extract_plan(model, Solution.of_model(model), SolveResult(
         solver="highs", status="feasible", termination="time limit", has_solution=True,
         objective=None, bound=None, gap=None, seconds=1.0))
     assert check_plan(s, plan) == []

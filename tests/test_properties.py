@@ -14,6 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from planner.solution import Solution
 from planner.model import Restrictions
 from solving import solve_tables
 
@@ -209,8 +210,8 @@ def test_pruning_dominated_offers_never_changes_the_optimum(tmp_path_factory, ta
     objectives = []
     for prune in (True, False):
         model = build_model(s, find_candidates(s, prune_dominated=prune))
-        result = solve(model, gap=1e-9, strategy="direct")
-        assert check_plan(s, extract_plan(model, result)) == []
+        result = solve(model, gap=1e-9)
+        assert check_plan(s, extract_plan(model, Solution.of_model(model), result)) == []
         objectives.append(result.objective)
     assert objectives[0] == pytest.approx(objectives[1], rel=1e-7, abs=1e-6)
 

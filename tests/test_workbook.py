@@ -55,8 +55,10 @@ def finance(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("finance")
     plan = solve_tables(tmp, FINANCE)
     path = tmp / "plan.xlsx"
-    write_workbook(plan, path, baselines={"pay-as-you-go only": {
-        "total_cost_usd": plan.totals["total_cost_usd"] * 1.25}})
+    write_workbook(plan, path, baselines=[{
+        "name": "pay-as-you-go only", "status": "optimal", "mip_gap": 0.0,
+        "total_cost_usd": plan.totals["total_cost_usd"] * 1.25,
+        "unmet_unit_hours": 0.0, "saving_usd": plan.totals["total_cost_usd"] * 0.25}])
     return plan, path
 
 

@@ -1,0 +1,35 @@
+"""The one clock of a command.
+
+`--time-limit` is the budget of the whole command (SPEC §4 v2): from start to the last
+file written, comparison plans and what-if variants included. The command starts one
+`Budget`; every stage asks it how long it may take, and hands a share of it to the
+stages it calls. Nothing else measures time against the limit.
+"""
+
+from __future__ import annotations
+
+import time
+
+
+class Budget:
+    def __init__(self, seconds: float, start: float | None = None):
+        self.seconds = float(seconds)
+        self.start = time.perf_counter() if start is None else start
+
+    @property
+    def deadline(self) -> float:
+        return self.start + self.seconds
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+    def left(self) -> float:
+        return max(0.0, self.deadline - time.perf_counter())
+
+    def share(self, fraction: float, keep: float = 0.0) -> "Budget":
+        """A budget that starts now and ends when `fraction` of what is left, less
+        `keep` seconds kept back for what follows, has passed."""
+        return Budget(max(0.0, (self.left() - keep) * fraction))
+
+    def __repr__(self) -> str:
+        return f"Budget({self.left():.1f} s of {self.seconds:.1f} s left)"

@@ -1,0 +1,376 @@
+"""A whole plan from the LP's arcs: whole replicas within capacity, month by month.
+
+Given the commitments to sign (whole GPUs) and, per workload, the arcs it would like to
+be served by (the master LP's, or the cheapest at given prices), each month and segment
+is planned on its own — commitments fixed, nothing else links months:
+
+1. pool by pool (the least flexible first, then the largest), each source's load in
+   replicas is rounded up, as far as the source has room (a capped offer's GPUs left, the
+   committed GPUs of its region and type not yet in use);
+2. what did not fit goes to the workload's other sources in reach, cheapest first at the
+   prices: first into replicas the pool already runs there with room to spare, then into
+   new replicas where there is capacity; spot only within the workload's spot share;
+   committed GPUs are signed for if that is what it takes;
+3. what is still left is unmet — no source in reach had room.
+
+The plan is kept as a `Draft`: one `PoolPlan` per pool, month and segment, and the
+capacity each uses, so that a pool can be planned again alone (planner.decompose.
+improve); commitments idle in every month they are active are trimmed at the end.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from planner.decompose.blocks import Blocks
+from planner.decompose.pricing import pair_range, unit_costs
+from planner.model import COMMITTED
+from planner.solution import Solution
+
+EPS = 1e-9
+
+
+@dataclass
+class PoolPlan:
+    """One pool in one month and segment."""
+
+    replicas: dict = field(default_factory=dict)  # source key (r, g, src) → replicas
+    served: dict = field(default_factory=dict)  # (workload index, site, source) → units
+    unmet: dict = field(default_factory=dict)  # (workload index, site) → units
+    cost: float = 0.0  # pay-as-you-go GPUs, egress and unmet penalty (discounted)
+
+
+class Draft:
+    """A whole plan under construction: commitments, and a PoolPlan per pool, month and
+    segment, with the capacity they use."""
+
+    def __init__(self, blocks: Blocks, commit: np.ndarray, pairs: dict):
+        b = self.b = blocks
+        cm = b.commitments
+        self.commit = np.array(commit, dtype=float)
+        self.pairs = dict(pairs)
+        self.committed = b.existing.copy()  # GPUs per (r, g) pair and month
+        for n in np.flatnonzero(self.commit > 0):
+            end = min(int(cm.start[n] + cm.months[n]), b.months)
+            self.committed[cm.committed_row[n], cm.start[n]:end] += self.commit[n]
+        self.used_payg = np.zeros((len(b.payg_offers), b.months, b.segments))
+        self.used_committed = np.zeros((len(b.committed_pairs), b.months, b.segments))
+        self.pools: dict[tuple[int, int, str], PoolPlan] = {}
+        self.priced: dict[int, np.ndarray] = {}  # workload → [J, M, K] cost at the prices
+        self.members: dict[str, list[int]] = defaultdict(list)
+        for w, wb in enumerate(b.workloads):
+            self.members[wb.pool].append(w)
+        self.allowed = {}  # workload → [J] sources it may use (a held pair's only)
+        for w, wb in enumerate(b.workloads):
+            ok = np.ones(len(wb.sources), dtype=bool)
+            if wb.single_region:
+                ok[:] = False
+                if w in pairs:
+                    start, end = pair_range(wb, pairs[w])
+                    ok[start:end] = True
+            self.allowed[w] = ok
+
+    # -- capacity ----------------------------------------------------------------------------
+    def room(self, wb, j: int, m: int, k: int) -> float:
+        """GPUs source j of `wb` has left in (m, k) (inf: no limit)."""
+        if wb.committed_row[j] >= 0:
+            row = wb.committed_row[j]
+            return self.committed[row, m] - self.used_committed[row, m, k]
+        if wb.payg_row[j] >= 0:
+            row = wb.payg_row[j]
+            return self.b.payg_cap[row] - self.used_payg[row, m, k]
+        return math.inf
+
+    def _use(self, pool: str, plan: PoolPlan, m: int, k: int, sign: float) -> None:
+        b = self.b
+        for (r, g, src), n in plan.replicas.items():
+            gpus = sign * n * b.builder.gpus_per_replica[(pool, g)]
+            if src == COMMITTED:
+                self.used_committed[b.committed_index[(r, g)], m, k] += gpus
+            elif src in b.payg_index:
+                self.used_payg[b.payg_index[src], m, k] += gpus
+
+    def set(self, pool: str, m: int, k: int, plan: PoolPlan) -> None:
+        old = self.pools.get((m, k, pool))
+        if old is not None:
+            self._use(pool, old, m, k, -1.0)
+        self.pools[(m, k, pool)] = plan
+        self._use(pool, plan, m, k, 1.0)
+
+    def sign(self, pair: int, m: int, gpus: float) -> None:
+        """Sign up to `gpus` more committed GPUs at `pair` active in month m, on the
+        commitment that starts latest (in m, if it may) and costs least per GPU, within
+        its bounds and its offer's monthly max_gpus."""
+        cm = self.b.commitments
+        active = np.flatnonzero((cm.committed_row == pair) & (cm.start <= m)
+                                & (m < cm.start + cm.months) & (self.commit < cm.upper))
+        for n in sorted(active.tolist(), key=lambda n: (-int(cm.start[n]), cm.cost[n], n)):
+            add = min(math.ceil(gpus - 1e-9), cm.upper[n] - self.commit[n])
+            end = min(int(cm.start[n] + cm.months[n]), self.b.months)
+            if cm.cap_row[n] >= 0:
+                mine = cm.cap_row == cm.cap_row[n]
+                for month in range(int(cm.start[n]), end):
+                    on = mine & (cm.start <= month) & (month < cm.start + cm.months)
+                    add = min(add, cm.caps[cm.cap_row[n]] - self.commit[on].sum())
+            if add > 0 and self.commit[n] == 0 and add < cm.min_gpus[n]:
+                add = cm.min_gpus[n] if cm.min_gpus[n] <= cm.upper[n] else 0
+            if add <= 0:
+                continue
+            self.commit[n] += add
+            self.committed[pair, int(cm.start[n]):end] += add
+            gpus -= add
+            if gpus <= 0:
+                return
+
+    def trim_commitments(self) -> None:
+        """Sign no GPU that is idle in every month its commitment is active: the latest
+        starts give way first (a minimum order stays whole or goes entirely)."""
+        b = self.b
+        cm = b.commitments
+        busy = self.used_committed.max(axis=2)  # [pairs, M]
+        for n in sorted(np.flatnonzero(self.commit > cm.lower + 0.5).tolist(),
+                        key=lambda n: (-int(cm.start[n]), n)):
+            pair = cm.committed_row[n]
+            end = min(int(cm.start[n] + cm.months[n]), b.months)
+            months = slice(int(cm.start[n]), end)
+            idle = float((self.committed[pair, months] - busy[pair, months]).min()) \
+                if end > cm.start[n] else self.commit[n]
+            cut = min(math.floor(idle + 1e-9), self.commit[n] - cm.lower[n])
+            if cut <= 0:
+                continue
+            left = self.commit[n] - cut
+            if 0 < left < cm.min_gpus[n]:
+                cut, left = self.commit[n] - cm.min_gpus[n], cm.min_gpus[n]
+                if cut <= 0:
+                    continue
+            self.commit[n] = left
+            self.committed[pair, months] -= cut
+
+    # -- the result --------------------------------------------------------------------------
+    def cost(self) -> float:
+        b = self.b
+        return (b.constant + float((self.commit * b.commitments.cost).sum())
+                + sum(p.cost for p in self.pools.values()))
+
+    def solution(self) -> Solution:
+        b = self.b
+        sol = Solution()
+        for (m, k, pool), plan in self.pools.items():
+            for (w, site, j), units in plan.served.items():
+                if units <= EPS:
+                    continue
+                wb = b.workloads[w]
+                r, g, src = wb.sources[j]
+                key = (wb.name, r, g, src, m, k)
+                sol.supply[key] = sol.supply.get(key, 0.0) + units
+                if len(wb.sites) > 1:
+                    fkey = (wb.name, wb.sites[site], r, m, k)
+                    sol.flow[fkey] = sol.flow.get(fkey, 0.0) + units
+            for (r, g, src), n in plan.replicas.items():
+                if n > 0:
+                    sol.replicas[(pool, r, g, src, m, k)] = int(n)
+            for (w, site), units in plan.unmet.items():
+                if units > EPS:
+                    wb = b.workloads[w]
+                    key = (wb.name, wb.sites[site], m, k)
+                    sol.unmet[key] = sol.unmet.get(key, 0.0) + units
+        cm = b.commitments
+        for n in np.flatnonzero(self.commit > 0):
+            sol.commit[(cm.offer[n], int(cm.start[n]))] = int(round(self.commit[n]))
+        for n in range(len(cm.offer)):
+            sol.commit_upper[(cm.offer[n], int(cm.start[n]))] = float(cm.upper[n])
+        return sol
+
+    def pool_cost(self, pool: str, m: int, k: int, plan: PoolPlan) -> float:
+        """What `plan` costs: its pay-as-you-go GPUs, egress and unmet penalty."""
+        b = self.b
+        hd = b.hd[m, k]
+        cost = 0.0
+        for (w, site, j), units in plan.served.items():
+            cost += units * b.workloads[w].egress[j] * hd
+        for (r, g, src), n in plan.replicas.items():
+            if src != COMMITTED and n > 0:
+                cost += (n * b.builder.gpus_per_replica[(pool, g)]
+                         * b.builder.payg_offer[src].usd_per_gpu_hour * hd)
+        for (w, site), units in plan.unmet.items():
+            cost += units * b.workloads[w].penalty * hd
+        return cost
+
+
+def construct(blocks: Blocks, prices, commit: np.ndarray, wanted: dict, pairs: dict,
+              sign_wanted: bool = False) -> Draft:
+    """The plan of the wanted arcs (workload index → arrays (site, source, month,
+    segment, units)) with `commit` signed (more where it takes that to serve demand;
+    with `sign_wanted`, wherever the arcs want committed GPUs: when no LP chose the
+    commitments). `pairs`: the single-region workloads' (region, GPU type) pairs."""
+    draft = Draft(blocks, commit, pairs)
+    priced = draft.priced = {w: unit_costs(wb, blocks, *prices)[1]
+                             for w, wb in enumerate(blocks.workloads)}
+    by_cell: dict[tuple[int, int], dict[int, list]] = defaultdict(lambda: defaultdict(list))
+    for w, (site, source, month, segment, units) in wanted.items():
+        for i in range(len(site)):
+            by_cell[(int(month[i]), int(segment[i]))][w].append(
+                (int(site[i]), int(source[i]), float(units[i])))
+    pools = sorted(draft.members)
+    # the least flexible pools first: fewest sources they may use
+    flexibility = {p: min(int(draft.allowed[w].sum()) for w in draft.members[p])
+                   for p in pools}
+    for m in range(blocks.months):
+        for k in range(blocks.segments):
+            wanted_here = by_cell.get((m, k), {})
+            load = {p: sum(u for w in draft.members[p] for *_, u in wanted_here.get(w, ()))
+                    for p in pools}
+            for p in sorted(pools, key=lambda p: (flexibility[p], -load[p], p)):
+                plan = _plan_pool(draft, priced, p, m, k, wanted_here, sign_wanted)
+                if plan.served or plan.unmet:
+                    draft.set(p, m, k, plan)
+    draft.trim_commitments()
+    return draft
+
+
+def _plan_pool(draft: Draft, priced, pool: str, m: int, k: int, wanted,
+               sign_wanted: bool) -> PoolPlan:
+    b = draft.b
+    ws = draft.members[pool]
+    plan = PoolPlan()
+    carried: dict[tuple, float] = defaultdict(float)  # source key → load in replicas
+    served: dict[tuple, float] = defaultdict(float)
+    short: list[tuple[int, int, float]] = []  # (w, site, units) not yet served
+    need = {w: b.workloads[w].level[:, m, k].copy() for w in ws}
+    used = defaultdict(float)  # GPUs this pool takes from each source key, this cell
+    # 1. the wanted arcs, each source's load rounded up within its room
+    by_key: dict[tuple, list] = defaultdict(list)
+    for w in ws:
+        wb = b.workloads[w]
+        for site, j, units in wanted.get(w, ()):
+            units = min(units, need[w][site])
+            if units <= EPS or not draft.allowed[w][j]:
+                continue
+            need[w][site] -= units
+            by_key[wb.sources[j]].append((w, site, j, units))
+    for key in sorted(by_key, key=lambda x: (-sum(u for *_, u in by_key[x]), x)):
+        arcs = by_key[key]
+        w0, _, j0, _ = arcs[0]
+        wb0 = b.workloads[w0]
+        gpr = int(wb0.gpus_per_replica[j0])
+        load = sum(u * b.workloads[w].gpus_per_unit[j] / gpr for w, _, j, u in arcs)
+        want = math.ceil(load - 1e-6)
+        if sign_wanted and wb0.committed_row[j0] >= 0:
+            short_gpus = want * gpr - draft.room(wb0, j0, m, k)
+            if short_gpus > 0:
+                draft.sign(wb0.committed_row[j0], m, short_gpus)
+        fit = min(want, _whole(draft.room(wb0, j0, m, k) - used[key], gpr))
+        if fit <= 0:
+            short.extend((w, site, u) for w, site, _, u in arcs)
+            continue
+        used[key] += fit * gpr
+        plan.replicas[key] = fit
+        share = min(1.0, fit / load) if load > 0 else 1.0
+        for w, site, j, u in arcs:
+            served[(w, site, j)] += u * share
+            if share < 1.0:
+                short.append((w, site, u * (1.0 - share)))
+        carried[key] = load * share
+    # what no arc wanted (the LP left it unmet, or arcs fell short of the level)
+    for w in ws:
+        for site in np.flatnonzero(need[w] > EPS).tolist():
+            short.append((w, site, float(need[w][site])))
+    # 2. the rest at the other sources in reach, cheapest first; committed GPUs signed
+    # for, if that is what it takes
+    for w, site, units in sorted(short, key=lambda x: (-x[2], x[0], x[1])):
+        for sign in (False, True):
+            if units > EPS:
+                units = _place(draft, priced, pool, w, site, units, m, k, plan, carried,
+                               served, used, sign)
+        if units > EPS:
+            plan.unmet[(w, site)] = plan.unmet.get((w, site), 0.0) + units
+    plan.served = {key: u for key, u in served.items() if u > EPS}
+    _spot_within_share(draft, plan, m, k)
+    plan.cost = draft.pool_cost(pool, m, k, plan)
+    return plan
+
+
+def _place(draft, priced, pool, w, site, units, m, k, plan, carried, served, used,
+           sign: bool) -> float:
+    """Serve `units` of w at `site` from its sources; returns what is left. `sign`:
+    committed sources only, signing more GPUs where they have none."""
+    b = draft.b
+    wb = b.workloads[w]
+    usable = wb.reach[site] & draft.allowed[w]
+    if sign:
+        usable = usable & (wb.committed_row >= 0)
+    cost = np.where(usable, priced[w][:, m, k], np.inf)
+    spot_room = _spot_room(wb, w, m, k, served)
+    for j in np.argsort(cost, kind="stable").tolist():
+        if units <= EPS or not np.isfinite(cost[j]):
+            break
+        if cost[j] >= wb.penalty * b.hd[m, k]:
+            break  # dearer than leaving it unmet
+        limit = units if not wb.spot[j] else min(units, spot_room)
+        if limit <= EPS:
+            continue
+        key = wb.sources[j]
+        gpr = int(wb.gpus_per_replica[j])
+        per_replica = gpr / wb.gpus_per_unit[j]  # units one replica carries
+        spare = (plan.replicas.get(key, 0) - carried[key]) * per_replica
+        use = min(limit, max(spare, 0.0))
+        new = 0
+        if use < limit - EPS:
+            want = math.ceil((limit - use) / per_replica - 1e-9)
+            if sign:
+                short = want * gpr - (draft.room(wb, j, m, k) - used[key])
+                if short > 0:
+                    draft.sign(wb.committed_row[j], m, short)
+            new = max(min(want, _whole(draft.room(wb, j, m, k) - used[key], gpr)), 0)
+            use = min(limit, use + new * per_replica)
+        if use <= EPS:
+            continue
+        if new:
+            used[key] += new * gpr
+            plan.replicas[key] = plan.replicas.get(key, 0) + new
+        carried[key] += use / per_replica
+        served[(w, site, j)] += use
+        units -= use
+        if wb.spot[j]:
+            spot_room -= use
+    return units
+
+
+def _spot_room(wb, w, m, k, served) -> float:
+    """Units of spot w may still take in (m, k) if all its demand were served."""
+    if not wb.limited_spot:
+        return math.inf
+    spot = sum(u for (ww, _, j), u in served.items() if ww == w and wb.spot[j])
+    return max(0.0, wb.spot_share * float(wb.level[:, m, k].sum()) - spot)
+
+
+def _spot_within_share(draft: Draft, plan: PoolPlan, m: int, k: int) -> None:
+    """Where demand was left unmet, spot may exceed its share of what is served: the
+    excess spot units go unmet (their replicas stay, paid and idle)."""
+    b = draft.b
+    for w in {key[0] for key in plan.served}:
+        wb = b.workloads[w]
+        if not wb.limited_spot:
+            continue
+        spot = [(key, u) for key, u in plan.served.items() if key[0] == w and wb.spot[key[2]]]
+        total = sum(u for key, u in plan.served.items() if key[0] == w)
+        excess = sum(u for _, u in spot) - wb.spot_share * total
+        if excess <= 1e-7:
+            continue
+        cut = excess / (1.0 - wb.spot_share)
+        for key, u in sorted(spot, key=lambda x: -x[1]):
+            take = min(u, cut)
+            plan.served[key] -= take
+            plan.unmet[(w, key[1])] = plan.unmet.get((w, key[1]), 0.0) + take
+            cut -= take
+            if cut <= 1e-12:
+                break
+
+
+def _whole(room: float, gpr: int) -> float:
+    """Whole replicas of `gpr` GPUs that fit in `room` GPUs (inf: no limit)."""
+    return room if math.isinf(room) else max(int(math.floor(room + 1e-9)) // gpr, 0)

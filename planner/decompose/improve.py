@@ -1,0 +1,152 @@
+"""Fix and optimize: one pool in one month and segment planned again, exactly.
+
+With everything else in the plan fixed — commitments, and every other pool's GPUs —
+a pool's plan for one month and segment is a small MIP: its workloads' demand at each
+site, served from the sources in reach (in the room the others left), in whole replicas
+the pool's workloads share, spot within its share, or left unmet:
+
+    min  Σ payg replicas · GPUs · price · hours + Σ units · egress + Σ unmet · penalty
+    s.t. Σ_j x[w,s,j] + u[w,s] = level[w,s]                              demand
+         Σ_{w,s} x[w,s,j] · GPUs per unit[j] / GPUs per replica ≤ n[src]   replicas
+         n[src] ≤ room[src] / GPUs per replica                            capacity
+         Σ_spot (1 − σ) x − Σ_other σ x ≤ 0                              spot share
+         n integer
+
+HiGHS solves it in milliseconds from the current plan; the pool keeps the new plan only
+when it costs less. A node limit, not the clock, bounds each MIP, so the same rounds give
+the same plan on any machine.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from planner.decompose.construct import Draft, PoolPlan
+from planner.highs import new_highs
+
+NODES = 1000  # branch-and-bound nodes per pool's MIP (they rarely need ten)
+# Sources per demand site in a pool's MIP: those its plan uses and the cheapest others at
+# the LP's prices. The default scenario's largest pool (5 workloads, 24 sites, ~100
+# sources each) took 0.4 s a MIP with all of them.
+CHOICES = 6
+
+
+class _Columns:
+    def __init__(self):
+        self.cost, self.upper, self.integer = [], [], []
+
+    def add(self, cost: float, upper: float, integer: bool = False) -> int:
+        self.cost.append(cost)
+        self.upper.append(upper)
+        self.integer.append(integer)
+        return len(self.cost) - 1
+
+
+def replan_pool(draft: Draft, pool: str, m: int, k: int) -> bool:
+    """Plan `pool` in (m, k) again, exactly; True if its plan got cheaper."""
+    import highspy
+
+    b = draft.b
+    current = draft.pools.get((m, k, pool))
+    if current is None:
+        return False
+    hd = float(b.hd[m, k])
+    inf = highspy.kHighsInf
+    cols = _Columns()
+    arcs: dict[int, tuple[int, int, int]] = {}  # column → (w, site, j)
+    unmet: dict[int, tuple[int, int]] = {}  # column → (w, site)
+    rows: list[tuple[float, float, list]] = []
+    loads: dict[tuple, list] = {}  # source key → [(column, replicas per unit, level)]
+    sample: dict[tuple, tuple[int, int]] = {}  # source key → a (w, j) that uses it
+    spot: dict[int, list] = {}
+    for w in draft.members[pool]:
+        wb = b.workloads[w]
+        for site in np.flatnonzero(wb.level[:, m, k] > 0).tolist():
+            level = float(wb.level[site, m, k])
+            terms = []
+            usable = wb.reach[site] & draft.allowed[w] & (wb.first <= m)
+            for j in _choices(draft, current, w, site, m, k, usable):
+                c = cols.add(float(wb.egress[j]) * hd, inf)
+                arcs[c] = (w, site, j)
+                terms.append((c, 1.0))
+                key = wb.sources[j]
+                per = float(wb.gpus_per_unit[j]) / float(wb.gpus_per_replica[j])
+                loads.setdefault(key, []).append((c, per, level))
+                sample.setdefault(key, (w, j))
+                if wb.limited_spot:
+                    spot.setdefault(w, []).append(
+                        (c, 1.0 - wb.spot_share if wb.spot[j] else -wb.spot_share))
+            c = cols.add(float(wb.penalty) * hd, inf)
+            unmet[c] = (w, site)
+            terms.append((c, 1.0))
+            rows.append((level, level, terms))
+    replicas: dict[int, tuple] = {}  # column → source key
+    for key, terms in loads.items():
+        w, j = sample[key]
+        wb = b.workloads[w]
+        gpr = int(wb.gpus_per_replica[j])
+        room = draft.room(wb, j, m, k) + current.replicas.get(key, 0) * gpr
+        need = math.ceil(sum(per * level for _, per, level in terms) - 1e-9)
+        upper = need if math.isinf(room) else min(need, int(math.floor(room + 1e-9)) // gpr)
+        price = 0.0 if wb.committed_row[j] >= 0 else float(wb.price[j]) * gpr * hd
+        c = cols.add(price, float(max(upper, 0)), True)
+        replicas[c] = key
+        rows.append((-inf, 0.0, [(col, per) for col, per, _ in terms] + [(c, -1.0)]))
+    for terms in spot.values():
+        rows.append((-inf, 0.0, terms))
+
+    h = new_highs()
+    for option, value in (("random_seed", 0), ("threads", 1), ("mip_rel_gap", 1e-7),
+                          ("mip_max_nodes", NODES)):
+        h.setOptionValue(option, value)
+    n = len(cols.cost)
+    h.addCols(n, np.array(cols.cost), np.zeros(n), np.array(cols.upper), 0,
+              np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0))
+    ints = np.flatnonzero(cols.integer).astype(np.int32)
+    if len(ints):
+        h.changeColsIntegrality(len(ints), ints,
+                                np.full(len(ints), highspy.HighsVarType.kInteger))
+    starts, index, value = [], [], []
+    for _, _, terms in rows:
+        starts.append(len(index))
+        for c, a in terms:
+            index.append(c)
+            value.append(a)
+    h.addRows(len(rows), np.array([r[0] for r in rows]), np.array([r[1] for r in rows]),
+              len(index), np.array(starts, dtype=np.int32), np.array(index, dtype=np.int32),
+              np.array(value))
+    start = np.zeros(n)  # the current plan
+    for c, key in arcs.items():
+        start[c] = current.served.get(key, 0.0)
+    for c, key in unmet.items():
+        start[c] = current.unmet.get(key, 0.0)
+    for c, key in replicas.items():
+        start[c] = current.replicas.get(key, 0)
+    solution = highspy.HighsSolution()
+    solution.col_value = start
+    h.setSolution(solution)
+    h.run()
+    if h.getInfo().primal_solution_status != 2:
+        return False
+    x = np.asarray(h.getSolution().col_value)
+    plan = PoolPlan(
+        replicas={key: int(round(x[c])) for c, key in replicas.items() if round(x[c]) > 0},
+        served={key: float(x[c]) for c, key in arcs.items() if x[c] > 1e-9},
+        unmet={key: float(x[c]) for c, key in unmet.items() if x[c] > 1e-9})
+    plan.cost = draft.pool_cost(pool, m, k, plan)
+    if plan.cost >= current.cost - 1e-7 * max(1.0, current.cost):
+        return False
+    draft.set(pool, m, k, plan)
+    return True
+
+
+def _choices(draft: Draft, current: PoolPlan, w: int, site: int, m: int, k: int,
+             usable: np.ndarray) -> list[int]:
+    """The sources a site's demand may use in its pool's MIP: those the current plan
+    uses, and the CHOICES cheapest others at the prices."""
+    used = {j for (ww, s, j) in current.served if ww == w and s == site}
+    cost = np.where(usable, draft.priced[w][:, m, k], np.inf)
+    order = np.argsort(cost, kind="stable")[:CHOICES]
+    return sorted(used | {int(j) for j in order if np.isfinite(cost[j])})

@@ -1,0 +1,292 @@
+"""The restricted master LP and the Lagrangian bound.
+
+The master is the model's LP relaxation over the columns generated so far, with replicas
+continuous (a pool's replicas then carry exactly its loads, so they need no columns):
+
+    arc  x[w,s,j,m,k] ≥ 0   units of workload w at site s served by source j
+    unmet u[w,s,m,k] ≥ 0    at the penalty;  commit[n] in [lower, upper]
+    block α[w,i] ≥ 0        plan i of a single-region workload w over the horizon
+
+    demand       Σ_j x[w,s,j,m,k] + u[w,s,m,k] = level                 per w, s, m, k
+    spot share   Σ_spot (1 − σ) x − Σ_other σ x ≤ 0                    per w, m, k
+    capacity     Σ GPUs per unit · x + Σ GPUs · α ≤ max_gpus           capped offer, m, k
+    committed    Σ GPUs per unit · x + Σ GPUs · α − Σ_active commit ≤ existing   (r, g), m, k
+    commitments  Σ_{starts active in m} commit ≤ max_gpus              capped offer, m
+    convexity    Σ_i α[w,i] = 1                                       single-region w
+
+A single-region workload is one block over the whole horizon (its plans choose one
+region and GPU type, which arcs could not express); every other workload is priced arc
+by arc. Capacity rows join when a column first uses them.
+
+For any prices y ≥ 0 on the capacity rows — the master's duals or any other — the
+Lagrangian function
+
+    L(y) = constant + Σ_blocks min (cost + y · GPUs) + min_commit Σ (cost_n − Σ y) commit_n
+           − Σ y · max_gpus − Σ y · existing
+
+is a lower bound on every plan (weak duality): each block's minimum is its LP, in closed
+form (planner.decompose.pricing), so the bound is valid after any round; at the master's
+optimal duals, once no column prices out, it equals the LP relaxation.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from planner.decompose.blocks import Blocks
+from planner.decompose.pricing import Priced, Rows
+from planner.highs import new_highs
+
+
+class Master:
+    def __init__(self, blocks: Blocks, rows: Rows, threads: int | None = 1):
+        import highspy
+
+        self.inf = highspy.kHighsInf
+        self.blocks, self.rows = blocks, rows
+        self.h = h = new_highs()
+        h.setOptionValue("random_seed", 0)
+        # one thread: HiGHS's path through a degenerate LP, and so the plan, may change
+        # with the thread count (`threads` is for whole-model MIPs)
+        h.setOptionValue("threads", 1)
+        cm = blocks.commitments
+        self.n_commit = len(cm.offer)
+        self.n_cols = 0
+        self._add_cols(cm.cost, cm.lower, cm.upper, [[] for _ in range(self.n_commit)])
+        self.n_rows = 0
+        self.row_key: list[int] = []  # capacity row key of each master row (−1: other)
+        # master row of each capacity row key (−1: not yet in the master)
+        self.row_of = np.full(rows.count, -1, dtype=np.int64)
+        for c, cap in enumerate(cm.caps):
+            mine = np.flatnonzero(cm.cap_row == c)
+            for m in range(blocks.months):
+                active = mine[(cm.start[mine] <= m) & (m < cm.start[mine] + cm.months[mine])]
+                if len(active) > 1 or (len(active) == 1 and cm.upper[active[0]] > cap):
+                    self._add_row(-self.inf, cap, active, np.ones(len(active)))
+        # demand rows with their unmet columns; spot-share rows; convexity rows
+        self.demand_row: dict[int, np.ndarray] = {}  # workload → [S, M, K] row or −1
+        self.spot_row: dict[int, np.ndarray] = {}  # workload → [M, K] row or −1
+        self.block_row: dict[int, int] = {}  # single-region workload → its convexity row
+        hd = blocks.hd
+        for w, wb in enumerate(blocks.workloads):
+            if wb.single_region:
+                self.block_row[w] = self._add_row(1.0, 1.0, [], [])
+                unmet = float((wb.level * (wb.penalty * hd)[None]).sum())
+                self._add_cols([unmet], [0.0], [self.inf], [[(self.block_row[w], 1.0)]])
+                continue
+            rows_of = np.full(wb.level.shape, -1, dtype=np.int64)
+            cells = np.argwhere(wb.level > 0)
+            costs, entries = [], []
+            for s, m, k in cells.tolist():
+                level = float(wb.level[s, m, k])
+                rows_of[s, m, k] = self._add_row(level, level, [], [])
+                costs.append(wb.penalty * hd[m, k])
+                entries.append([(rows_of[s, m, k], 1.0)])
+            self.demand_row[w] = rows_of
+            self._add_cols(costs, np.zeros(len(costs)), np.full(len(costs), self.inf), entries)
+            if wb.limited_spot:
+                spot = np.full(wb.level.shape[1:], -1, dtype=np.int64)
+                for m, k in np.argwhere(wb.level.sum(axis=0) > 0).tolist():
+                    spot[m, k] = self._add_row(-self.inf, 0.0, [], [])
+                self.spot_row[w] = spot
+        # the arcs and single-region plans in the master, in column order after the above
+        self.first_generated = self.n_cols
+        self.arcs: list[tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]] = []
+        self.plans: list[tuple[int, Priced, int]] = []  # (workload, plan, column)
+        self.solution = None
+        self.basis = None  # (column statuses, row statuses) of the last optimal solve
+
+    # -- building ----------------------------------------------------------------------------
+    def _add_row(self, lower, upper, cols, values, key: int = -1) -> int:
+        self.h.addRow(lower, upper, len(cols), np.asarray(cols, dtype=np.int32),
+                      np.asarray(values, dtype=float))
+        self.row_key.append(key)
+        self.n_rows += 1
+        return self.n_rows - 1
+
+    def _add_cols(self, cost, lower, upper, entries: list[list[tuple[int, float]]]) -> None:
+        starts, index, value = [], [], []
+        for col in entries:
+            starts.append(len(index))
+            for row, a in col:
+                index.append(row)
+                value.append(a)
+        n = len(entries)
+        self.h.addCols(n, np.asarray(cost, dtype=float), np.asarray(lower, dtype=float),
+                       np.asarray(upper, dtype=float), len(index),
+                       np.array(starts, dtype=np.int32), np.array(index, dtype=np.int32),
+                       np.array(value, dtype=float))
+        self.n_cols += n
+
+    def capacity_rows(self, keys: np.ndarray) -> np.ndarray:
+        """The master rows of capacity row `keys`, adding those not yet there."""
+        missing = np.unique(keys[self.row_of[keys] < 0])
+        b, rows = self.blocks, self.rows
+        per = rows.months * rows.segments
+        cm = b.commitments
+        for key in missing.tolist():
+            if key < rows.payg:
+                offer = key // per
+                row = self._add_row(-self.inf, float(b.payg_cap[offer]), [], [], key)
+            else:
+                pair, cell = divmod(key - rows.payg, per)
+                month = cell // rows.segments
+                active = np.flatnonzero((cm.committed_row == pair) & (cm.start <= month)
+                                        & (month < cm.start + cm.months))
+                row = self._add_row(-self.inf, float(b.existing[pair, month]), active,
+                                    -np.ones(len(active)), key)
+            self.row_of[key] = row
+        return self.row_of[keys]
+
+    def add_arcs(self, w: int, site, source, month, segment) -> int:
+        """Arc columns of workload `w` (arrays of the same length)."""
+        n = len(site)
+        if not n:
+            return 0
+        b = self.blocks
+        wb = b.workloads[w]
+        true = (wb.price * wb.gpus_per_unit + wb.egress)[source] * b.hd[month, segment]
+        key = self.rows.key(wb.payg_row[source], wb.committed_row[source], month, segment)
+        cap = np.full(n, -1, dtype=np.int64)
+        has = key >= 0
+        cap[has] = self.capacity_rows(key[has])
+        demand = self.demand_row[w][site, month, segment]
+        gpus = wb.gpus_per_unit[source]
+        spot = self.spot_row.get(w)
+        entries = []
+        for i in range(n):
+            col = [(int(demand[i]), 1.0)]
+            if cap[i] >= 0:
+                col.append((int(cap[i]), float(gpus[i])))
+            if spot is not None:
+                j = source[i]
+                coef = 1.0 - wb.spot_share if wb.spot[j] else -wb.spot_share
+                col.append((int(spot[month[i], segment[i]]), coef))
+            entries.append(col)
+        self.arcs.append((w, site, source, month, segment, self.n_cols))
+        self._add_cols(true, np.zeros(n), np.full(n, self.inf), entries)
+        return n
+
+    def add_plan(self, w: int, plan: Priced) -> None:
+        """A single-region workload's plan (one block column)."""
+        rows = self.capacity_rows(plan.entry_row) if len(plan.entry_row) else []
+        col = [(self.block_row[w], 1.0)] + [(int(r), float(g))
+                                            for r, g in zip(rows, plan.entry_gpus)]
+        self.plans.append((w, plan, self.n_cols))
+        self._add_cols([float(plan.cost[0])], [0.0], [self.inf], [col])
+
+    # -- solving -----------------------------------------------------------------------------
+    def solve(self, seconds: float | None = None) -> bool:
+        """Solve the master LP (from the last basis); False if HiGHS stopped short."""
+        import highspy
+
+        h = self.h
+        # HiGHS's clock runs on across runs of one instance: the limit is on its total
+        h.setOptionValue("time_limit", h.getRunTime() + max(0.1, seconds)
+                         if seconds is not None else float("inf"))
+        self._restore_basis()
+        h.run()
+        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            return False
+        basis = h.getBasis()
+        self.basis = (list(basis.col_status), list(basis.row_status))
+        sol = h.getSolution()
+        self.solution = sol
+        self.objective = h.getInfo().objective_function_value + self.blocks.constant
+        self.duals = np.asarray(sol.row_dual)
+        self.values = np.asarray(sol.col_value)
+        y = np.zeros(self.rows.count)
+        keys = np.asarray(self.row_key)
+        cap = keys >= 0
+        y[keys[cap]] = np.maximum(-self.duals[cap], 0.0)
+        shape = (-1, self.rows.months, self.rows.segments)
+        self.y_payg = y[:self.rows.payg].reshape(shape)
+        self.y_committed = y[self.rows.payg:].reshape(shape)
+        return True
+
+    def _restore_basis(self) -> None:
+        """Every solve starts from the last optimal basis (columns added since at their
+        lower bound, rows added since basic) and nothing else HiGHS kept: a solve the
+        clock stopped leaves no trace, so a run's rounds replayed without a clock give
+        the same LP solutions."""
+        import highspy
+
+        if self.basis is None:
+            self.h.clearSolver()
+            return
+        cols, rows = self.basis
+        basis = highspy.HighsBasis()
+        basis.col_status = cols + [highspy.HighsBasisStatus.kLower] * (self.n_cols - len(cols))
+        basis.row_status = rows + [highspy.HighsBasisStatus.kBasic] * (self.n_rows - len(rows))
+        basis.valid = True
+        self.h.setBasis(basis)
+
+    def column_values(self, col: int, n: int = 1) -> np.ndarray:
+        """The last solve's values of columns col … col + n − 1 (0 for columns added
+        since: they were not in that LP)."""
+        out = np.zeros(n)
+        have = self.values[col:col + n]
+        out[:len(have)] = have
+        return out
+
+    def demand_duals(self, w: int) -> np.ndarray:
+        rows = self.demand_row[w]
+        return np.where(rows >= 0, self.duals[np.maximum(rows, 0)], 0.0)
+
+    def spot_duals(self, w: int) -> np.ndarray | None:
+        rows = self.spot_row.get(w)
+        return None if rows is None else np.where(rows >= 0, self.duals[np.maximum(rows, 0)],
+                                                  0.0)
+
+    def plan_reduced_cost(self, w: int, plan: Priced) -> float:
+        y = np.concatenate([self.y_payg.ravel(), self.y_committed.ravel()])
+        return (float(plan.cost[0]) + float((y[plan.entry_row] * plan.entry_gpus).sum())
+                - float(self.duals[self.block_row[w]]))
+
+
+class CommitmentPart:
+    """min Σ (cost_n − Σ_{m active, k} y[r,g,m,k]) · commit_n over the commitments'
+    bounds and their offers' monthly max_gpus: the commitments' share of L(y)."""
+
+    def __init__(self, blocks: Blocks):
+        cm = self.cm = blocks.commitments
+        m = np.arange(blocks.months)
+        # active[n, m]: commitment n's GPUs are there in month m
+        self.active = (cm.start[:, None] <= m[None, :]) & \
+            (m[None, :] < (cm.start + cm.months)[:, None])
+        self.capped = np.flatnonzero(cm.cap_row >= 0)
+        self.lp = None
+        if len(self.capped):
+            import highspy
+
+            h = self.lp = new_highs()
+            h.setOptionValue("random_seed", 0)
+            h.setOptionValue("threads", 1)
+            idx = self.capped
+            h.addCols(len(idx), np.zeros(len(idx)), cm.lower[idx], cm.upper[idx], 0,
+                      np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0))
+            for c, cap in enumerate(cm.caps):
+                mine = np.flatnonzero(cm.cap_row[idx] == c)
+                for month in range(blocks.months):
+                    cols = mine[self.active[idx[mine], month]]
+                    if len(cols):
+                        h.addRow(-highspy.kHighsInf, float(cap), len(cols),
+                                 cols.astype(np.int32), np.ones(len(cols)))
+
+    def reduced_costs(self, y_committed: np.ndarray) -> np.ndarray:
+        per_month = y_committed.sum(axis=2)  # a committed GPU is there in every segment
+        gain = (self.active * per_month[self.cm.committed_row]).sum(axis=1)
+        return self.cm.cost - gain
+
+    def value(self, y_committed: np.ndarray) -> float:
+        cm = self.cm
+        rc = self.reduced_costs(y_committed)
+        free = np.ones(len(rc), dtype=bool)
+        free[self.capped] = False
+        total = float(np.where(rc < 0, rc * cm.upper, rc * cm.lower)[free].sum())
+        if self.lp is not None:
+            idx = self.capped
+            self.lp.changeColsCost(len(idx), np.arange(len(idx), dtype=np.int32), rc[idx])
+            self.lp.run()
+            total += self.lp.getInfo().objective_function_value
+        return total

@@ -1,0 +1,153 @@
+"""The decomposition, round by round, within a budget.
+
+1. bound: column generation on the master LP (planner.decompose.dual); every round's
+   Lagrangian bound is valid, the best is kept. Until the LP relaxation is reached, or
+   the bound's share of the budget is spent.
+2. choice: each single-region workload is held to the (region, GPU type) its LP weighs
+   most, and the master goes on as the LP of that choice.
+3. plan: the master's commitments rounded, its arcs turned into whole replicas within
+   capacity, month by month (planner.decompose.construct).
+
+Each step advances in rounds that do not depend on the clock; the clock only decides
+how many rounds are run. `Rounds` records them, and the same counts given back rebuild
+the same plan on any machine.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from planner.budget import Budget
+from planner.decompose.blocks import Blocks
+from planner.decompose.construct import construct
+from planner.decompose.dual import DualBound
+from planner.decompose.pricing import cheapest_arcs
+from planner.decompose.improve import replan_pool
+from planner.decompose.primal import master_arcs, master_pairs, rounded_commitments
+from planner.model import ModelBuilder
+from planner.solution import Solution
+
+# Shares of the budget: the bound's rounds stop at BOUND_SHARE of it, the rounds of the
+# single-region choice's LP at CHOICE_SHARE (the plan itself takes well under a second
+# per hundred thousand demand cells; its improvement takes what is left).
+BOUND_SHARE = 0.45
+CHOICE_SHARE = 0.6
+
+
+@dataclass
+class Rounds:
+    """Rounds of each step: bound (column generation), choice (the LP after holding
+    single-region workloads to their pair), improve (pools planned again). Written
+    "B+C+I" in the JSON and `--rounds`."""
+
+    bound: int = 0
+    choice: int = 0
+    improve: int = 0
+
+    def __str__(self) -> str:
+        return f"{self.bound}+{self.choice}+{self.improve}"
+
+    @classmethod
+    def parse(cls, text: str) -> "Rounds":
+        match = re.fullmatch(r"\s*(\d+)\s*\+\s*(\d+)\s*\+\s*(\d+)\s*", text)
+        if not match:
+            raise ValueError(f"rounds are written B+C+I (three whole numbers), not {text!r}")
+        return cls(*(int(x) for x in match.groups()))
+
+
+@dataclass
+class Outcome:
+    solution: Solution
+    objective: float
+    bound: float
+    rounds: Rounds
+    converged: bool  # the bound is the LP relaxation's
+    termination: str
+
+
+def decompose(builder: ModelBuilder, budget: Budget, rounds: Rounds | None = None,
+              threads: int | None = 1, progress=None) -> Outcome:
+    """Plan `builder`'s model by decomposition within `budget` (or exactly `rounds`)."""
+    blocks = Blocks(builder)
+    dual = DualBound(blocks, threads)
+    done = Rounds()
+
+    def run(limit: int | None, until: float) -> int:
+        n = 0
+        while not dual.converged and (limit is None or n < limit):
+            if limit is None and budget.elapsed() >= until:
+                break
+            seconds = None if limit is not None else max(0.1, until - budget.elapsed())
+            if not dual.step(seconds):
+                break
+            n += 1
+            if progress:
+                progress(dual)
+        return n
+
+    fixed = rounds is not None
+    done.bound = run(rounds.bound if fixed else None, BOUND_SHARE * budget.seconds)
+    bound = dual.best
+    if dual.master.solution is not None:
+        # hold single-region workloads to their pair, a pair at a time (two that both
+        # want one pair would not fit: the default scenario's pay-as-you-go variant left
+        # both training runs unmet), each time going on with the LP of the choices so far
+        while True:
+            pairs = master_pairs(dual)
+            if not pairs or (fixed and done.choice >= rounds.choice):
+                break
+            dual.hold_pairs(pairs)
+            left = None if not fixed else rounds.choice - done.choice
+            done.choice += run(left, CHOICE_SHARE * budget.seconds)
+            if not dual.converged:
+                break
+    bound = max(bound, dual.best)  # the bound keeps pricing every pair: still valid
+    if dual.master.solution is not None:
+        draft = construct(blocks, dual.prices, rounded_commitments(dual), master_arcs(dual),
+                          dual.pairs)
+    else:  # no master LP finished: the cheapest arcs at the best prices, signing as needed
+        wanted, pairs = cheapest_arcs(blocks, dual.prices)
+        draft = construct(blocks, dual.prices, np.array(blocks.commitments.lower), wanted,
+                          pairs, sign_wanted=True)
+    # fix and optimize: pools planned again alone, those furthest above the LP first
+    order = _by_excess(draft, dual)
+    limit = rounds.improve if fixed else None
+    for key in order:
+        if limit is not None and done.improve >= limit:
+            break
+        if limit is None and budget.left() <= 0.0:
+            break
+        m, k, pool = key
+        replan_pool(draft, pool, m, k)
+        done.improve += 1
+    draft.trim_commitments()
+    solution, objective = draft.solution(), draft.cost()
+    if dual.converged:
+        termination = "LP relaxation reached"
+    elif dual.master.solution is None:
+        termination = "time limit (no LP relaxation within it)"
+    else:
+        termination = "time limit (LP relaxation not reached)"
+    return Outcome(solution, objective, bound, done, dual.converged, termination)
+
+
+def _by_excess(draft, dual: DualBound) -> list[tuple[int, int, str]]:
+    """The pools' (month, segment, pool), those whose plan costs most above the master
+    LP's first (what the plan has cost there beyond the LP, when there is no LP)."""
+    b = draft.b
+    lp: dict[tuple, float] = {}
+    m = dual.master
+    if m.solution is not None:
+        for w, site, source, month, segment, col in m.arcs:
+            wb = b.workloads[w]
+            x = m.column_values(col, len(site))
+            used = x > 1e-12
+            cost = x[used] * ((wb.price * wb.gpus_per_unit + wb.egress)[source[used]]
+                              * b.hd[month[used], segment[used]])
+            for mm, kk, c in zip(month[used].tolist(), segment[used].tolist(), cost.tolist()):
+                lp[(mm, kk, wb.pool)] = lp.get((mm, kk, wb.pool), 0.0) + c
+    excess = {key: plan.cost - lp.get(key, 0.0) for key, plan in draft.pools.items()}
+    return sorted(excess, key=lambda key: (-excess[key], key))
