@@ -21,13 +21,18 @@ def _close(a: float, b: float, rel: float = 1e-6, abs_: float = 1e-3) -> bool:
     return abs(a - b) <= max(abs_, rel * max(abs(a), abs(b)))
 
 
-def check_plan(scenario: Scenario, plan) -> list[str]:
-    return _Checker(scenario, plan).run()
+def check_plan(scenario: Scenario, plan, restricted: bool = False) -> list[str]:
+    """Every violation of SPEC §2 in `plan` (empty: valid). `restricted`: the plan was
+    made under a policy or restriction (a what-if variant, a comparison plan), whose
+    offers the scenario alone does not tell: demand left unmet beside room is not
+    checked."""
+    return _Checker(scenario, plan, restricted).run()
 
 
 class _Checker:
-    def __init__(self, s: Scenario, plan):
+    def __init__(self, s: Scenario, plan, restricted: bool = False):
         self.s, self.plan = s, plan
+        self.restricted = restricted
         self.st = s.settings
         self.problems: list[str] = []
         self.wl = {w.workload: w for w in s.workloads}
@@ -53,6 +58,8 @@ class _Checker:
         self._capacity()
         self._spot_share()
         self._single_region()
+        if not self.restricted:
+            self._unmet_beside_room()
         self._costs()
         return self.problems
 
@@ -88,6 +95,7 @@ class _Checker:
             if old is None or old["w"] > link.rtt_ms:
                 graph.add_edge(link.site_a, link.site_b, w=link.rtt_ms)
         dist: dict[str, dict] = {}
+        self.graph, self.dist = graph, dist
         served = defaultdict(float)
         for f in p.flows.itertuples():
             w = self.wl.get(f.workload)
@@ -269,6 +277,61 @@ class _Checker:
         for w, places in where.items():
             if len(places) > 1:
                 self.fail(f"single-region workload {w} runs in {sorted(places)}")
+
+    def _unmet_beside_room(self):
+        """Demand is left unmet only where nothing in reach could serve it: no unmet
+        demand beside a pay-as-you-go offer within the workload's SLO, jurisdictions and
+        lead time that had room for one more of its replicas in that month and segment,
+        where that replica would serve what it can of the unmet units for less than their
+        penalty (a single-region workload: at the region and GPU type it runs on)."""
+        places = defaultdict(set)
+        for x in self.plan.supply.itertuples():
+            if x.units > TOL:
+                places[x.workload].add((x.region, x.gpu))
+        for u in self.plan.unmet.itertuples():
+            if u.units <= 1e-4:
+                continue
+            w = self.wl[u.workload]
+            site = u.site if isinstance(u.site, str) else None
+            penalty = w.unmet_penalty_usd_per_unit_hour
+            for o in self.s.offers:
+                if o.term not in ("spot", "on_demand") or (w.workload, o.gpu) not in self.tp:
+                    continue
+                if o.term == "spot" and (not w.allow_spot or w.max_spot_share < 1):
+                    continue  # spot may only carry a share
+                if math.ceil(o.lead_time_days / 30 - 1e-9) > u.month:
+                    continue
+                if w.single_region and places[w.workload] and \
+                        (o.region, o.gpu) not in places[w.workload]:
+                    continue
+                rsite = self.site[self.region[o.region].site]
+                if w.residency and not (rsite.jurisdiction in w.residency
+                                        or rsite.country in w.residency):
+                    continue
+                if w.latency_slo_ms is not None:
+                    if site is None:
+                        continue
+                    if site not in self.dist:
+                        self.dist[site] = nx.single_source_dijkstra_path_length(
+                            self.graph, site, weight="w")
+                    if self.dist[site].get(rsite.site, math.inf) > w.latency_slo_ms + 1e-9:
+                        continue
+                t = self.tp[(w.workload, o.gpu)]
+                derate = 1 - o.interruption_rate if o.term == "spot" else 1.0
+                units = min(u.units, t.units_per_gpu * t.gpus_per_replica * derate)
+                replica = (t.gpus_per_replica * o.usd_per_gpu_hour + units
+                           * w.egress_gb_per_unit_hour
+                           * self.region[o.region].egress_usd_per_gb)
+                if replica >= units * penalty * (1 - 1e-9):
+                    continue
+                name = f"{o.region}/{o.gpu}/{o.term}"
+                used = self.gpus_in_use.get((name, u.month, u.segment), 0.0)
+                if o.max_gpus is None or used + t.gpus_per_replica <= o.max_gpus + 1e-9:
+                    self.fail(f"unmet demand of {u.workload} at {site} in month {u.month} "
+                              f"segment {u.segment} ({u.units:g} units) while {name} in "
+                              f"reach had room ({used:g} of "
+                              f"{'unlimited' if o.max_gpus is None else o.max_gpus} GPUs)")
+                    break
 
     # -- money -----------------------------------------------------------------------------
     def _costs(self):

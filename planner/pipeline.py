@@ -42,10 +42,12 @@ def plan_scenario(scenario: Scenario, solver: str | None = None,
                   time_limit: float | None = None, gap: float | None = None,
                   restrictions: Restrictions | None = None,
                   transit: Transit | None = None, threads: int | None = 1,
-                  budget: Budget | None = None, rounds=None, progress=None) -> Run:
+                  budget: Budget | None = None, rounds=None, progress=None,
+                  method: str = "auto") -> Run:
     """Plan `scenario` within `budget` (default: `time_limit` or the scenario's setting,
     from now). `rounds` (planner.decompose.method.Rounds): rebuild a decomposition's plan
-    round for round, whatever the clock."""
+    round for round, whatever the clock. `method`: "whole" (branch and bound on the whole
+    model), "decompose", or "auto" (whole up to WHOLE_CELLS supply cells)."""
     st = scenario.settings
     budget = budget or Budget(time_limit if time_limit is not None else st.time_limit_s)
     solver = solver or st.solver
@@ -61,13 +63,15 @@ def plan_scenario(scenario: Scenario, solver: str | None = None,
     builder = ModelBuilder(scenario, candidates, restrictions)
     seconds["index"] = time.perf_counter() - t
     t = time.perf_counter()
-    if builder.cell_count <= WHOLE_CELLS and rounds is None:
+    whole = method == "whole" or (method == "auto" and rounds is None
+                                  and builder.cell_count <= WHOLE_CELLS)
+    if whole:
         solution, result = _whole(builder, solver, budget, gap, threads)
         seconds["solve"] = time.perf_counter() - t
     else:
         from planner.decompose.method import decompose
 
-        outcome = decompose(builder, budget, rounds, threads, progress)
+        outcome = decompose(builder, budget, rounds, progress)
         seconds["decomposition"] = time.perf_counter() - t
         solution = outcome.solution
         value = honest_gap(outcome.objective, outcome.bound, builder.unservable_usd)

@@ -144,8 +144,9 @@ def extract_plan(index, solution: Solution, result: SolveResult) -> Plan:
     flow_rows = [dict(workload=w, site=site, region=r, month=m, segment=k, units=x)
                  for (w, site, r, m, k), x in solution.flow.items() if x > EPS]
     # single-site workloads have no flow variables: their supply serves their one site
-    multi = {w for w, sites in _sites_of(c).items() if len(sites) > 1}
-    site_of = {w: site for (w, site, _, _) in c.level}
+    sites_of = _sites_of(c, getattr(index, "unservable", {}))
+    multi = {w for w, sites in sites_of.items() if len(sites) > 1}
+    site_of = {w: next(iter(sites)) for w, sites in sites_of.items() if sites}
     for row in supply_rows:
         if row["workload"] not in multi:
             flow_rows.append(dict(workload=row["workload"], site=site_of[row["workload"]],
@@ -322,10 +323,13 @@ def extract_plan(index, solution: Solution, result: SolveResult) -> Plan:
     return plan
 
 
-def _sites_of(c: Candidates) -> dict[str, set]:
+def _sites_of(c: Candidates, unservable: dict) -> dict[str, set]:
+    """Each workload's demand sites that some source can serve (the model's: a workload
+    with one has no flow variables)."""
     out: dict[str, set] = defaultdict(set)
-    for (w, site, _, _) in c.level:
-        out[w].add(site)
+    for key in c.level:
+        if key not in unservable:
+            out[key[0]].add(key[1])
     return out
 
 

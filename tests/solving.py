@@ -22,7 +22,7 @@ def solve_tables(tmp_path: Path, tables: dict, solver: str = "highs",
     run = plan_scenario(scenario, solver=solver, time_limit=time_limit, gap=1e-9,
                         restrictions=restrictions)
     assert run.plan is not None, f"no plan: {run}"
-    problems = check_plan(scenario, run.plan)
+    problems = check_plan(scenario, run.plan, restricted=restrictions is not None)
     assert problems == [], "\n".join(problems)
     return run.plan
 

@@ -44,7 +44,7 @@ def test_policy_total_equals_a_plain_solve_restricted_to_its_terms(tmp_path):
     s = load_scenario(write_csv(tmp_path / "scn", TABLES))
     variants = run_whatif(s, POLICIES, [1.0], stress_scales=())
     for v in variants:
-        assert check_plan(v.plan.scenario, v.plan) == []
+        assert check_plan(v.plan.scenario, v.plan, restricted=True) == []
     totals = {v.policy.name: v.plan.totals["total_cost_usd"] for v in variants}
     assert totals == pytest.approx({"payg": 2400, "monthly": 2160, "r3": 1800})
     for policy in POLICIES:
@@ -81,7 +81,7 @@ def test_parallel_equals_sequential(tmp_path):
     one = run_whatif(s, POLICIES, [0.5, 1.0], jobs=1)
     two = run_whatif(s, POLICIES, [0.5, 1.0], jobs=2)
     for a, b in zip(one, two):
-        assert check_plan(a.plan.scenario, a.plan) == []
+        assert check_plan(a.plan.scenario, a.plan, restricted=True) == []
         assert a.label == b.label
         assert a.plan.totals == b.plan.totals
         assert a.plan.assignments.equals(b.plan.assignments)

@@ -53,6 +53,8 @@ class WorkloadBlocks:
     # single-region workloads: the (region, GPU type) choices, and their sources' ranges
     pairs: list = field(default_factory=list)
     pair_start: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    # [S, J] bool: arcs the master may need: in reach and not dominated (`_arcs`)
+    arcs: np.ndarray = None
 
     @property
     def limited_spot(self) -> bool:
@@ -168,6 +170,7 @@ class Blocks:
             sources=sources, first=first, gpus_per_unit=gpus_per_unit, gpus_per_replica=gpr,
             price=price, spot=spot, payg_row=payg_row, committed_row=committed_row,
             egress=egress, sites=sites, reach=reach, level=level)
+        blocks.arcs = _arcs(blocks)
         if wl.single_region:
             # sources come sorted by (region, GPU type, src): each choice is a range
             pairs, starts = [], []
@@ -227,3 +230,30 @@ class Blocks:
             lower=np.array(lower, dtype=float), upper=np.array(upper, dtype=float),
             min_gpus=np.array(least, dtype=float),
             cap_row=np.array(cap_row, dtype=np.int64), caps=np.array(caps))
+
+
+def _arcs(wb: WorkloadBlocks) -> np.ndarray:
+    """[S, J] the arcs the LP relaxation may need. A pay-as-you-go arc costs at least its
+    price and egress per unit at any capacity prices; an uncapped on-demand (not spot)
+    arc in reach that costs no more per unit and is usable no later serves the same units
+    with no capacity row and no spot share, so an optimal LP never needs the dearer one
+    (ties: the first source stays). Committed arcs are never dropped: what they cost
+    depends on commitments, not on a price per unit."""
+    per_unit = wb.price * wb.gpus_per_unit + wb.egress
+    payg = wb.committed_row < 0
+    free = payg & (wb.payg_row < 0) & ~wb.spot  # uncapped on-demand
+    out = wb.reach.copy()
+    if wb.single_region or not free.any():
+        return out
+    order = np.arange(len(per_unit))
+    for s in range(wb.reach.shape[0]):
+        dominators = np.flatnonzero(wb.reach[s] & free)
+        for j in np.flatnonzero(wb.reach[s] & payg).tolist():
+            better = dominators[(dominators != j)
+                                & ((per_unit[dominators] < per_unit[j])
+                                   | ((per_unit[dominators] == per_unit[j])
+                                      & (order[dominators] < j)))
+                                & (wb.first[dominators] <= wb.first[j])]
+            if len(better):
+                out[s, j] = False
+    return out

@@ -103,12 +103,14 @@ class Draft:
 
     def sign(self, pair: int, m: int, gpus: float) -> None:
         """Sign up to `gpus` more committed GPUs at `pair` active in month m, on the
-        commitment that starts latest (in m, if it may) and costs least per GPU, within
-        its bounds and its offer's monthly max_gpus."""
+        commitments that cost least per GPU and month they are there from m to the end
+        of the horizon (months before m are planned already), within their bounds and
+        their offers' monthly max_gpus."""
         cm = self.b.commitments
         active = np.flatnonzero((cm.committed_row == pair) & (cm.start <= m)
                                 & (m < cm.start + cm.months) & (self.commit < cm.upper))
-        for n in sorted(active.tolist(), key=lambda n: (-int(cm.start[n]), cm.cost[n], n)):
+        useful = np.minimum(cm.start + cm.months, self.b.months) - m
+        for n in sorted(active.tolist(), key=lambda n: (cm.cost[n] / useful[n], n)):
             add = min(math.ceil(gpus - 1e-9), cm.upper[n] - self.commit[n])
             end = min(int(cm.start[n] + cm.months[n]), self.b.months)
             if cm.cap_row[n] >= 0:
@@ -184,6 +186,17 @@ class Draft:
         for n in range(len(cm.offer)):
             sol.commit_upper[(cm.offer[n], int(cm.start[n]))] = float(cm.upper[n])
         return sol
+
+    def arcs(self) -> tuple[dict, dict]:
+        """The arcs the plan serves (workload index → arrays (site, source, month,
+        segment)) and its single-region pairs."""
+        parts: dict[int, list] = defaultdict(list)
+        for (m, k, _), plan in self.pools.items():
+            for (w, site, j) in plan.served:
+                parts[w].append((site, j, m, k))
+        arcs = {w: tuple(np.array(col, dtype=np.int64) for col in zip(*rows))
+                for w, rows in parts.items()}
+        return arcs, dict(self.pairs)
 
     def pool_cost(self, pool: str, m: int, k: int, plan: PoolPlan) -> float:
         """What `plan` costs: its pay-as-you-go GPUs, egress and unmet penalty."""
@@ -288,28 +301,38 @@ def _plan_pool(draft: Draft, priced, pool: str, m: int, k: int, wanted,
                                served, used, sign)
         if units > EPS:
             plan.unmet[(w, site)] = plan.unmet.get((w, site), 0.0) + units
+    # spot beyond its share of what is served (demand left unmet shrinks what is
+    # served) goes to the other sources, else unmet
+    for w, site, units in _spot_beyond_share(draft, served, m, k):
+        units = _place(draft, priced, pool, w, site, units, m, k, plan, carried, served,
+                       used, False, spot=False)
+        if units > EPS:
+            plan.unmet[(w, site)] = plan.unmet.get((w, site), 0.0) + units
     plan.served = {key: u for key, u in served.items() if u > EPS}
-    _spot_within_share(draft, plan, m, k)
     plan.cost = draft.pool_cost(pool, m, k, plan)
     return plan
 
 
 def _place(draft, priced, pool, w, site, units, m, k, plan, carried, served, used,
-           sign: bool) -> float:
-    """Serve `units` of w at `site` from its sources; returns what is left. `sign`:
-    committed sources only, signing more GPUs where they have none."""
+           sign: bool, spot: bool = True) -> float:
+    """Serve `units` of w at `site` from its sources, cheapest first at the prices;
+    returns what is left. `sign`: committed sources only, signing more GPUs where they
+    have none. `spot`: whether spot may serve (within the workload's share). A new
+    replica is only added where it serves what it can of the units for less than their
+    penalty (what the checker asks of a plan)."""
     b = draft.b
     wb = b.workloads[w]
     usable = wb.reach[site] & draft.allowed[w]
     if sign:
         usable = usable & (wb.committed_row >= 0)
+    if not spot:
+        usable = usable & ~wb.spot
     cost = np.where(usable, priced[w][:, m, k], np.inf)
     spot_room = _spot_room(wb, w, m, k, served)
+    hd = b.hd[m, k]
     for j in np.argsort(cost, kind="stable").tolist():
         if units <= EPS or not np.isfinite(cost[j]):
             break
-        if cost[j] >= wb.penalty * b.hd[m, k]:
-            break  # dearer than leaving it unmet
         limit = units if not wb.spot[j] else min(units, spot_room)
         if limit <= EPS:
             continue
@@ -319,7 +342,9 @@ def _place(draft, priced, pool, w, site, units, m, k, plan, carried, served, use
         spare = (plan.replicas.get(key, 0) - carried[key]) * per_replica
         use = min(limit, max(spare, 0.0))
         new = 0
-        if use < limit - EPS:
+        worth = min(limit - use, per_replica) * (wb.penalty - wb.egress[j]) * hd \
+            > gpr * wb.price[j] * hd
+        if use < limit - EPS and worth:
             want = math.ceil((limit - use) / per_replica - 1e-9)
             if sign:
                 short = want * gpr - (draft.room(wb, j, m, k) - used[key])
@@ -348,27 +373,29 @@ def _spot_room(wb, w, m, k, served) -> float:
     return max(0.0, wb.spot_share * float(wb.level[:, m, k].sum()) - spot)
 
 
-def _spot_within_share(draft: Draft, plan: PoolPlan, m: int, k: int) -> None:
-    """Where demand was left unmet, spot may exceed its share of what is served: the
-    excess spot units go unmet (their replicas stay, paid and idle)."""
+def _spot_beyond_share(draft: Draft, served: dict, m: int, k: int) -> list:
+    """Spot units served beyond each workload's share of what it is served, taken off
+    spot: [(workload, site, units)]."""
     b = draft.b
-    for w in {key[0] for key in plan.served}:
+    out = []
+    for w in sorted({key[0] for key in served}):
         wb = b.workloads[w]
         if not wb.limited_spot:
             continue
-        spot = [(key, u) for key, u in plan.served.items() if key[0] == w and wb.spot[key[2]]]
-        total = sum(u for key, u in plan.served.items() if key[0] == w)
+        spot = [(key, u) for key, u in served.items() if key[0] == w and wb.spot[key[2]]]
+        total = sum(u for key, u in served.items() if key[0] == w)
         excess = sum(u for _, u in spot) - wb.spot_share * total
         if excess <= 1e-7:
             continue
         cut = excess / (1.0 - wb.spot_share)
-        for key, u in sorted(spot, key=lambda x: -x[1]):
+        for key, u in sorted(spot, key=lambda x: (-x[1], x[0])):
             take = min(u, cut)
-            plan.served[key] -= take
-            plan.unmet[(w, key[1])] = plan.unmet.get((w, key[1]), 0.0) + take
+            served[key] -= take
+            out.append((w, key[1], take))
             cut -= take
             if cut <= 1e-12:
                 break
+    return out
 
 
 def _whole(room: float, gpr: int) -> float:

@@ -23,8 +23,10 @@ from planner.decompose.pricing import (
     Rows, arc_prices, block_values, single_region_column, unit_costs)
 
 # Arcs (demand cells × sources in reach) up to which the master starts with all of them:
-# its LP is then the LP relaxation, solved at once (the default scenario: 40 k arcs, 2 s).
-ALL_ARCS = 250_000
+# its LP is then the LP relaxation, solved at once (the default scenario: 33 k arcs, 2 s;
+# 50x40x24: 400 k arcs, 16 s, where column generation from the cheapest arcs was 15 %
+# above the LP after 25 rounds and 70 s).
+ALL_ARCS = 600_000
 START_PER_CELL = 3  # else: the cheapest arcs of each demand cell at first prices
 ADD_PER_CELL = 2  # arcs joining per demand cell and round, the most negative first
 START_PLANS = 3  # a single-region workload's cheapest pairs at first prices
@@ -32,52 +34,75 @@ START_PLANS = 3  # a single-region workload's cheapest pairs at first prices
 TOLERANCE = 1e-7
 
 
-class DualBound:
-    """The column generation's state: master, best bound and the prices it came from."""
+# Weight of the best prices so far in the point between them and the master's duals at
+# which the bound is also taken each round (in-out smoothing: while the master has few
+# columns its duals swing widely; a point nearer the best prices often bounds better).
+SMOOTHING = 0.7
 
-    def __init__(self, blocks: Blocks, threads: int | None = 1):
+
+def first_prices(blocks: Blocks) -> tuple[np.ndarray, np.ndarray]:
+    """Where pricing starts: a committed GPU in month m at the least a commitment active
+    then costs per GPU-hour of its months inside the horizon (what the tail policy counts
+    spread over the months it can serve), for the hours of each segment; pay-as-you-go
+    capacity free. (Existing contracts' GPUs alone: free.)"""
+    b = blocks
+    cm = b.commitments
+    hours = b.builder.settings.hours_per_month
+    y_payg = np.zeros((len(b.payg_offers), b.months, b.segments))
+    rate = np.full((len(b.committed_pairs), b.months), np.inf)
+    inside = np.minimum(cm.start + cm.months, b.months) - cm.start
+    per_hour = cm.cost / (np.maximum(inside, 1) * hours)
+    for n in range(len(cm.offer)):
+        end = int(cm.start[n] + inside[n])
+        row = rate[cm.committed_row[n], int(cm.start[n]):end]
+        np.minimum(row, per_hour[n], out=row)
+    rate[~np.isfinite(rate)] = 0.0
+    # (the commitments' costs are discounted already: the segments' hours are not)
+    return y_payg, rate[:, :, None] * np.array(b.builder.hours)[None, None, :]
+
+
+class DualBound:
+    """The column generation's state: master, best bound and the prices it came from.
+
+    `seed`: arcs of a plan that respects capacity (workload index → arrays (site,
+    source, month, segment)) and single-region pairs, so that the first master LP can
+    serve its demand: with the cheapest arcs alone, capped offers overflow, the master
+    leaves demand unmet at the penalty and its duals are worth nothing for many rounds
+    (50x40x24: 20 rounds)."""
+
+    def __init__(self, blocks: Blocks, prices, seed: tuple[dict, dict] | None = None):
         self.blocks = blocks
         self.rows = Rows(blocks)
-        self.master = Master(blocks, self.rows, threads)
+        self.master = Master(blocks, self.rows)
         self.commitment_part = CommitmentPart(blocks)
         self.rounds = 0
-        self.best = -np.inf
-        self.prices = self.first_prices()
+        self.prices = prices
+        self.best = self.lagrangian(*prices)
         self.converged = False
         self.pairs: dict[int, int] = {}  # single-region workloads held to one pair
-        arcs = sum(int(wb.reach.sum()) * int((wb.level.sum(axis=0) > 0).sum())
+        arcs = sum(int(wb.arcs.sum()) * int((wb.level.sum(axis=0) > 0).sum())
                    for wb in blocks.workloads)
         per_cell = None if arcs <= ALL_ARCS else START_PER_CELL
         zero_duals = np.zeros((blocks.months, blocks.segments))
+        seeded, seed_pairs = seed or ({}, {})
         for w, wb in enumerate(blocks.workloads):
             if wb.single_region:
-                for rank in range(START_PLANS):
-                    plan = single_region_column(wb, blocks, self.rows, *self.prices, rank)
-                    if rank == 0 or not any(p is not None and _same(p, plan)
-                                            for _, p, _ in self.master.plans[-rank:]):
+                plans = [single_region_column(wb, blocks, self.rows, *prices, rank)
+                         for rank in range(START_PLANS)]
+                if w in seed_pairs:
+                    plans.append(single_region_column(wb, blocks, self.rows, *prices,
+                                                      pair=seed_pairs[w]))
+                for i, plan in enumerate(plans):
+                    if not any(_same(p, plan) for p in plans[:i]):
                         self.master.add_plan(w, plan)
                 continue
-            _, priced = unit_costs(wb, blocks, *self.prices)
+            _, priced = unit_costs(wb, blocks, *prices)
             n = len(wb.sources) if per_cell is None else per_cell
-            site, source, month, segment, _ = arc_prices(
-                wb, priced, np.zeros(wb.level.shape), zero_duals if wb.limited_spot else None, n)
-            self.master.add_arcs(w, site, source, month, segment)
-
-    def first_prices(self) -> tuple[np.ndarray, np.ndarray]:
-        """A committed GPU at the hourly rate of its cheapest commitment (upfront spread
-        over the term) for the hours of each segment; pay-as-you-go capacity free."""
-        b = self.blocks
-        builder = b.builder
-        y_payg = np.zeros((len(b.payg_offers), b.months, b.segments))
-        y_committed = np.zeros((len(b.committed_pairs), b.months, b.segments))
-        hours = builder.settings.hours_per_month
-        for i, pair in enumerate(b.committed_pairs):
-            offers = builder.commit_offers.get(pair, [])
-            if offers:
-                rate = min(o.usd_per_gpu_hour + o.upfront_usd_per_gpu / (o.commit_months * hours)
-                           for o in offers)
-                y_committed[i] = rate * b.hd
-        return y_payg, y_committed
+            cheap = arc_prices(wb, priced, np.zeros(wb.level.shape),
+                               zero_duals if wb.limited_spot else None, n)[:4]
+            if w in seeded:
+                cheap = tuple(np.concatenate([a, b]) for a, b in zip(cheap, seeded[w][:4]))
+            self.master.add_arcs(w, *_unique_arcs(wb, blocks, *cheap))
 
     def lagrangian(self, y_payg: np.ndarray, y_committed: np.ndarray) -> float:
         """L(y): a lower bound on every plan, for any prices y ≥ 0."""
@@ -112,9 +137,12 @@ class DualBound:
                 self.blocks.hd[month, segment]
             keep = rc < -TOLERANCE * (1 + np.abs(true))
             added += m.add_arcs(w, site[keep], source[keep], month[keep], segment[keep])
-        bound = self.lagrangian(*y)
-        if bound > self.best:
-            self.best, self.prices = bound, y
+        smoothed = (SMOOTHING * self.prices[0] + (1 - SMOOTHING) * y[0],
+                    SMOOTHING * self.prices[1] + (1 - SMOOTHING) * y[1])
+        for point in (y, smoothed):
+            bound = self.lagrangian(*point)
+            if bound > self.best:
+                self.best, self.prices = bound, point
         if added == 0:
             self.converged = True  # the master's LP is the LP relaxation
         return True
@@ -145,6 +173,14 @@ def plan_pair(wb, plan) -> int | None:
     if not real.any():
         return None
     return int(np.searchsorted(wb.pair_start, int(plan.cell_source[real][0]), side="right") - 1)
+
+
+def _unique_arcs(wb, blocks, site, source, month, segment):
+    """The arcs once each, in a fixed order."""
+    key = ((site * len(wb.sources) + source) * blocks.months + month) * blocks.segments \
+        + segment
+    _, first = np.unique(key, return_index=True)
+    return site[first], source[first], month[first], segment[first]
 
 
 def _same(a, b) -> bool:

@@ -39,7 +39,7 @@ from planner.highs import new_highs
 
 
 class Master:
-    def __init__(self, blocks: Blocks, rows: Rows, threads: int | None = 1):
+    def __init__(self, blocks: Blocks, rows: Rows):
         import highspy
 
         self.inf = highspy.kHighsInf
@@ -47,7 +47,7 @@ class Master:
         self.h = h = new_highs()
         h.setOptionValue("random_seed", 0)
         # one thread: HiGHS's path through a degenerate LP, and so the plan, may change
-        # with the thread count (`threads` is for whole-model MIPs)
+        # with the thread count (`--threads` is for models solved whole)
         h.setOptionValue("threads", 1)
         cm = blocks.commitments
         self.n_commit = len(cm.offer)
@@ -184,9 +184,9 @@ class Master:
         # HiGHS's clock runs on across runs of one instance: the limit is on its total
         h.setOptionValue("time_limit", h.getRunTime() + max(0.1, seconds)
                          if seconds is not None else float("inf"))
-        self._restore_basis()
         h.run()
         if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            self.restart()
             return False
         basis = h.getBasis()
         self.basis = (list(basis.col_status), list(basis.row_status))
@@ -204,11 +204,12 @@ class Master:
         self.y_committed = y[self.rows.payg:].reshape(shape)
         return True
 
-    def _restore_basis(self) -> None:
-        """Every solve starts from the last optimal basis (columns added since at their
-        lower bound, rows added since basic) and nothing else HiGHS kept: a solve the
-        clock stopped leaves no trace, so a run's rounds replayed without a clock give
-        the same LP solutions."""
+    def restart(self) -> None:
+        """The next solve starts from the last optimal basis (columns added since at
+        their lower bound, rows added since basic) and nothing else HiGHS kept. Called
+        after a solve the clock stopped and at the end of every step of the method, so
+        that a run's rounds replayed without a clock give the same LP solutions (a solve
+        goes on from HiGHS's last state within a step: 35 % faster at 50x40x24)."""
         import highspy
 
         if self.basis is None:

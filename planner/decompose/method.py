@@ -23,10 +23,11 @@ import numpy as np
 from planner.budget import Budget
 from planner.decompose.blocks import Blocks
 from planner.decompose.construct import construct
-from planner.decompose.dual import DualBound
-from planner.decompose.pricing import cheapest_arcs
+from planner.decompose.dual import DualBound, first_prices
+from planner.decompose.pricing import cheapest_arcs, pairs_by_cost
 from planner.decompose.improve import replan_pool
-from planner.decompose.primal import master_arcs, master_pairs, rounded_commitments
+from planner.decompose.primal import (
+    all_pairs, choose_pairs, master_arcs, master_pairs, rounded_commitments)
 from planner.model import ModelBuilder
 from planner.solution import Solution
 
@@ -69,10 +70,17 @@ class Outcome:
 
 
 def decompose(builder: ModelBuilder, budget: Budget, rounds: Rounds | None = None,
-              threads: int | None = 1, progress=None) -> Outcome:
+              progress=None) -> Outcome:
     """Plan `builder`'s model by decomposition within `budget` (or exactly `rounds`)."""
     blocks = Blocks(builder)
-    dual = DualBound(blocks, threads)
+    # a plan at first prices alone, whole replicas within capacity: it seeds the master
+    # with arcs that serve the demand, and stands if no LP-guided plan does better
+    prices = first_prices(blocks)
+    pairs = choose_pairs(blocks, {w: pairs_by_cost(wb, blocks, prices)
+                                  for w, wb in enumerate(blocks.workloads) if wb.single_region})
+    greedy = construct(blocks, prices, np.array(blocks.commitments.lower),
+                       cheapest_arcs(blocks, prices, pairs), pairs, sign_wanted=True)
+    dual = DualBound(blocks, prices, greedy.arcs())
     done = Rounds()
 
     def run(limit: int | None, until: float) -> int:
@@ -86,6 +94,7 @@ def decompose(builder: ModelBuilder, budget: Budget, rounds: Rounds | None = Non
             n += 1
             if progress:
                 progress(dual)
+        dual.master.restart()  # however the step ended: the same start for the next
         return n
 
     fixed = rounds is not None
@@ -105,13 +114,12 @@ def decompose(builder: ModelBuilder, budget: Budget, rounds: Rounds | None = Non
             if not dual.converged:
                 break
     bound = max(bound, dual.best)  # the bound keeps pricing every pair: still valid
+    draft = greedy
     if dual.master.solution is not None:
-        draft = construct(blocks, dual.prices, rounded_commitments(dual), master_arcs(dual),
-                          dual.pairs)
-    else:  # no master LP finished: the cheapest arcs at the best prices, signing as needed
-        wanted, pairs = cheapest_arcs(blocks, dual.prices)
-        draft = construct(blocks, dual.prices, np.array(blocks.commitments.lower), wanted,
-                          pairs, sign_wanted=True)
+        guided = construct(blocks, dual.prices, rounded_commitments(dual),
+                           master_arcs(dual), all_pairs(dual))
+        if guided.cost() <= greedy.cost():
+            draft = guided
     # fix and optimize: pools planned again alone, those furthest above the LP first
     order = _by_excess(draft, dual)
     limit = rounds.improve if fixed else None

@@ -239,7 +239,7 @@ def arc_prices(wb: WorkloadBlocks, priced: np.ndarray, demand_dual: np.ndarray,
     (site, source, month, segment, reduced cost)."""
     out = []
     for s in range(wb.level.shape[0]):
-        rc = np.where(wb.reach[s][:, None, None], priced, INF) - demand_dual[s][None]
+        rc = np.where(wb.arcs[s][:, None, None], priced, INF) - demand_dual[s][None]
         if spot_dual is not None:
             coef = np.where(wb.spot, 1.0 - wb.spot_share, -wb.spot_share)
             rc = rc - coef[:, None, None] * spot_dual[None]
@@ -328,19 +328,25 @@ def _columns(wb, rows: Rows, true, penalty, months, segments, block_of_cell, val
                   cell_units=cat(c_units, float))
 
 
-def cheapest_arcs(blocks: Blocks, prices) -> tuple[dict, dict]:
-    """Each workload's plan at `prices` alone, ignoring capacity: (workload index →
-    arrays (site, source, month, segment, units), single-region workload index → its
-    cheapest pair). What the plan starts from when no master LP is at hand."""
-    wanted, pairs = {}, {}
+def pairs_by_cost(wb: WorkloadBlocks, blocks: Blocks, prices) -> list[int]:
+    """A single-region workload's (region, GPU type) pairs, cheapest first at `prices`."""
+    _, priced = unit_costs(wb, blocks, *prices)
+    return [pair for _, pair, _ in _best_pairs(wb, priced, wb.penalty * blocks.hd)
+            if pair >= 0]
+
+
+def cheapest_arcs(blocks: Blocks, prices, pairs: dict) -> dict:
+    """Each workload's plan at `prices` alone, ignoring capacity (single-region ones on
+    their `pairs`): workload index → arrays (site, source, month, segment, units). What
+    the plan starts from when no master LP is at hand."""
+    wanted = {}
     for w, wb in enumerate(blocks.workloads):
         _, priced = unit_costs(wb, blocks, *prices)
         penalty = wb.penalty * blocks.hd
         if wb.single_region:
-            _, pair, plan = _best_pairs(wb, priced, penalty)[0]
-            if pair < 0:
+            if w not in pairs:
                 continue
-            pairs[w] = pair
+            plan = _best_pairs(wb, priced, penalty, pairs[w])[0][2]
         else:
             plan = _serve(wb, priced, wb.reach, penalty)
         _, x, jb, y, ja, _ = plan
@@ -349,4 +355,4 @@ def cheapest_arcs(blocks: Blocks, prices) -> tuple[dict, dict]:
             s, m, k = np.nonzero(units > 1e-12)
             parts.append((s, source[s, m, k], m, k, units[s, m, k]))
         wanted[w] = tuple(np.concatenate([p[i] for p in parts]) for i in range(5))
-    return wanted, pairs
+    return wanted

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from planner.decompose.dual import DualBound, plan_pair
-from planner.decompose.pricing import pair_range, single_region_column
+from planner.decompose.pricing import pair_range, pairs_by_cost
 from planner.solution import Solution
 
 
@@ -34,42 +34,80 @@ def master_arcs(dual: DualBound) -> dict:
             for w, parts in out.items()}
 
 
-def master_pairs(dual: DualBound) -> dict:
-    """Single-region workload index → the pair to hold it to, for the workloads not yet
-    held: of the pairs that could carry its busiest month (`pair_room`), the one its
-    plans weigh most in the master, else the cheapest at the master's prices; of several
-    workloads that choose one pair, only the one with the most demand (the next LP shows
-    what is left)."""
-    m = dual.master
-    blocks = dual.blocks
-    weight: dict[int, dict[int, float]] = {}
-    for w, plan, col in m.plans:
-        if w in dual.pairs:
-            continue
-        pair = plan_pair(blocks.workloads[w], plan)
-        if pair is not None:
-            weight.setdefault(w, {})
-            weight[w][pair] = weight[w].get(pair, 0.0) + float(m.column_values(col)[0])
-    best: dict[int, int] = {}
-    for w, weights in weight.items():
+def choose_pairs(blocks, orders: dict[int, list[int]], claimed: dict | None = None
+                 ) -> dict[int, int]:
+    """Single-region workload index → its pair: the first in its order of preference
+    that still has room for its busiest month beside what the workloads chosen before it
+    (the most demand first) and `claimed` ((region, GPU type) → GPUs) hold there, else
+    the one with the most room left. Two runs that each fit a region alone are not both
+    put there (the default scenario's pay-as-you-go variant left both unmet)."""
+    claimed = dict(claimed or {})
+    out = {}
+    for w in sorted(orders, key=lambda w: (-float(blocks.workloads[w].level.sum()), w)):
         wb = blocks.workloads[w]
-        fits = [p for p in weights if pair_room(blocks, wb, p) >= peak_gpus(wb, p)]
-        if fits:
-            best[w] = max(fits, key=lambda p: (weights[p], -p))
+
+        def left(p):
+            return pair_room(blocks, wb, p) - claimed.get(wb.pairs[p], 0.0)
+
+        order = orders[w]
+        if not order:
             continue
-        for rank in range(len(wb.pairs)):
-            plan = single_region_column(wb, blocks, dual.rows, m.y_payg, m.y_committed,
-                                        rank=rank)
-            p = plan_pair(wb, plan)
-            if p is not None and pair_room(blocks, wb, p) >= peak_gpus(wb, p):
-                best[w] = p
-                break
-        else:  # no pair can carry it all: the one that can carry most
-            best[w] = max(range(len(wb.pairs)), key=lambda p: (pair_room(blocks, wb, p), -p))
-    chosen: dict[tuple, int] = {}  # (region, GPU type) → workload
-    for w in sorted(best, key=lambda w: (-float(blocks.workloads[w].level.sum()), w)):
-        chosen.setdefault(blocks.workloads[w].pairs[best[w]], w)
-    return {w: best[w] for w in sorted(chosen.values())}
+        fit = [p for p in order if left(p) >= peak_gpus(wb, p)]
+        pair = fit[0] if fit else max(order, key=lambda p: (left(p), -p))
+        out[w] = pair
+        claimed[wb.pairs[pair]] = claimed.get(wb.pairs[pair], 0.0) + peak_gpus(wb, pair)
+    return out
+
+
+def master_orders(dual: DualBound, workloads) -> dict[int, list[int]]:
+    """Each single-region workload's pairs: those its plans weigh most in the master
+    first, then the rest cheapest first at the master's prices."""
+    m = dual.master
+    weight: dict[int, dict[int, float]] = {w: {} for w in workloads}
+    for w, plan, col in m.plans:
+        pair = plan_pair(dual.blocks.workloads[w], plan)
+        if w in weight and pair is not None:
+            weight[w][pair] = weight[w].get(pair, 0.0) + float(m.column_values(col)[0])
+    orders = {}
+    for w in workloads:
+        wb = dual.blocks.workloads[w]
+        by_cost = pairs_by_cost(wb, dual.blocks, (m.y_payg, m.y_committed))
+        weighed = sorted((p for p, x in weight[w].items() if x > 1e-9),
+                         key=lambda p: (-weight[w][p], p))
+        orders[w] = weighed + [p for p in by_cost if p not in weighed]
+    return orders
+
+
+def held_claims(dual: DualBound) -> dict:
+    """(region, GPU type) → GPUs the held single-region workloads' busiest months take."""
+    claimed: dict = {}
+    for w, pair in dual.pairs.items():
+        wb = dual.blocks.workloads[w]
+        claimed[wb.pairs[pair]] = claimed.get(wb.pairs[pair], 0.0) + peak_gpus(wb, pair)
+    return claimed
+
+
+def master_pairs(dual: DualBound) -> dict:
+    """The next single-region workloads to hold to a pair (`choose_pairs` on the
+    master's preferences), one per (region, GPU type): the next LP shows what is left."""
+    blocks = dual.blocks
+    pending = [w for w, wb in enumerate(blocks.workloads)
+               if wb.single_region and w not in dual.pairs and wb.pairs]
+    chosen = choose_pairs(blocks, master_orders(dual, pending), held_claims(dual))
+    first: dict[tuple, int] = {}
+    for w in sorted(chosen, key=lambda w: (-float(blocks.workloads[w].level.sum()), w)):
+        first.setdefault(blocks.workloads[w].pairs[chosen[w]], w)
+    return {w: chosen[w] for w in sorted(first.values())}
+
+
+def all_pairs(dual: DualBound) -> dict:
+    """Every single-region workload's pair: those held, and for the rest (the clock
+    stopped the holding) their `choose_pairs` on the master's preferences."""
+    blocks = dual.blocks
+    pending = [w for w, wb in enumerate(blocks.workloads)
+               if wb.single_region and w not in dual.pairs and wb.pairs]
+    return {**dual.pairs,
+            **choose_pairs(blocks, master_orders(dual, pending), held_claims(dual))}
 
 
 def pair_room(blocks, wb, pair: int) -> float:
@@ -95,10 +133,12 @@ def pair_room(blocks, wb, pair: int) -> float:
 
 
 def peak_gpus(wb, pair: int) -> float:
-    """GPUs a single-region workload's busiest segment needs at `pair` (its most
-    efficient source there)."""
+    """GPUs a single-region workload's busiest segment needs at `pair`, in whole
+    replicas of its most efficient source there."""
     start, end = pair_range(wb, pair)
-    return float(wb.level.sum(axis=0).max()) * float(wb.gpus_per_unit[start:end].min())
+    peak = float(wb.level.sum(axis=0).max())
+    gpr = wb.gpus_per_replica[start:end]
+    return float((np.ceil(peak * wb.gpus_per_unit[start:end] / gpr - 1e-9) * gpr).min())
 
 
 def rounded_commitments(dual: DualBound) -> np.ndarray:

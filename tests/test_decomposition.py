@@ -1,0 +1,203 @@
+"""The decomposition (planner/decompose): its bound is a bound, its plans are plans.
+
+* the Lagrangian function by hand on a capped offer;
+* on random small scenarios, where branch and bound proves the optimum: bound ≤ optimum
+  ≤ the decomposition's plan, and the plan passes the checker;
+* on generated markets: the bound reaches the LP relaxation of the whole model;
+* demand no offer can serve is taken out of the gap (SPEC §4 v2);
+* a run stopped by its budget is rebuilt round for round from its rounds.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given
+from typer.testing import CliRunner
+
+from planner.budget import Budget
+from planner.candidates import find_candidates
+from planner.check import check_plan
+from planner.cli import app
+from planner.decompose.blocks import Blocks
+from planner.decompose.dual import DualBound, first_prices
+from planner.decompose.method import Rounds, decompose
+from planner.generate import generate
+from planner.model import ModelBuilder
+from planner.pipeline import plan_scenario
+from planner.validate import load_scenario
+from scenarios import scenario, write_csv
+from test_properties import SETTINGS, scenarios
+
+H = {"hours_per_month": 100}
+
+
+def _blocks(tmp_path, tables):
+    s = load_scenario(write_csv(tmp_path / "s", tables))
+    return s, Blocks(ModelBuilder(s, find_candidates(s)))
+
+
+def test_the_lagrangian_by_hand(tmp_path):
+    """30 units, 10 a GPU, 100 hours; offer c at $1/h holds 1 GPU, offer d at $2/h has no
+    limit. Per unit and segment c costs 1 × 100 / 10 = $10 plus y / 10 for a price y on
+    its GPU, d costs $20. L(y) = 30 · min(10 + y/10, 20) − y · 1 GPU:
+    L(0) = 300, L(50) = 30 · 15 − 50 = 400, L(100) = 30 · 20 − 100 = 500, the optimum
+    (1 GPU of c and 2 of d: 100 + 400); L(200) = 600 − 200 = 400 again."""
+    _, blocks = _blocks(tmp_path, scenario(
+        settings=H, offers=[
+            {"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 1,
+             "max_gpus": 1},
+            {"region": "r1", "gpu": "A", "term": "spot", "usd_per_gpu_hour": 2}],
+        workloads=[{"workload": "w", "kind": "burst"}], demand=[
+            {"workload": "w", "period": "2027-01", "amount": 30}]))
+    dual = DualBound(blocks, first_prices(blocks))
+    y_payg, y_committed = first_prices(blocks)
+    for y, value in ((0, 300), (50, 400), (100, 500), (200, 400)):
+        y_payg[:] = y
+        assert dual.lagrangian(y_payg, y_committed) == pytest.approx(value)
+    while not dual.converged:
+        dual.step()
+    assert dual.best == pytest.approx(500)
+
+
+@SETTINGS
+@given(tables=scenarios())
+def test_the_bound_is_below_the_optimum_and_the_plan_above(tmp_path_factory, tables):
+    folder = write_csv(tmp_path_factory.mktemp("dec"), tables)
+    s = load_scenario(folder)
+    whole = plan_scenario(s, time_limit=60, gap=1e-9, method="whole")
+    proven = whole.result.status == "optimal"
+    parts = plan_scenario(s, time_limit=60, gap=1e-9, method="decompose")
+    assert check_plan(s, parts.plan) == []
+    optimum = whole.plan.totals["objective_usd"]
+    plan_cost = parts.plan.totals["objective_usd"]
+    assert parts.result.objective == pytest.approx(plan_cost, rel=1e-7, abs=1e-5)
+    assert parts.result.bound <= plan_cost + 1e-6 * max(1.0, plan_cost)
+    if proven:
+        assert parts.result.bound <= optimum + 1e-6 * max(1.0, optimum)
+        assert optimum <= plan_cost + 1e-6 * max(1.0, optimum)
+
+
+def _lp_relaxation(builder: ModelBuilder) -> float:
+    """The whole model's LP relaxation, by HiGHS alone."""
+    model = builder.build()
+    for v in model.integer_variables():
+        v.cat = "Continuous"
+    from planner.solve import solve
+
+    result = solve(model, "highs", 120, 1e-9)
+    assert result.status == "optimal"
+    return result.objective
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_generated_markets_reach_the_lp_relaxation(tmp_path, seed):
+    generate(tmp_path / "g", 8, 6, 3, seed)
+    s = load_scenario(tmp_path / "g")
+    builder = ModelBuilder(s, find_candidates(s))
+    out = decompose(builder, Budget(120))
+    assert out.converged
+    assert out.bound == pytest.approx(_lp_relaxation(builder), rel=1e-6)
+    run = plan_scenario(s, time_limit=60, method="decompose")
+    assert check_plan(s, run.plan) == []
+    assert run.result.bound <= run.result.objective
+
+
+def test_unservable_demand_is_out_of_the_gap(tmp_path):
+    """Site s2 is 50 ms from the only region; w's SLO is 20 ms. Its 10 units a month at
+    s2 (100 hours, penalty $5) are unservable: 1000 unit-hours, $5000, reported with
+    their reason, in the objective and out of the gap; the 10 units at s1 cost one GPU
+    at $2/h = $200."""
+    tables = scenario(
+        settings={**H, "mip_gap": 1e-6},
+        sites=[{"site": "s1", "country": "US", "jurisdiction": "US"},
+               {"site": "s2", "country": "US", "jurisdiction": "US"}],
+        links=[{"site_a": "s1", "site_b": "s2", "rtt_ms": 50}],
+        workloads=[{"workload": "w", "kind": "inference", "latency_slo_ms": 20,
+                    "unmet_penalty_usd_per_unit_hour": 5}],
+        demand=[{"workload": "w", "period": "2027-01", "amount": 10, "site": "s1"},
+                {"workload": "w", "period": "2027-01", "amount": 10, "site": "s2"}])
+    folder = write_csv(tmp_path / "s", tables)
+    for method in ("whole", "decompose"):
+        s = load_scenario(folder)
+        run = plan_scenario(s, time_limit=30, method=method)
+        assert check_plan(s, run.plan) == []
+        t = run.plan.totals
+        assert t["total_cost_usd"] == pytest.approx(200)
+        assert t["unservable_unit_hours"] == pytest.approx(1000)
+        assert t["unservable_penalty_usd"] == pytest.approx(5000)
+        assert t["objective_usd"] == pytest.approx(5200)
+        assert run.result.status == "optimal" and run.result.gap <= 1e-6
+        assert run.plan.unmet["reason"].tolist() == ["no offer within the latency SLO"]
+    out = tmp_path / "plan.xlsx"
+    res = CliRunner().invoke(app, ["solve", str(folder), "-o", str(out), "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data["unservable_unit_hours"] == pytest.approx(1000)
+    assert data["unservable_penalty_usd"] == pytest.approx(5000)
+    assert data["mip_gap"] == pytest.approx(
+        (data["objective_usd"] - data["bound_usd"])
+        / (data["objective_usd"] - data["unservable_penalty_usd"]), abs=1e-9)
+
+
+def test_rounds_rebuild_a_run_stopped_by_its_budget(tmp_path):
+    generate(tmp_path / "g", 12, 6, 4, 5)
+    s = load_scenario(tmp_path / "g")
+    first = decompose(ModelBuilder(s, find_candidates(s)), Budget(2.0))
+    again = decompose(ModelBuilder(s, find_candidates(s)), Budget(0.0),
+                      rounds=Rounds.parse(str(first.rounds)))
+    assert again.objective == first.objective
+    assert again.solution == first.solution
+    assert again.rounds == first.rounds
+
+
+def test_rounds_are_written_b_c_i(tmp_path):
+    assert str(Rounds.parse(" 3 + 0+12")) == "3+0+12"
+    with pytest.raises(ValueError):
+        Rounds.parse("12")
+    res = CliRunner().invoke(app, ["solve", "--rounds", "many", "-o",
+                                   str(tmp_path / "p.xlsx")])
+    assert res.exit_code == 2 and "--rounds" in res.output
+
+
+@pytest.mark.parametrize("where", ["directory", "under a file"])
+def test_an_output_that_cannot_be_written_is_bad_input(tmp_path, where):
+    if where == "directory":
+        out = tmp_path
+    else:
+        (tmp_path / "file").write_text("x")
+        out = tmp_path / "file" / "plan.xlsx"
+    res = CliRunner().invoke(app, ["solve", "-o", str(out)])
+    assert res.exit_code == 2
+    assert "cannot write" in res.output
+
+
+def test_comparison_plans_not_run_are_listed(tmp_path):
+    folder = write_csv(tmp_path / "s", scenario(settings=H))
+    res = CliRunner().invoke(app, ["solve", str(folder), "-o", str(tmp_path / "p.xlsx"),
+                                   "--json", "--no-baselines"])
+    assert res.exit_code == 0, res.output
+    baselines = json.loads(res.stdout)["baselines"]
+    assert baselines and {b["status"] for b in baselines} == {"not_run"}
+    assert all(b["saving_usd"] is None for b in baselines)
+
+
+def test_the_master_dual_signs_match_the_lagrangian(tmp_path):
+    """At the master's optimum, once nothing prices out, L(master duals) is the master's
+    value: the duals read back from HiGHS have the signs the pricing expects."""
+    _, blocks = _blocks(tmp_path, scenario(
+        settings={**H, "horizon_months": 2}, offers=[
+            {"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 1,
+             "max_gpus": 1},
+            {"region": "r1", "gpu": "A", "term": "reserved", "usd_per_gpu_hour": 1.5,
+             "commit_months": 2}],
+        demand=[{"workload": "w", "period": f"2027-{m:02d}", "amount": 25}
+                for m in (1, 2)]))
+    dual = DualBound(blocks, first_prices(blocks))
+    while not dual.converged:
+        dual.step()
+    m = dual.master
+    assert dual.lagrangian(m.y_payg, m.y_committed) == pytest.approx(m.objective)
+    assert np.all(m.y_payg >= 0) and np.all(m.y_committed >= 0)
