@@ -371,14 +371,18 @@ def whatif(
                                           help="workbook (default reports/whatif.xlsx)"),
     as_json: bool = typer.Option(False, "--json", help="print {\"policies\": [...]} on stdout"),
     solver: Optional[str] = SOLVER_OPTION,
-    time_limit: Optional[float] = typer.Option(None, "--time-limit", help="seconds per solve"),
+    time_limit: Optional[float] = typer.Option(
+        None, "--time-limit", help="seconds for the whole command, every solve and the "
+                                   "workbook included (default: the scenario's setting)"),
     gap: Optional[float] = GAP_OPTION,
 ):
     """Compare commitment policies and demand levels side by side in one workbook."""
+    from planner.budget import Budget
     from planner.whatif import (
         DEFAULT_POLICIES, Policy, PolicyError, parse_policy, run_whatif, variant_summary)
     from planner.whatif_report import write_whatif_workbook
 
+    started = time.perf_counter()
     _check_solver_options(solver, time_limit, gap)
     try:
         policies = [parse_policy(p) for p in (policy or DEFAULT_POLICIES)]
@@ -406,12 +410,16 @@ def whatif(
         per_workload[name] = _numbers(factor, "--scale-workload")[0] if factor else 1.0
     jobs = jobs or os.cpu_count() or 1
     out = output or Path("reports/whatif.xlsx")
+    _check_outputs(out)
+    budget = Budget(time_limit if time_limit is not None else s.settings.time_limit_s,
+                    start=started)
 
     def progress(v, done, total):
         err.print(f"[{done}/{total}] {v.label}: {v.status or 'solved'}")
 
     variants = run_whatif(s, policies, scales, per_workload, stress_scales, jobs, solver,
-                          time_limit, gap, progress=progress)
+                          gap=gap, progress=progress,
+                          budget=budget.share(1.0, keep=_report_seconds(s) * len(policies)))
     if all(v.plan is None for v in variants):
         err.print("[red]no plan found for any policy[/]")
         raise typer.Exit(EXIT_NO_PLAN)

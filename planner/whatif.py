@@ -20,6 +20,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
 from planner.model import Restrictions
+from planner.budget import Budget
 from planner.pipeline import plan_scenario
 from planner.plan import Plan
 from planner.scenario import Scenario
@@ -127,10 +128,16 @@ def run_whatif(scenario: Scenario, policies: list[Policy], demand_scales: list[f
                stress_scales: tuple[float, ...] = (0.8, 1.2), jobs: int = 1,
                solver: str | None = None, time_limit: float | None = None,
                gap: float | None = None,
-               progress: Callable[[Variant, int, int], None] | None = None) -> list[Variant]:
-    """Solve every (policy, demand level); stress-test each policy at the base level."""
+               progress: Callable[[Variant, int, int], None] | None = None,
+               budget: Budget | None = None) -> list[Variant]:
+    """Solve every (policy, demand level); stress-test each policy at the base level.
+    `budget`: the time for all of them (each solve gets an equal share of it, `jobs` at
+    a time); else `time_limit` per solve."""
     base = 1.0 if 1.0 in demand_scales else demand_scales[0]
     variants = [Variant(p, d) for p in policies for d in demand_scales]
+    if budget is not None:
+        solves = len(variants) + len(policies) * len(stress_scales)
+        time_limit = max(1.0, budget.left() * max(1, jobs) / solves)
     tasks = [(scenario, v.policy, v.demand_scale, per_workload, stress_scales, solver,
               time_limit, gap, base) for v in variants]
     done = 0
