@@ -25,7 +25,7 @@ from planner.decompose.blocks import Blocks
 from planner.decompose.construct import construct
 from planner.decompose.dual import DualBound, first_prices
 from planner.decompose.pricing import cheapest_arcs, pairs_by_cost
-from planner.decompose.improve import replan_pool
+from planner.decompose.improve import CHOICES, replan_pool
 from planner.decompose.primal import (
     all_pairs, choose_pairs, master_arcs, master_pairs, rounded_commitments)
 from planner.model import ModelBuilder
@@ -120,18 +120,18 @@ def decompose(builder: ModelBuilder, budget: Budget, rounds: Rounds | None = Non
                            master_arcs(dual), all_pairs(dual))
         if guided.cost() <= greedy.cost():
             draft = guided
-    # fix and optimize: pools planned again alone, those furthest above the LP first
-    order = _by_excess(draft, dual)
+    # fix and optimize: pools planned again alone, those furthest above the LP first,
+    # pass after pass with a wider choice of sources each time
     limit = rounds.improve if fixed else None
-    for key in order:
-        if limit is not None and done.improve >= limit:
-            break
-        if limit is None and budget.left() <= 0.0:
-            break
-        m, k, pool = key
-        replan_pool(draft, pool, m, k)
-        done.improve += 1
-    draft.trim_commitments()
+    for choices in CHOICES:
+        for key in _by_excess(draft, dual):
+            if (limit is not None and done.improve >= limit) or \
+                    (limit is None and budget.left() <= 0.0):
+                break
+            m, k, pool = key
+            replan_pool(draft, pool, m, k, choices)
+            done.improve += 1
+        draft.trim_commitments()
     solution, objective = draft.solution(), draft.cost()
     if dual.converged:
         termination = "LP relaxation reached"
