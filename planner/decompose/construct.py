@@ -313,6 +313,35 @@ def _plan_pool(draft: Draft, priced, pool: str, m: int, k: int, wanted,
     return plan
 
 
+def fill_unmet(draft: Draft) -> None:
+    """Serve what pools left unmet from any source in reach with room where a replica is
+    worth its cost (the pools' MIPs choose among a few sources only): demand is left
+    unmet only where nothing in reach could serve it."""
+    b = draft.b
+    for (m, k, pool), plan in sorted(draft.pools.items()):
+        if not any(u > EPS for u in plan.unmet.values()):
+            continue
+        new = PoolPlan(replicas=dict(plan.replicas), served=defaultdict(float, plan.served))
+        carried: dict[tuple, float] = defaultdict(float)
+        for (w, site, j), units in plan.served.items():
+            wb = b.workloads[w]
+            carried[wb.sources[j]] += units * wb.gpus_per_unit[j] / wb.gpus_per_replica[j]
+        used: dict[tuple, float] = defaultdict(float)
+        draft.set(pool, m, k, PoolPlan())  # the room its own replicas hold is its again
+        for key in new.replicas:
+            w, j = next((w, j) for w in draft.members[pool]
+                        for j, src in enumerate(b.workloads[w].sources) if src == key)
+            used[key] = new.replicas[key] * int(b.workloads[w].gpus_per_replica[j])
+        for (w, site), units in sorted(plan.unmet.items()):
+            left = _place(draft, draft.priced, pool, w, site, units, m, k, new, carried,
+                          new.served, used, False)
+            if left > EPS:
+                new.unmet[(w, site)] = left
+        new.served = {key: u for key, u in new.served.items() if u > EPS}
+        new.cost = draft.pool_cost(pool, m, k, new)
+        draft.set(pool, m, k, new if new.cost < plan.cost else plan)
+
+
 def _place(draft, priced, pool, w, site, units, m, k, plan, carried, served, used,
            sign: bool, spot: bool = True) -> float:
     """Serve `units` of w at `site` from its sources, cheapest first at the prices;

@@ -22,7 +22,7 @@ import numpy as np
 
 from planner.budget import Budget
 from planner.decompose.blocks import Blocks
-from planner.decompose.construct import construct
+from planner.decompose.construct import construct, fill_unmet
 from planner.decompose.dual import DualBound, first_prices
 from planner.decompose.pricing import cheapest_arcs, pairs_by_cost
 from planner.decompose.improve import CHOICES, replan_pool
@@ -132,6 +132,7 @@ def decompose(builder: ModelBuilder, budget: Budget, rounds: Rounds | None = Non
             replan_pool(draft, pool, m, k, choices)
             done.improve += 1
         draft.trim_commitments()
+    fill_unmet(draft)
     solution, objective = draft.solution(), draft.cost()
     if dual.converged:
         termination = "LP relaxation reached"
