@@ -111,15 +111,16 @@ class Draft:
                                 & (m < cm.start + cm.months) & (self.commit < cm.upper))
         useful = np.minimum(cm.start + cm.months, self.b.months) - m
         for n in sorted(active.tolist(), key=lambda n: (cm.cost[n] / useful[n], n)):
-            add = min(math.ceil(gpus - 1e-9), cm.upper[n] - self.commit[n])
+            room = cm.upper[n] - self.commit[n]
             end = min(int(cm.start[n] + cm.months[n]), self.b.months)
-            if cm.cap_row[n] >= 0:
+            if cm.cap_row[n] >= 0:  # the offer's max_gpus in every month it is active
                 mine = cm.cap_row == cm.cap_row[n]
                 for month in range(int(cm.start[n]), end):
                     on = mine & (cm.start <= month) & (month < cm.start + cm.months)
-                    add = min(add, cm.caps[cm.cap_row[n]] - self.commit[on].sum())
+                    room = min(room, cm.caps[cm.cap_row[n]] - self.commit[on].sum())
+            add = min(math.ceil(gpus - 1e-9), room)
             if add > 0 and self.commit[n] == 0 and add < cm.min_gpus[n]:
-                add = cm.min_gpus[n] if cm.min_gpus[n] <= cm.upper[n] else 0
+                add = cm.min_gpus[n] if cm.min_gpus[n] <= room else 0  # a minimum order
             if add <= 0:
                 continue
             self.commit[n] += add
