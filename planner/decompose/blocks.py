@@ -55,6 +55,7 @@ class WorkloadBlocks:
     pair_start: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     # [S, J] bool: arcs the master may need: in reach and not dominated (`_arcs`)
     arcs: np.ndarray = None
+    index_of: dict = field(default_factory=dict)  # source → its index j
 
     @property
     def limited_spot(self) -> bool:
@@ -171,6 +172,7 @@ class Blocks:
             price=price, spot=spot, payg_row=payg_row, committed_row=committed_row,
             egress=egress, sites=sites, reach=reach, level=level)
         blocks.arcs = _arcs(blocks)
+        blocks.index_of = {x: j for j, x in enumerate(sources)}
         if wl.single_region:
             # sources come sorted by (region, GPU type, src): each choice is a range
             pairs, starts = [], []
@@ -245,15 +247,16 @@ def _arcs(wb: WorkloadBlocks) -> np.ndarray:
     out = wb.reach.copy()
     if wb.single_region or not free.any():
         return out
-    order = np.arange(len(per_unit))
+    index = np.arange(len(per_unit))
     for s in range(wb.reach.shape[0]):
-        dominators = np.flatnonzero(wb.reach[s] & free)
-        for j in np.flatnonzero(wb.reach[s] & payg).tolist():
-            better = dominators[(dominators != j)
-                                & ((per_unit[dominators] < per_unit[j])
-                                   | ((per_unit[dominators] == per_unit[j])
-                                      & (order[dominators] < j)))
-                                & (wb.first[dominators] <= wb.first[j])]
-            if len(better):
-                out[s, j] = False
+        d = np.flatnonzero(wb.reach[s] & free)
+        if not len(d):
+            continue
+        # better[i, j]: dominator d[i] serves a unit of j no dearer, no later (ties: the
+        # first source stays)
+        better = ((per_unit[d][:, None] < per_unit[None, :])
+                  | ((per_unit[d][:, None] == per_unit[None, :])
+                     & (d[:, None] < index[None, :])))
+        better &= (wb.first[d][:, None] <= wb.first[None, :]) & (d[:, None] != index[None, :])
+        out[s] &= ~(better.any(axis=0) & payg)
     return out

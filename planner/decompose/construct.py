@@ -85,6 +85,16 @@ class Draft:
             return self.b.payg_cap[row] - self.used_payg[row, m, k]
         return math.inf
 
+    def rooms(self, wb, m: int, k: int) -> np.ndarray:
+        """[J] GPUs each source of `wb` has left in (m, k) (inf: no limit)."""
+        out = np.full(len(wb.sources), math.inf)
+        c = wb.committed_row >= 0
+        out[c] = (self.committed[wb.committed_row[c], m]
+                  - self.used_committed[wb.committed_row[c], m, k])
+        p = wb.payg_row >= 0
+        out[p] = self.b.payg_cap[wb.payg_row[p]] - self.used_payg[wb.payg_row[p], m, k]
+        return out
+
     def _use(self, pool: str, plan: PoolPlan, m: int, k: int, sign: float) -> None:
         b = self.b
         for (r, g, src), n in plan.replicas.items():
@@ -358,8 +368,22 @@ def _place(draft, priced, pool, w, site, units, m, k, plan, carried, served, use
     if not spot:
         usable = usable & ~wb.spot
     cost = np.where(usable, priced[w][:, m, k], np.inf)
-    spot_room = _spot_room(wb, w, m, k, served)
+    # only sources that can take something: spare in the pool's replicas there, room
+    # for a replica worth its cost, or (signing) committed GPUs to sign for
     hd = b.hd[m, k]
+    room = draft.rooms(wb, m, k)
+    spare = np.zeros(len(cost))
+    for key, n in plan.replicas.items():
+        j = wb.index_of.get(key)
+        if j is not None:
+            room[j] -= used[key]
+            spare[j] = n - carried[key]
+    worth_any = (np.minimum(units, wb.gpus_per_replica / wb.gpus_per_unit)
+                 * (wb.penalty - wb.egress) > wb.gpus_per_replica * wb.price)
+    can = np.isfinite(cost) & ((spare > 1e-9) | (worth_any & (
+        (room >= wb.gpus_per_replica - 1e-9) | (sign & (wb.committed_row >= 0)))))
+    cost = np.where(can, cost, np.inf)
+    spot_room = _spot_room(wb, w, m, k, served)
     for j in np.argsort(cost, kind="stable").tolist():
         if units <= EPS or not np.isfinite(cost[j]):
             break

@@ -61,6 +61,17 @@ def first_prices(blocks: Blocks) -> tuple[np.ndarray, np.ndarray]:
     return y_payg, rate[:, :, None] * np.array(b.builder.hours)[None, None, :]
 
 
+def lagrangian(blocks: Blocks, commitment_part: CommitmentPart, y_payg: np.ndarray,
+               y_committed: np.ndarray) -> float:
+    """L(y): a lower bound on every plan, for any prices y ≥ 0 (planner.decompose.master)."""
+    b = blocks
+    return (b.constant
+            + sum(block_values(wb, b, y_payg, y_committed) for wb in b.workloads)
+            + commitment_part.value(y_committed)
+            - float((y_payg * b.payg_cap[:, None, None]).sum())
+            - float((y_committed.sum(axis=2) * b.existing).sum()))
+
+
 class DualBound:
     """The column generation's state: master, best bound and the prices it came from.
 
@@ -105,13 +116,7 @@ class DualBound:
             self.master.add_arcs(w, *_unique_arcs(wb, blocks, *cheap))
 
     def lagrangian(self, y_payg: np.ndarray, y_committed: np.ndarray) -> float:
-        """L(y): a lower bound on every plan, for any prices y ≥ 0."""
-        b = self.blocks
-        return (b.constant
-                + sum(block_values(wb, b, y_payg, y_committed) for wb in b.workloads)
-                + self.commitment_part.value(y_committed)
-                - float((y_payg * b.payg_cap[:, None, None]).sum())
-                - float((y_committed.sum(axis=2) * b.existing).sum()))
+        return lagrangian(self.blocks, self.commitment_part, y_payg, y_committed)
 
     def step(self, seconds: float | None = None) -> bool:
         """One round: solve the master, price, add columns. False when the master's LP

@@ -23,7 +23,8 @@ import numpy as np
 from planner.budget import Budget
 from planner.decompose.blocks import Blocks
 from planner.decompose.construct import construct, fill_unmet
-from planner.decompose.dual import DualBound, first_prices
+from planner.decompose.dual import DualBound, first_prices, lagrangian
+from planner.decompose.master import CommitmentPart
 from planner.decompose.pricing import cheapest_arcs, pairs_by_cost
 from planner.decompose.improve import CHOICES, replan_pool
 from planner.decompose.primal import (
@@ -72,18 +73,29 @@ class Outcome:
 def decompose(builder: ModelBuilder, budget: Budget, rounds: Rounds | None = None,
               progress=None) -> Outcome:
     """Plan `builder`'s model by decomposition within `budget` (or exactly `rounds`)."""
+    fixed = rounds is not None
     blocks = Blocks(builder)
     # a plan at first prices alone, whole replicas within capacity: it seeds the master
     # with arcs that serve the demand, and stands if no LP-guided plan does better
     prices = first_prices(blocks)
     pairs = choose_pairs(blocks, {w: pairs_by_cost(wb, blocks, prices)
                                   for w, wb in enumerate(blocks.workloads) if wb.single_region})
+    started = budget.elapsed()
     greedy = construct(blocks, prices, np.array(blocks.commitments.lower),
                        cheapest_arcs(blocks, prices, pairs), pairs, sign_wanted=True)
-    dual = DualBound(blocks, prices, greedy.arcs())
+    # time kept back after the LP for the LP-guided plan (about the greedy one's) and
+    # some fix and optimize: a master round the clock would push past it is not started
+    keep = 2.0 * (budget.elapsed() - started) + 0.05 * budget.seconds
     done = Rounds()
+    dual = None
+    if fixed or budget.left() > keep:
+        dual = DualBound(blocks, prices, greedy.arcs())
+        bound = dual.best
+    else:  # no time for a master: the bound at first prices
+        bound = lagrangian(blocks, CommitmentPart(blocks), *prices)
 
-    def run(limit: int | None, until: float) -> int:
+    def run(limit: int | None, share: float) -> int:
+        until = min(share * budget.seconds, budget.seconds - keep)
         n = 0
         while not dual.converged and (limit is None or n < limit):
             if limit is None and budget.elapsed() >= until:
@@ -97,10 +109,11 @@ def decompose(builder: ModelBuilder, budget: Budget, rounds: Rounds | None = Non
         dual.master.restart()  # however the step ended: the same start for the next
         return n
 
-    fixed = rounds is not None
-    done.bound = run(rounds.bound if fixed else None, BOUND_SHARE * budget.seconds)
-    bound = dual.best
-    if dual.master.solution is not None:
+    if dual is not None:
+        done.bound = run(rounds.bound if fixed else None, BOUND_SHARE)
+        bound = dual.best
+    solved = dual is not None and done.bound > 0
+    if solved:
         # hold single-region workloads to their pair, a pair at a time (two that both
         # want one pair would not fit: the default scenario's pay-as-you-go variant left
         # both training runs unmet), each time going on with the LP of the choices so far
@@ -110,12 +123,12 @@ def decompose(builder: ModelBuilder, budget: Budget, rounds: Rounds | None = Non
                 break
             dual.hold_pairs(pairs)
             left = None if not fixed else rounds.choice - done.choice
-            done.choice += run(left, CHOICE_SHARE * budget.seconds)
+            done.choice += run(left, CHOICE_SHARE)
             if not dual.converged:
                 break
-    bound = max(bound, dual.best)  # the bound keeps pricing every pair: still valid
+        bound = max(bound, dual.best)  # the bound keeps pricing every pair: still valid
     draft = greedy
-    if dual.master.solution is not None:
+    if solved:
         guided = construct(blocks, dual.prices, rounded_commitments(dual),
                            master_arcs(dual), all_pairs(dual))
         if guided.cost() <= greedy.cost():
@@ -124,7 +137,7 @@ def decompose(builder: ModelBuilder, budget: Budget, rounds: Rounds | None = Non
     # pass after pass with a wider choice of sources each time
     limit = rounds.improve if fixed else None
     for choices in CHOICES:
-        for key in _by_excess(draft, dual):
+        for key in _by_excess(draft, dual if solved else None):
             if (limit is not None and done.improve >= limit) or \
                     (limit is None and budget.left() <= 0.0):
                 break
@@ -134,22 +147,23 @@ def decompose(builder: ModelBuilder, budget: Budget, rounds: Rounds | None = Non
         draft.trim_commitments()
     fill_unmet(draft)
     solution, objective = draft.solution(), draft.cost()
-    if dual.converged:
+    converged = solved and dual.converged
+    if converged:
         termination = "LP relaxation reached"
-    elif dual.master.solution is None:
-        termination = "time limit (no LP relaxation within it)"
+    elif not solved:
+        termination = "time limit (no LP relaxation within it: bound at first prices)"
     else:
         termination = "time limit (LP relaxation not reached)"
-    return Outcome(solution, objective, bound, done, dual.converged, termination)
+    return Outcome(solution, objective, bound, done, converged, termination)
 
 
-def _by_excess(draft, dual: DualBound) -> list[tuple[int, int, str]]:
+def _by_excess(draft, dual: DualBound | None) -> list[tuple[int, int, str]]:
     """The pools' (month, segment, pool), those whose plan costs most above the master
     LP's first (what the plan has cost there beyond the LP, when there is no LP)."""
     b = draft.b
     lp: dict[tuple, float] = {}
-    m = dual.master
-    if m.solution is not None:
+    if dual is not None:
+        m = dual.master
         for w, site, source, month, segment, col in m.arcs:
             wb = b.workloads[w]
             x = m.column_values(col, len(site))
