@@ -51,12 +51,16 @@ class Draft:
     def __init__(self, blocks: Blocks, commit: np.ndarray, pairs: dict):
         b = self.b = blocks
         cm = b.commitments
-        self.commit = np.array(commit, dtype=float)
+        self.commit = np.zeros(len(cm.offer))
         self.pairs = dict(pairs)
         self.committed = b.existing.copy()  # GPUs per (r, g) pair and month
-        for n in np.flatnonzero(self.commit > 0):
-            end = min(int(cm.start[n] + cm.months[n]), b.months)
-            self.committed[cm.committed_row[n], cm.start[n]:end] += self.commit[n]
+        # GPUs signed on each capped commitment offer per month (its max_gpus holds)
+        self.signed = np.zeros((len(cm.caps), b.months))
+        self.of_pair: dict[int, np.ndarray] = {}  # pair → its commitments
+        for row in np.unique(cm.committed_row).tolist():
+            self.of_pair[row] = np.flatnonzero(cm.committed_row == row)
+        for n in np.flatnonzero(np.asarray(commit) > 0).tolist():
+            self._add_commit(n, float(commit[n]))
         self.used_payg = np.zeros((len(b.payg_offers), b.months, b.segments))
         self.used_committed = np.zeros((len(b.committed_pairs), b.months, b.segments))
         self.pools: dict[tuple[int, int, str], PoolPlan] = {}
@@ -111,30 +115,37 @@ class Draft:
         self.pools[(m, k, pool)] = plan
         self._use(pool, plan, m, k, 1.0)
 
+    def _add_commit(self, n: int, gpus: float) -> None:
+        """Sign `gpus` more (or fewer) GPUs on commitment n."""
+        cm = self.b.commitments
+        end = min(int(cm.start[n] + cm.months[n]), self.b.months)
+        self.commit[n] += gpus
+        self.committed[cm.committed_row[n], int(cm.start[n]):end] += gpus
+        if cm.cap_row[n] >= 0:
+            self.signed[cm.cap_row[n], int(cm.start[n]):end] += gpus
+
     def sign(self, pair: int, m: int, gpus: float) -> None:
         """Sign up to `gpus` more committed GPUs at `pair` active in month m, on the
         commitments that cost least per GPU and month they are there from m to the end
         of the horizon (months before m are planned already), within their bounds and
         their offers' monthly max_gpus."""
         cm = self.b.commitments
-        active = np.flatnonzero((cm.committed_row == pair) & (cm.start <= m)
-                                & (m < cm.start + cm.months) & (self.commit < cm.upper))
-        useful = np.minimum(cm.start + cm.months, self.b.months) - m
-        for n in sorted(active.tolist(), key=lambda n: (cm.cost[n] / useful[n], n)):
+        mine = self.of_pair.get(pair, np.zeros(0, dtype=np.int64))
+        active = mine[(cm.start[mine] <= m) & (m < cm.start[mine] + cm.months[mine])
+                      & (self.commit[mine] < cm.upper[mine])]
+        useful = np.minimum(cm.start[active] + cm.months[active], self.b.months) - m
+        for n in active[np.lexsort((active, cm.cost[active] / useful))].tolist():
             room = cm.upper[n] - self.commit[n]
             end = min(int(cm.start[n] + cm.months[n]), self.b.months)
             if cm.cap_row[n] >= 0:  # the offer's max_gpus in every month it is active
-                mine = cm.cap_row == cm.cap_row[n]
-                for month in range(int(cm.start[n]), end):
-                    on = mine & (cm.start <= month) & (month < cm.start + cm.months)
-                    room = min(room, cm.caps[cm.cap_row[n]] - self.commit[on].sum())
+                c = cm.cap_row[n]
+                room = min(room, cm.caps[c] - self.signed[c, int(cm.start[n]):end].max())
             add = min(math.ceil(gpus - 1e-9), room)
             if add > 0 and self.commit[n] == 0 and add < cm.min_gpus[n]:
                 add = cm.min_gpus[n] if cm.min_gpus[n] <= room else 0  # a minimum order
             if add <= 0:
                 continue
-            self.commit[n] += add
-            self.committed[pair, int(cm.start[n]):end] += add
+            self._add_commit(n, add)
             gpus -= add
             if gpus <= 0:
                 return
@@ -160,8 +171,7 @@ class Draft:
                 cut, left = self.commit[n] - cm.min_gpus[n], cm.min_gpus[n]
                 if cut <= 0:
                     continue
-            self.commit[n] = left
-            self.committed[pair, months] -= cut
+            self._add_commit(n, -cut)
 
     # -- the result --------------------------------------------------------------------------
     def cost(self) -> float:

@@ -51,6 +51,9 @@ class Master:
         h.setOptionValue("threads", 1)
         cm = blocks.commitments
         self.n_commit = len(cm.offer)
+        self.of_pair: dict[int, np.ndarray] = {}  # (region, GPU type) → its commitments
+        for row in np.unique(cm.committed_row).tolist():
+            self.of_pair[row] = np.flatnonzero(cm.committed_row == row)
         self.n_cols = 0
         self._add_cols(cm.cost, cm.lower, cm.upper, [[] for _ in range(self.n_commit)])
         self.n_rows = 0
@@ -75,19 +78,22 @@ class Master:
                 self._add_cols([unmet], [0.0], [self.inf], [[(self.block_row[w], 1.0)]])
                 continue
             rows_of = np.full(wb.level.shape, -1, dtype=np.int64)
-            cells = np.argwhere(wb.level > 0)
-            costs, entries = [], []
-            for s, m, k in cells.tolist():
-                level = float(wb.level[s, m, k])
-                rows_of[s, m, k] = self._add_row(level, level, [], [])
-                costs.append(wb.penalty * hd[m, k])
-                entries.append([(rows_of[s, m, k], 1.0)])
+            cells = np.nonzero(wb.level > 0)
+            levels = wb.level[cells]
+            n = len(levels)
+            rows = self._add_rows(levels, levels)
+            rows_of[cells] = rows
             self.demand_row[w] = rows_of
-            self._add_cols(costs, np.zeros(len(costs)), np.full(len(costs), self.inf), entries)
+            # each demand row's unmet column, at the penalty
+            self.h.addCols(n, wb.penalty * hd[cells[1], cells[2]], np.zeros(n),
+                           np.full(n, self.inf), n, np.arange(n, dtype=np.int32),
+                           rows.astype(np.int32), np.ones(n))
+            self.n_cols += n
             if wb.limited_spot:
                 spot = np.full(wb.level.shape[1:], -1, dtype=np.int64)
-                for m, k in np.argwhere(wb.level.sum(axis=0) > 0).tolist():
-                    spot[m, k] = self._add_row(-self.inf, 0.0, [], [])
+                cells = np.nonzero(wb.level.sum(axis=0) > 0)
+                n = len(cells[0])
+                spot[cells] = self._add_rows(np.full(n, -self.inf), np.zeros(n))
                 self.spot_row[w] = spot
         # the arcs and single-region plans in the master, in column order after the above
         self.first_generated = self.n_cols
@@ -103,6 +109,16 @@ class Master:
         self.row_key.append(key)
         self.n_rows += 1
         return self.n_rows - 1
+
+    def _add_rows(self, lower: np.ndarray, upper: np.ndarray) -> np.ndarray:
+        """Empty rows (their entries come with the columns); returns their indexes."""
+        n = len(lower)
+        self.h.addRows(n, np.asarray(lower, dtype=float), np.asarray(upper, dtype=float), 0,
+                       np.zeros(n, dtype=np.int32), np.zeros(0, dtype=np.int32),
+                       np.zeros(0))
+        self.row_key.extend([-1] * n)
+        self.n_rows += n
+        return np.arange(self.n_rows - n, self.n_rows)
 
     def _add_cols(self, cost, lower, upper, entries: list[list[tuple[int, float]]]) -> None:
         starts, index, value = [], [], []
@@ -124,18 +140,19 @@ class Master:
         b, rows = self.blocks, self.rows
         per = rows.months * rows.segments
         cm = b.commitments
-        for key in missing.tolist():
-            if key < rows.payg:
-                offer = key // per
-                row = self._add_row(-self.inf, float(b.payg_cap[offer]), [], [], key)
-            else:
-                pair, cell = divmod(key - rows.payg, per)
-                month = cell // rows.segments
-                active = np.flatnonzero((cm.committed_row == pair) & (cm.start <= month)
-                                        & (month < cm.start + cm.months))
-                row = self._add_row(-self.inf, float(b.existing[pair, month]), active,
-                                    -np.ones(len(active)), key)
-            self.row_of[key] = row
+        payg = missing[missing < rows.payg]  # capped offers' rows: no entries of their own
+        if len(payg):
+            self.row_of[payg] = self._add_rows(np.full(len(payg), -self.inf),
+                                               b.payg_cap[payg // per])
+            self.row_key[-len(payg):] = payg.tolist()
+        for key in missing[missing >= rows.payg].tolist():
+            # a committed row holds its (region, GPU type)'s commitments active that month
+            pair, cell = divmod(key - rows.payg, per)
+            month = cell // rows.segments
+            mine = self.of_pair.get(pair, np.zeros(0, dtype=np.int64))
+            active = mine[(cm.start[mine] <= month) & (month < cm.start[mine] + cm.months[mine])]
+            self.row_of[key] = self._add_row(-self.inf, float(b.existing[pair, month]),
+                                             active, -np.ones(len(active)), key)
         return self.row_of[keys]
 
     def add_arcs(self, w: int, site, source, month, segment) -> int:
@@ -153,18 +170,23 @@ class Master:
         demand = self.demand_row[w][site, month, segment]
         gpus = wb.gpus_per_unit[source]
         spot = self.spot_row.get(w)
-        entries = []
-        for i in range(n):
-            col = [(int(demand[i]), 1.0)]
-            if cap[i] >= 0:
-                col.append((int(cap[i]), float(gpus[i])))
-            if spot is not None:
-                j = source[i]
-                coef = 1.0 - wb.spot_share if wb.spot[j] else -wb.spot_share
-                col.append((int(spot[month[i], segment[i]]), coef))
-            entries.append(col)
+        # every column: its demand row, its capacity row (if any), its spot-share row (if
+        # the workload has one), in that order
+        parts_row = [demand, cap]
+        parts_value = [np.ones(n), gpus]
+        if spot is not None:
+            parts_row.append(spot[month, segment])
+            parts_value.append(np.where(wb.spot[source], 1.0 - wb.spot_share, -wb.spot_share))
+        rows = np.stack(parts_row, axis=1)  # [n, entries]
+        values = np.stack(parts_value, axis=1)
+        keep = rows >= 0
+        counts = keep.sum(axis=1)
+        starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int32)
         self.arcs.append((w, site, source, month, segment, self.n_cols))
-        self._add_cols(true, np.zeros(n), np.full(n, self.inf), entries)
+        self.h.addCols(n, true.astype(float), np.zeros(n), np.full(n, self.inf),
+                       int(counts.sum()), starts, rows[keep].astype(np.int32),
+                       values[keep].astype(float))
+        self.n_cols += n
         return n
 
     def add_plan(self, w: int, plan: Priced) -> None:
