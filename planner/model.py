@@ -67,7 +67,7 @@ class PlanningModel:
     choose: dict = field(default_factory=dict)
     constant_usd: float = 0.0  # sunk cost of existing contracts (discounted)
     index: ModelIndex = field(default_factory=ModelIndex)
-    # rule → key → constraint, for reading duals (column generation)
+    # rule → key → constraint (a rule's row at a key is built once, its terms added to it)
     rows: dict = field(default_factory=lambda: defaultdict(dict))
     # workload -> (region, GPU type, source) -> first month it may serve (ModelBuilder)
     sources: dict = field(default_factory=dict)
@@ -116,11 +116,10 @@ def build_model(scenario: Scenario, candidates: Candidates,
 
 
 class ModelBuilder:
-    """Builds the model over every candidate cell, or over a chosen subset of its supply
-    cells (column generation, planner.columns). What does not depend on the subset — the
-    sources each workload may use, demand levels, and every variable bound — is computed
-    once from all candidates, so a restricted model has exactly the bounds of the full one.
-    """
+    """The model's index — the sources each workload may use, demand levels (servable
+    and unservable), every variable bound — computed once from all candidates and read by
+    the decomposition (planner.decompose.blocks); and the PuLP model over every candidate
+    cell or a chosen subset of them (a model solved whole, `--export-model`)."""
 
     def __init__(self, scenario: Scenario, candidates: Candidates,
                  restrictions: Restrictions | None = None):

@@ -510,7 +510,7 @@ def _summary(wb, ws, plan: Plan, costs: Sheet, ps: Sheet, cs: Sheet, es: Sheet,
         ("Input hash", s.content_hash(), None, None),
         ("Horizon", f"{st.month(0)} to {st.month(st.horizon_months - 1)}", None, None),
         ("Solver", f"{res.solver} ({res.version})", None, None),
-        # why a plan is not proven optimal: the time limit, or planning in parts
+        # why a plan is not proven optimal: the time limit, the LP not reached …
         ("Status", res.status + ("" if res.status == "optimal"
                                  else f" ({res.termination})"), None, None),
         ("MIP gap", res.gap, PCT, None),
