@@ -253,7 +253,7 @@ def solve(
              "provider on demand) for the savings, within the same time limit"),
     rounds: Optional[str] = typer.Option(
         None, "--rounds", help="rebuild a decomposition's plan round for round: the "
-                               "'rounds' of an earlier run's JSON (B+C)"),
+                               "'rounds' of an earlier run's JSON (A+B+C+I)"),
 ):
     """Solve a scenario at least cost and write the finance workbook."""
     from planner.baselines import not_run, solve_baselines

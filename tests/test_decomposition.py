@@ -22,7 +22,11 @@ from planner.candidates import find_candidates
 from planner.check import check_plan
 from planner.cli import app
 from planner.decompose.blocks import Blocks
-from planner.decompose.dual import DualBound, first_prices
+from planner.decompose import dual as dual_module
+from planner.decompose import ascent as ascent_module
+from planner.decompose.ascent import Ascent
+from planner.decompose.dual import DualBound, first_prices, lagrangian
+from planner.decompose.master import CommitmentPart
 from planner.decompose.method import Rounds, decompose
 from planner.generate import generate
 from planner.model import ModelBuilder
@@ -60,6 +64,67 @@ def test_the_lagrangian_by_hand(tmp_path):
     while not dual.converged:
         dual.step()
     assert dual.best == pytest.approx(500)
+
+
+def test_the_ascent_climbs_to_the_lagrangian_optimum_by_hand(tmp_path):
+    """The case above: L(y) = 30 · min(10 + y/10, 20) − y, greatest at y = 100 (500).
+    From y = 0 the subgradient is 3 GPUs wanted − 1 held = 2; aimed at a plan of $600
+    with λ = 0.3, the first step goes to y = 0.3 · (600 − 300) / 2² · 2 = 45 (L = 30 ·
+    14.5 − 45 = 390, subgradient still 2), the second to 45 + 0.3 · (600 − 390) / 4 · 2
+    = 76.5 (L = 30 · 17.65 − 76.5 = 453); past y = 100 the subgradient is −1."""
+    _, blocks = _blocks(tmp_path, scenario(
+        settings=H, offers=[
+            {"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 1,
+             "max_gpus": 1},
+            {"region": "r1", "gpu": "A", "term": "spot", "usd_per_gpu_hour": 2}],
+        workloads=[{"workload": "w", "kind": "burst"}], demand=[
+            {"workload": "w", "period": "2027-01", "amount": 30}]))
+    ascent = Ascent(blocks, CommitmentPart(blocks), first_prices(blocks), target=600.0)
+    assert ascent_module.FIRST_STEP == 0.3
+    assert ascent.best == pytest.approx(300)
+    assert ascent.point.g_payg.sum() == pytest.approx(2.0)
+    for y, value in ((45, 390), (76.5, 453)):
+        ascent.step()
+        assert ascent.y[0].sum() == pytest.approx(y)
+        assert ascent.point.value == pytest.approx(value)
+        assert ascent.point.g_payg.sum() == pytest.approx(2.0)
+    while not ascent.stopped:
+        ascent.step()
+    assert ascent.best <= 500 + 1e-6
+    assert ascent.best == pytest.approx(500, rel=1e-3)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_the_ascent_bounds_below_the_lp_and_its_runs_replay(tmp_path, seed, monkeypatch):
+    """A market taken as if too large for the master to start with every arc: the
+    ascent runs first. Its bound rises from first prices and stays below the LP
+    relaxation (weak duality); the plan passes the checker; the same rounds rebuild the
+    same plan without a clock."""
+    generate(tmp_path / "g", 8, 6, 3, seed)
+    s = load_scenario(tmp_path / "g")
+    builder = ModelBuilder(s, find_candidates(s))
+    lp = _lp_relaxation(builder)
+    blocks = Blocks(builder)
+    prices = first_prices(blocks)
+    part = CommitmentPart(blocks)
+    start = lagrangian(blocks, part, *prices)
+    ascent = Ascent(blocks, part, prices, target=1.5 * lp)
+    for _ in range(60):
+        ascent.step()
+    assert start < ascent.best <= lp * (1 + 1e-9)
+    assert lagrangian(blocks, part, *ascent.best_prices) == pytest.approx(ascent.best)
+
+    monkeypatch.setattr(dual_module, "ALL_ARCS", 0)
+    first = decompose(ModelBuilder(s, find_candidates(s)), Budget(3.0))
+    assert first.rounds.ascent > 0
+    assert first.bound <= lp * (1 + 1e-9) and first.bound <= first.objective
+    again = decompose(ModelBuilder(s, find_candidates(s)), Budget(0.0),
+                      rounds=Rounds.parse(str(first.rounds)))
+    assert (again.objective, again.bound, again.rounds) == \
+        (first.objective, first.bound, first.rounds)
+    assert again.solution == first.solution
+    run = plan_scenario(s, time_limit=3, method="decompose")
+    assert check_plan(s, run.plan) == []
 
 
 @SETTINGS
@@ -153,10 +218,12 @@ def test_rounds_rebuild_a_run_stopped_by_its_budget(tmp_path):
     assert again.rounds == first.rounds
 
 
-def test_rounds_are_written_b_c_i(tmp_path):
-    assert str(Rounds.parse(" 3 + 0+12")) == "3+0+12"
-    with pytest.raises(ValueError):
-        Rounds.parse("12")
+def test_rounds_are_written_a_b_c_i(tmp_path):
+    assert str(Rounds.parse(" 7+3 + 0+12")) == "7+3+0+12"
+    assert Rounds.parse("3+0+12") == Rounds(ascent=0, bound=3, choice=0, improve=12)
+    for text in ("12", "1+2+3+4+5", "1+x+3", "1++3"):
+        with pytest.raises(ValueError):
+            Rounds.parse(text)
     res = CliRunner().invoke(app, ["solve", "--rounds", "many", "-o",
                                    str(tmp_path / "p.xlsx")])
     assert res.exit_code == 2 and "--rounds" in res.output

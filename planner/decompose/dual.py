@@ -15,12 +15,14 @@ after the same number of rounds on any machine.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from planner.decompose.blocks import Blocks
 from planner.decompose.master import CommitmentPart, Master
 from planner.decompose.pricing import (
-    Rows, arc_prices, block_values, single_region_column, unit_costs)
+    Rows, arc_prices, block_usage, single_region_column, unit_costs)
 
 # Arcs (demand cells × sources in reach) up to which the master starts with all of them:
 # its LP is then the LP relaxation, solved at once (the default scenario: 33 k arcs, 2 s;
@@ -38,6 +40,12 @@ TOLERANCE = 1e-7
 # which the bound is also taken each round (in-out smoothing: while the master has few
 # columns its duals swing widely; a point nearer the best prices often bounds better).
 SMOOTHING = 0.7
+
+
+def lp_at_once(blocks: Blocks) -> bool:
+    """Whether the master starts with every arc (ALL_ARCS)."""
+    return sum(int(wb.arcs.sum()) * int((wb.level.sum(axis=0) > 0).sum())
+               for wb in blocks.workloads) <= ALL_ARCS
 
 
 def first_prices(blocks: Blocks) -> tuple[np.ndarray, np.ndarray]:
@@ -61,15 +69,40 @@ def first_prices(blocks: Blocks) -> tuple[np.ndarray, np.ndarray]:
     return y_payg, rate[:, :, None] * np.array(b.builder.hours)[None, None, :]
 
 
+@dataclass
+class Point:
+    """L(y) at one point y, and a subgradient there: per capacity row, the GPUs the
+    blocks' optima put in it less the row's capacity (a capped offer's max_gpus; the
+    existing GPUs and those the commitments' optimum signs)."""
+
+    value: float
+    g_payg: np.ndarray  # [offers, M, K]
+    g_committed: np.ndarray  # [pairs, M, K]
+
+
+def evaluate(blocks: Blocks, commitment_part: CommitmentPart, rows: Rows,
+             y_payg: np.ndarray, y_committed: np.ndarray) -> Point:
+    """L(y), a lower bound on every plan for any prices y ≥ 0 (planner.decompose.master),
+    with a subgradient."""
+    b = blocks
+    value, usage = b.constant, np.zeros(rows.count)
+    for wb in b.workloads:
+        v, u = block_usage(wb, b, rows, y_payg, y_committed)
+        value += v
+        usage += u
+    signing, q = commitment_part.optimum(y_committed)
+    value += (signing - float((y_payg * b.payg_cap[:, None, None]).sum())
+              - float((y_committed.sum(axis=2) * b.existing).sum()))
+    g_payg = usage[:rows.payg].reshape(y_payg.shape) - b.payg_cap[:, None, None]
+    g_committed = (usage[rows.payg:].reshape(y_committed.shape)
+                   - commitment_part.supply(q, b.existing)[:, :, None])
+    return Point(value, g_payg, g_committed)
+
+
 def lagrangian(blocks: Blocks, commitment_part: CommitmentPart, y_payg: np.ndarray,
                y_committed: np.ndarray) -> float:
-    """L(y): a lower bound on every plan, for any prices y ≥ 0 (planner.decompose.master)."""
-    b = blocks
-    return (b.constant
-            + sum(block_values(wb, b, y_payg, y_committed) for wb in b.workloads)
-            + commitment_part.value(y_committed)
-            - float((y_payg * b.payg_cap[:, None, None]).sum())
-            - float((y_committed.sum(axis=2) * b.existing).sum()))
+    """L(y) alone."""
+    return evaluate(blocks, commitment_part, Rows(blocks), y_payg, y_committed).value
 
 
 class DualBound:
@@ -91,9 +124,7 @@ class DualBound:
         self.best = self.lagrangian(*prices)
         self.converged = False
         self.pairs: dict[int, int] = {}  # single-region workloads held to one pair
-        arcs = sum(int(wb.arcs.sum()) * int((wb.level.sum(axis=0) > 0).sum())
-                   for wb in blocks.workloads)
-        per_cell = None if arcs <= ALL_ARCS else START_PER_CELL
+        per_cell = None if lp_at_once(blocks) else START_PER_CELL
         zero_duals = np.zeros((blocks.months, blocks.segments))
         seeded, seed_pairs = seed or ({}, {})
         for w, wb in enumerate(blocks.workloads):
@@ -116,7 +147,8 @@ class DualBound:
             self.master.add_arcs(w, *_unique_arcs(wb, blocks, *cheap))
 
     def lagrangian(self, y_payg: np.ndarray, y_committed: np.ndarray) -> float:
-        return lagrangian(self.blocks, self.commitment_part, y_payg, y_committed)
+        return evaluate(self.blocks, self.commitment_part, self.rows, y_payg,
+                        y_committed).value
 
     def step(self, seconds: float | None = None) -> bool:
         """One round: solve the master, price, add columns. False when the master's LP

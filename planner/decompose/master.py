@@ -301,15 +301,21 @@ class CommitmentPart:
         gain = (self.active * per_month[self.cm.committed_row]).sum(axis=1)
         return self.cm.cost - gain
 
-    def value(self, y_committed: np.ndarray) -> float:
+    def optimum(self, y_committed: np.ndarray) -> tuple[float, np.ndarray]:
+        """The commitments' share of L(y) and the GPUs it signs on each commitment."""
         cm = self.cm
         rc = self.reduced_costs(y_committed)
-        free = np.ones(len(rc), dtype=bool)
-        free[self.capped] = False
-        total = float(np.where(rc < 0, rc * cm.upper, rc * cm.lower)[free].sum())
+        q = np.where(rc < 0, cm.upper, cm.lower).astype(float)
         if self.lp is not None:
             idx = self.capped
             self.lp.changeColsCost(len(idx), np.arange(len(idx), dtype=np.int32), rc[idx])
             self.lp.run()
-            total += self.lp.getInfo().objective_function_value
-        return total
+            q[idx] = np.asarray(self.lp.getSolution().col_value)
+        return float((rc * q).sum()), q
+
+    def supply(self, q: np.ndarray, existing: np.ndarray) -> np.ndarray:
+        """[pairs, M] committed GPUs of each (region, GPU type) and month: the existing
+        ones and `q` signed on each commitment."""
+        out = existing.copy()
+        np.add.at(out, self.cm.committed_row, self.active * q[:, None])
+        return out

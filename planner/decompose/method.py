@@ -1,5 +1,9 @@
 """The decomposition, round by round, within a budget.
 
+0. ascent: where the master cannot start with every arc, steps up the Lagrangian
+   function from first prices (planner.decompose.ascent), until ASCENT_SHARE of the
+   budget; every step's bound is valid, the best is kept, and its prices pick the
+   master's first arcs.
 1. bound: column generation on the master LP (planner.decompose.dual); every round's
    Lagrangian bound is valid, the best is kept. Until the LP relaxation is reached, or
    the bound's share of the budget is spent.
@@ -21,9 +25,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.budget import Budget
+from planner.decompose.ascent import Ascent
 from planner.decompose.blocks import Blocks
 from planner.decompose.construct import construct, fill_unmet
-from planner.decompose.dual import DualBound, first_prices, lagrangian
+from planner.decompose.dual import DualBound, first_prices, lagrangian, lp_at_once
 from planner.decompose.master import CommitmentPart
 from planner.decompose.pricing import cheapest_arcs, pairs_by_cost
 from planner.decompose.improve import CHOICES, replan_pool
@@ -32,32 +37,38 @@ from planner.decompose.primal import (
 from planner.model import ModelBuilder
 from planner.solution import Solution
 
-# Shares of the budget: the bound's rounds stop at BOUND_SHARE of it, the rounds of the
+# Shares of the budget: the ascent stops at ASCENT_SHARE of it (at 200x40x24 its bound
+# rises fast for the first ~10 s, 190 → 215 M, then slowly: 221 M at 18 s), the bound's
+# rounds at BOUND_SHARE, the rounds of the
 # single-region choice's LP at CHOICE_SHARE (the plan itself takes well under a second
 # per hundred thousand demand cells; its improvement takes what is left).
+ASCENT_SHARE = 0.25
 BOUND_SHARE = 0.45
 CHOICE_SHARE = 0.6
 
 
 @dataclass
 class Rounds:
-    """Rounds of each step: bound (column generation), choice (the LP after holding
-    single-region workloads to their pair), improve (pools planned again). Written
-    "B+C+I" in the JSON and `--rounds`."""
+    """Rounds of each step: ascent (steps up the Lagrangian function), bound (column
+    generation), choice (the LP after holding single-region workloads to their pair),
+    improve (pools planned again). Written "A+B+C+I" in the JSON and `--rounds`; an
+    earlier version's "B+C+I" had no ascent (A = 0)."""
 
+    ascent: int = 0
     bound: int = 0
     choice: int = 0
     improve: int = 0
 
     def __str__(self) -> str:
-        return f"{self.bound}+{self.choice}+{self.improve}"
+        return f"{self.ascent}+{self.bound}+{self.choice}+{self.improve}"
 
     @classmethod
     def parse(cls, text: str) -> "Rounds":
-        match = re.fullmatch(r"\s*(\d+)\s*\+\s*(\d+)\s*\+\s*(\d+)\s*", text)
-        if not match:
-            raise ValueError(f"rounds are written B+C+I (three whole numbers), not {text!r}")
-        return cls(*(int(x) for x in match.groups()))
+        parts = text.split("+")
+        if len(parts) not in (3, 4) or not all(re.fullmatch(r"\s*\d+\s*", p) for p in parts):
+            raise ValueError("rounds are written A+B+C+I (four whole numbers), "
+                             f"not {text!r}")
+        return cls(*([0] * (4 - len(parts))), *(int(p) for p in parts))
 
 
 @dataclass
@@ -87,11 +98,21 @@ def decompose(builder: ModelBuilder, budget: Budget, rounds: Rounds | None = Non
     # some fix and optimize: a master round the clock would push past it is not started
     keep = 2.0 * (budget.elapsed() - started) + 0.05 * budget.seconds
     done = Rounds()
+    bound = None
+    if not lp_at_once(blocks):
+        ascent = Ascent(blocks, CommitmentPart(blocks), prices, greedy.cost())
+        until = min(ASCENT_SHARE * budget.seconds, budget.seconds - keep)
+        while not ascent.stopped:
+            if (done.ascent >= rounds.ascent) if fixed else (budget.elapsed() >= until):
+                break
+            ascent.step()
+            done.ascent += 1
+        prices, bound = ascent.best_prices, ascent.best
     dual = None
     if fixed or budget.left() > keep:
         dual = DualBound(blocks, prices, greedy.arcs())
         bound = dual.best
-    else:  # no time for a master: the bound at first prices
+    elif bound is None:  # no time for a master: the bound at first prices
         bound = lagrangian(blocks, CommitmentPart(blocks), *prices)
 
     def run(limit: int | None, share: float) -> int:
@@ -151,7 +172,8 @@ def decompose(builder: ModelBuilder, budget: Budget, rounds: Rounds | None = Non
     if converged:
         termination = "LP relaxation reached"
     elif not solved:
-        termination = "time limit (no LP relaxation within it: bound at first prices)"
+        source = f"{done.ascent} ascent steps" if done.ascent else "first prices"
+        termination = f"time limit (no LP relaxation within it: bound from {source})"
     else:
         termination = "time limit (LP relaxation not reached)"
     return Outcome(solution, objective, bound, done, converged, termination)

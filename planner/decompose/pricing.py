@@ -181,15 +181,30 @@ def _serve(wb: WorkloadBlocks, priced: np.ndarray, allowed: np.ndarray,
     return value, zeros, ja, y, ja, z
 
 
-def block_values(wb: WorkloadBlocks, blocks: Blocks, y_payg: np.ndarray,
-                 y_committed: np.ndarray) -> float:
-    """Σ over the workload's blocks of each block's optimum at the prices: its share of
-    the Lagrangian function."""
-    true, priced = unit_costs(wb, blocks, y_payg, y_committed)
+def block_usage(wb: WorkloadBlocks, blocks: Blocks, rows: Rows, y_payg: np.ndarray,
+                y_committed: np.ndarray) -> tuple[float, np.ndarray]:
+    """Σ over the workload's blocks of each block's optimum at the prices (its share of
+    the Lagrangian function), and the GPUs those optima put in each capacity row
+    ([rows.count]: its share of the function's subgradient)."""
+    _, priced = unit_costs(wb, blocks, y_payg, y_committed)
     penalty = wb.penalty * blocks.hd
     if wb.single_region:
-        return _best_pairs(wb, priced, penalty)[0][0]
-    return float(_serve(wb, priced, wb.reach, penalty)[0].sum())
+        value, _, plan = _best_pairs(wb, priced, penalty)[0]
+    else:
+        plan = _serve(wb, priced, wb.reach, penalty)
+        value = float(plan[0].sum())
+    usage = np.zeros(rows.count)
+    if plan[0] is None:  # no pair: everything unmet
+        return value, usage
+    _, x, jb, y, ja, _ = plan
+    month = np.arange(blocks.months)[None, :, None]
+    segment = np.arange(blocks.segments)[None, None, :]
+    for units, source in ((x, jb), (y, ja)):
+        key = rows.key(wb.payg_row[source], wb.committed_row[source], month, segment)
+        has = (key >= 0) & (units > 0)
+        usage += np.bincount(key[has], weights=(units * wb.gpus_per_unit[source])[has],
+                             minlength=rows.count)
+    return value, usage
 
 
 def single_region_column(wb: WorkloadBlocks, blocks: Blocks, rows: Rows,
