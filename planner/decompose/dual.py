@@ -3,8 +3,9 @@ every round.
 
 The master starts with every arc when the model is small enough for its LP to be solved
 at once (then one round proves the LP relaxation), else with the cheapest arcs of each
-demand cell at first prices (a committed GPU at its cheapest commitment's hourly rate,
-pay-as-you-go capacity free). Each round solves the master from its last basis, prices
+demand cell, as many as ALL_ARCS allows, at the prices it starts from (first prices: a
+committed GPU at its cheapest commitment's hourly rate, pay-as-you-go capacity free; or
+the ascent's best, planner.decompose.ascent). Each round solves the master from its last basis, prices
 every arc and single-region plan at its duals, adds those whose reduced cost is negative
 (at most a few per demand cell), and evaluates the Lagrangian function at the duals —
 a valid bound whether or not the master has converged; the best is kept.
@@ -29,7 +30,11 @@ from planner.decompose.pricing import (
 # 50x40x24: 400 k arcs, 16 s, where column generation from the cheapest arcs was 15 %
 # above the LP after 25 rounds and 70 s).
 ALL_ARCS = 600_000
-START_PER_CELL = 3  # else: the cheapest arcs of each demand cell at first prices
+# Else the cheapest arcs of each demand cell at the prices the master starts from, as
+# many as ALL_ARCS allows and at least START_PER_CELL: 200x40x24's first master LP with
+# 3 a cell was 308 M, with 10 293 M, with 20 (720 k arcs, 22 s) 253.6 M, its LP
+# relaxation being 253.3 M (95 s with every arc).
+START_PER_CELL = 3
 ADD_PER_CELL = 2  # arcs joining per demand cell and round, the most negative first
 START_PLANS = 3  # a single-region workload's cheapest pairs at first prices
 # Reduced costs above −TOLERANCE · (1 + |cost|) do not count.
@@ -124,7 +129,10 @@ class DualBound:
         self.best = self.lagrangian(*prices)
         self.converged = False
         self.pairs: dict[int, int] = {}  # single-region workloads held to one pair
-        per_cell = None if lp_at_once(blocks) else START_PER_CELL
+        per_cell = None if lp_at_once(blocks) else max(
+            START_PER_CELL, ALL_ARCS // max(1, sum(int((wb.level > 0).sum())
+                                                   for wb in blocks.workloads
+                                                   if not wb.single_region)))
         zero_duals = np.zeros((blocks.months, blocks.segments))
         seeded, seed_pairs = seed or ({}, {})
         for w, wb in enumerate(blocks.workloads):

@@ -38,13 +38,14 @@ from planner.model import ModelBuilder
 from planner.solution import Solution
 
 # Shares of the budget: the ascent stops at ASCENT_SHARE of it (at 200x40x24 its bound
-# rises fast for the first ~10 s, 190 → 215 M, then slowly: 221 M at 18 s), the bound's
-# rounds at BOUND_SHARE, the rounds of the
-# single-region choice's LP at CHOICE_SHARE (the plan itself takes well under a second
-# per hundred thousand demand cells; its improvement takes what is left).
-ASCENT_SHARE = 0.25
-BOUND_SHARE = 0.45
-CHOICE_SHARE = 0.6
+# rises fast for the first ~10 s, 190 → 215 M, then slowly: 221 M at 18 s); the bound's
+# rounds at BOUND_SHARE (200x40x24's first master LP, 720 k arcs, takes some 20 s of its
+# 40 s: it must fit after the ascent), the rounds of the single-region choice's LP at
+# CHOICE_SHARE (the plan itself takes well under a second per hundred thousand demand
+# cells; its improvement takes what is left).
+ASCENT_SHARE = 0.2
+BOUND_SHARE = 0.7
+CHOICE_SHARE = 0.8
 
 
 @dataclass
