@@ -30,11 +30,16 @@ from planner.decompose.pricing import (
 # 50x40x24: 400 k arcs, 16 s, where column generation from the cheapest arcs was 15 %
 # above the LP after 25 rounds and 70 s).
 ALL_ARCS = 600_000
-# Else the cheapest arcs of each demand cell at the prices the master starts from, as
-# many as ALL_ARCS allows and at least START_PER_CELL: 200x40x24's first master LP with
-# 3 a cell was 308 M, with 10 293 M, with 20 (720 k arcs, 22 s) 253.6 M, its LP
-# relaxation being 253.3 M (95 s with every arc).
+# Else, for each demand cell, the START_PER_CELL cheapest arcs at the prices the master
+# starts from, the cheapest uncapped on-demand arc (with no room limit it can always
+# serve: without it, demand whose cheap arcs are full goes unmet at the penalty in the
+# master, and its duals price every arc as if that were the cost of a unit) and the
+# START_COMMITTED cheapest committed arcs (what makes a commitment worth signing).
+# 200x40x24's first master LP (its LP relaxation: 253.35 M): 3 cheapest a cell 308 M;
+# 10 293 M; 17 279 M (16 s); 20 253.6 M (720 k arcs, 22 s); 3 + on-demand 255.1 M
+# (251 k arcs, 2.8 s); 3 + on-demand + 3 committed 254.7 M (292 k, 3.7 s).
 START_PER_CELL = 3
+START_COMMITTED = 3
 ADD_PER_CELL = 2  # arcs joining per demand cell and round, the most negative first
 START_PLANS = 3  # a single-region workload's cheapest pairs at first prices
 # Reduced costs above −TOLERANCE · (1 + |cost|) do not count.
@@ -129,10 +134,7 @@ class DualBound:
         self.best = self.lagrangian(*prices)
         self.converged = False
         self.pairs: dict[int, int] = {}  # single-region workloads held to one pair
-        per_cell = None if lp_at_once(blocks) else max(
-            START_PER_CELL, ALL_ARCS // max(1, sum(int((wb.level > 0).sum())
-                                                   for wb in blocks.workloads
-                                                   if not wb.single_region)))
+        at_once = lp_at_once(blocks)
         zero_duals = np.zeros((blocks.months, blocks.segments))
         seeded, seed_pairs = seed or ({}, {})
         for w, wb in enumerate(blocks.workloads):
@@ -147,12 +149,17 @@ class DualBound:
                         self.master.add_plan(w, plan)
                 continue
             _, priced = unit_costs(wb, blocks, *prices)
-            n = len(wb.sources) if per_cell is None else per_cell
-            cheap = arc_prices(wb, priced, np.zeros(wb.level.shape),
-                               zero_duals if wb.limited_spot else None, n)[:4]
+            on_demand = (wb.payg_row < 0) & (wb.committed_row < 0) & ~wb.spot
+            kinds = [(None, len(wb.sources))] if at_once else [
+                (None, START_PER_CELL), (on_demand, 1),
+                (wb.committed_row >= 0, START_COMMITTED)]
+            parts = [arc_prices(wb, priced, np.zeros(wb.level.shape),
+                                zero_duals if wb.limited_spot else None, n, among)[:4]
+                     for among, n in kinds]
             if w in seeded:
-                cheap = tuple(np.concatenate([a, b]) for a, b in zip(cheap, seeded[w][:4]))
-            self.master.add_arcs(w, *_unique_arcs(wb, blocks, *cheap))
+                parts.append(seeded[w][:4])
+            arcs = tuple(np.concatenate([p[i] for p in parts]) for i in range(4))
+            self.master.add_arcs(w, *_unique_arcs(wb, blocks, *arcs))
 
     def lagrangian(self, y_payg: np.ndarray, y_committed: np.ndarray) -> float:
         return evaluate(self.blocks, self.commitment_part, self.rows, y_payg,

@@ -247,14 +247,16 @@ def _best_pairs(wb, priced, penalty, only: int | None = None):
 
 
 def arc_prices(wb: WorkloadBlocks, priced: np.ndarray, demand_dual: np.ndarray,
-               spot_dual: np.ndarray | None, per_cell: int):
+               spot_dual: np.ndarray | None, per_cell: int, among: np.ndarray | None = None):
     """The arcs (site, source, month, segment) whose reduced cost at the master's duals
-    is most negative, at most `per_cell` per demand cell: priced cost − the demand row's
-    dual − the spot-share row's dual × the arc's coefficient in it. Returns arrays
-    (site, source, month, segment, reduced cost)."""
+    is most negative, at most `per_cell` per demand cell (`among`: of those sources
+    alone, [J] bool): priced cost − the demand row's dual − the spot-share row's dual ×
+    the arc's coefficient in it. Returns arrays (site, source, month, segment, reduced
+    cost)."""
     out = []
     for s in range(wb.level.shape[0]):
-        rc = np.where(wb.arcs[s][:, None, None], priced, INF) - demand_dual[s][None]
+        arcs = wb.arcs[s] if among is None else wb.arcs[s] & among
+        rc = np.where(arcs[:, None, None], priced, INF) - demand_dual[s][None]
         if spot_dual is not None:
             coef = np.where(wb.spot, 1.0 - wb.spot_share, -wb.spot_share)
             rc = rc - coef[:, None, None] * spot_dual[None]
