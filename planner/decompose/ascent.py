@@ -2,10 +2,10 @@
 
 L(y) (planner.decompose.dual) is concave in the capacity prices y ≥ 0, and every
 evaluation hands back a subgradient for free: per capacity row, the GPUs the blocks'
-optima put in it less its capacity. Where the master LP cannot be solved at once (its
-arcs are over `dual.ALL_ARCS`: 200x40x24's LP takes 95 s), a step costs one evaluation
-(0.08 s at 200x40x24, 1.5 s at 1000x100x36) and lifts the bound from first prices; the
-master then starts from the arcs cheapest at the best prices found.
+optima put in it less its capacity. Where the master did not reach the LP relaxation
+within its share of the budget (1000x100x36: one round of its master LP takes minutes),
+a step costs one evaluation (0.08 s at 200x40x24, 1.5 s at 1000x100x36) and lifts the
+bound from the best prices the master found.
 
 A step (Polyak's step towards the cost U of a plan at hand; Camerini–Fratta–Maffioli
 deflection, which damps the zig-zag between capacity rows that alternately overflow and

@@ -145,14 +145,28 @@ class Master:
             self.row_of[payg] = self._add_rows(np.full(len(payg), -self.inf),
                                                b.payg_cap[payg // per])
             self.row_key[-len(payg):] = payg.tolist()
-        for key in missing[missing >= rows.payg].tolist():
-            # a committed row holds its (region, GPU type)'s commitments active that month
-            pair, cell = divmod(key - rows.payg, per)
-            month = cell // rows.segments
-            mine = self.of_pair.get(pair, np.zeros(0, dtype=np.int64))
-            active = mine[(cm.start[mine] <= month) & (month < cm.start[mine] + cm.months[mine])]
-            self.row_of[key] = self._add_row(-self.inf, float(b.existing[pair, month]),
-                                             active, -np.ones(len(active)), key)
+        committed = missing[missing >= rows.payg]
+        if len(committed):
+            # a committed row holds its (region, GPU type)'s commitments active that
+            # month; all added in one call (one at a time, 1.8 s a round at 200x40x24)
+            upper, starts, index, count = [], [], [], 0
+            for key in committed.tolist():
+                pair, cell = divmod(key - rows.payg, per)
+                month = cell // rows.segments
+                mine = self.of_pair.get(pair, np.zeros(0, dtype=np.int64))
+                active = mine[(cm.start[mine] <= month)
+                              & (month < cm.start[mine] + cm.months[mine])]
+                upper.append(float(b.existing[pair, month]))
+                starts.append(count)
+                index.append(active)
+                count += len(active)
+            index = np.concatenate(index).astype(np.int32)
+            n = len(committed)
+            self.h.addRows(n, np.full(n, -self.inf), np.array(upper), len(index),
+                           np.array(starts, dtype=np.int32), index, -np.ones(len(index)))
+            self.row_of[committed] = np.arange(self.n_rows, self.n_rows + n)
+            self.row_key.extend(committed.tolist())
+            self.n_rows += n
         return self.row_of[keys]
 
     def add_arcs(self, w: int, site, source, month, segment) -> int:
@@ -203,6 +217,10 @@ class Master:
         import highspy
 
         h = self.h
+        # from a basis (columns added since at 0: still primal feasible) the primal
+        # simplex goes on where the dual starts over: 200x40x24's rounds 2-8 took
+        # 1.5-3 s instead of 8-10 s
+        h.setOptionValue("simplex_strategy", 4 if self.basis is not None else 1)
         # HiGHS's clock runs on across runs of one instance: the limit is on its total
         h.setOptionValue("time_limit", h.getRunTime() + max(0.1, seconds)
                          if seconds is not None else float("inf"))

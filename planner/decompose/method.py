@@ -1,9 +1,5 @@
 """The decomposition, round by round, within a budget.
 
-0. ascent: where the master cannot start with every arc, steps up the Lagrangian
-   function from first prices (planner.decompose.ascent), until ASCENT_SHARE of the
-   budget; every step's bound is valid, the best is kept, and its prices pick the
-   master's first arcs.
 1. bound: column generation on the master LP (planner.decompose.dual); every round's
    Lagrangian bound is valid, the best is kept. Until the LP relaxation is reached, or
    the bound's share of the budget is spent.
@@ -11,6 +7,10 @@
    most, and the master goes on as the LP of that choice.
 3. plan: the master's commitments rounded, its arcs turned into whole replicas within
    capacity, month by month (planner.decompose.construct).
+4. ascent: where the master did not reach the LP relaxation, steps up the Lagrangian
+   function from the best prices so far, aimed at the plan's cost
+   (planner.decompose.ascent); every step's bound is valid, the best is kept.
+5. improve: pools planned again alone (fix and optimize) with what is left.
 
 Each step advances in rounds that do not depend on the clock; the clock only decides
 how many rounds are run. `Rounds` records them, and the same counts given back rebuild
@@ -28,7 +28,7 @@ from planner.budget import Budget
 from planner.decompose.ascent import Ascent
 from planner.decompose.blocks import Blocks
 from planner.decompose.construct import construct, fill_unmet
-from planner.decompose.dual import DualBound, first_prices, lagrangian, lp_at_once
+from planner.decompose.dual import DualBound, first_prices, lagrangian
 from planner.decompose.master import CommitmentPart
 from planner.decompose.pricing import cheapest_arcs, pairs_by_cost
 from planner.decompose.improve import CHOICES, replan_pool
@@ -37,15 +37,20 @@ from planner.decompose.primal import (
 from planner.model import ModelBuilder
 from planner.solution import Solution
 
-# Shares of the budget: the ascent stops at ASCENT_SHARE of it (at 200x40x24 its bound
-# rises fast for the first ~10 s, 190 → 215 M, then slowly: 221 M at 18 s); the bound's
-# rounds at BOUND_SHARE (200x40x24's first master LP, 720 k arcs, takes some 20 s of its
-# 40 s: it must fit after the ascent), the rounds of the single-region choice's LP at
-# CHOICE_SHARE (the plan itself takes well under a second per hundred thousand demand
-# cells; its improvement takes what is left).
-ASCENT_SHARE = 0.2
-BOUND_SHARE = 0.7
-CHOICE_SHARE = 0.8
+# Shares of the budget: the bound's rounds stop at BOUND_SHARE of it (200x40x24's
+# master reaches 251.8 M, 0.6 % under its LP, in its 7th round, some 28 s into the
+# plan's 35), the rounds of the single-region choice's LP at CHOICE_SHARE (the plan
+# itself takes well under a second per hundred thousand demand cells); where the master
+# did not reach the LP, the ascent takes ASCENT_SHARE (at 200x40x24 its bound rises fast
+# for the first few seconds, 190 → 211 M in 4 s, then slowly: 221 M at 12 s); the
+# plan's improvement takes what is left.
+BOUND_SHARE = 0.85
+CHOICE_SHARE = 0.9
+ASCENT_SHARE = 0.1
+# ... when the bound is more than ASCENT_WORTH under the master's LP value (at
+# 200x40x24 the master ends 0.4 % above its bound: the ascent's 34 steps gained
+# nothing there, and left fix and optimize no time)
+ASCENT_WORTH = 0.01
 
 
 @dataclass
@@ -99,21 +104,11 @@ def decompose(builder: ModelBuilder, budget: Budget, rounds: Rounds | None = Non
     # some fix and optimize: a master round the clock would push past it is not started
     keep = 2.0 * (budget.elapsed() - started) + 0.05 * budget.seconds
     done = Rounds()
-    bound = None
-    if not lp_at_once(blocks):
-        ascent = Ascent(blocks, CommitmentPart(blocks), prices, greedy.cost())
-        until = min(ASCENT_SHARE * budget.seconds, budget.seconds - keep)
-        while not ascent.stopped:
-            if (done.ascent >= rounds.ascent) if fixed else (budget.elapsed() >= until):
-                break
-            ascent.step()
-            done.ascent += 1
-        prices, bound = ascent.best_prices, ascent.best
     dual = None
     if fixed or budget.left() > keep:
         dual = DualBound(blocks, prices, greedy.arcs())
         bound = dual.best
-    elif bound is None:  # no time for a master: the bound at first prices
+    else:  # no time for a master: the bound at first prices
         bound = lagrangian(blocks, CommitmentPart(blocks), *prices)
 
     def run(limit: int | None, share: float) -> int:
@@ -155,6 +150,20 @@ def decompose(builder: ModelBuilder, budget: Budget, rounds: Rounds | None = Non
                            master_arcs(dual), all_pairs(dual))
         if guided.cost() <= greedy.cost():
             draft = guided
+    if not solved or (not dual.converged
+                      and bound < (1.0 - ASCENT_WORTH) * dual.master_value):
+        # the master did not reach the LP relaxation, and its bound is well under the
+        # master's LP (the LP relaxation lies between them: all the ascent could gain):
+        # the ascent, from the best prices so far and aimed at the plan
+        start = dual.prices if dual is not None else prices
+        ascent = Ascent(blocks, CommitmentPart(blocks), start, draft.cost())
+        until = min(budget.elapsed() + ASCENT_SHARE * budget.seconds, budget.seconds)
+        while not ascent.stopped:
+            if (done.ascent >= rounds.ascent) if fixed else (budget.elapsed() >= until):
+                break
+            ascent.step()
+            done.ascent += 1
+        bound = max(bound, ascent.best)
     # fix and optimize: pools planned again alone, those furthest above the LP first,
     # pass after pass with a wider choice of sources each time
     limit = rounds.improve if fixed else None
