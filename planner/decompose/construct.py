@@ -5,12 +5,13 @@ be served by (the master LP's, or the cheapest at given prices), each month and 
 is planned on its own — commitments fixed, nothing else links months:
 
 1. pool by pool (the least flexible first, then the largest), each source's load in
-   replicas is rounded up, as far as the source has room (a capped offer's GPUs left, the
-   committed GPUs of its region and type not yet in use);
-2. what did not fit goes to the workload's other sources in reach, cheapest first at the
-   prices: first into replicas the pool already runs there with room to spare, then into
-   new replicas where there is capacity; spot only within the workload's spot share;
-   committed GPUs are signed for if that is what it takes;
+   replicas is rounded down to the replicas it fills (at least one), as far as the
+   source has room (a capped offer's GPUs left, the committed GPUs of its region and
+   type not yet in use);
+2. what did not fit, and the fractions, go to the workload's sources in reach, cheapest
+   first at the prices: first into replicas the pool already runs there with room to
+   spare, then into new replicas where there is capacity; spot only within the
+   workload's spot share; committed GPUs are signed for if that is what it takes;
 3. what is still left is unmet — no source in reach had room.
 
 The plan is kept as a `Draft`: one `PoolPlan` per pool, month and segment, and the
@@ -292,7 +293,10 @@ def _plan_pool(draft: Draft, priced, pool: str, m: int, k: int, wanted,
         wb0 = b.workloads[w0]
         gpr = int(wb0.gpus_per_replica[j0])
         load = sum(u * b.workloads[w].gpus_per_unit[j] / gpr for w, _, j, u in arcs)
-        want = math.ceil(load - 1e-6)
+        # whole replicas the load fills (one if it fills none): the fractions go to
+        # step 2, first into spare room of replicas the pool already runs (200x40x24:
+        # 262.2 M -> 261.2 M; rounding each load up took room other pools' loads had)
+        want = max(1, math.floor(load + 1e-6))
         if sign_wanted and wb0.committed_row[j0] >= 0:
             short_gpus = want * gpr - draft.room(wb0, j0, m, k)
             if short_gpus > 0:
