@@ -42,8 +42,11 @@ START_PER_CELL = 3
 START_COMMITTED = 3
 # Arcs joining per demand cell and round, the most negative first: 200x40x24's bound
 # reached 250.6 M in round 13 (76 s) with 2, 251.7 M in round 6 (57 s; 28 s with the
-# primal simplex) with 6.
+# primal simplex) with 6 (200 k arcs a round). At most ADD_MOST arcs a round, though:
+# 6 a cell at 1000x100x36 (268 k cells) doubled its 1.6 M-arc master, whose first
+# solve took 53 s, and the second did not end in 5 minutes.
 ADD_PER_CELL = 6
+ADD_MOST = 300_000
 START_PLANS = 3  # a single-region workload's cheapest pairs at first prices
 # Reduced costs above −TOLERANCE · (1 + |cost|) do not count.
 TOLERANCE = 1e-7
@@ -137,6 +140,9 @@ class DualBound:
         self.best = self.lagrangian(*prices)
         self.converged = False
         self.pairs: dict[int, int] = {}  # single-region workloads held to one pair
+        cells = sum(int((wb.level > 0).sum()) for wb in blocks.workloads
+                    if not wb.single_region)
+        self.add_per_cell = max(1, min(ADD_PER_CELL, ADD_MOST // max(1, cells)))
         at_once = lp_at_once(blocks)
         zero_duals = np.zeros((blocks.months, blocks.segments))
         seeded, seed_pairs = seed or ({}, {})
@@ -187,7 +193,7 @@ class DualBound:
                 continue
             _, priced = unit_costs(wb, self.blocks, *y)
             site, source, month, segment, rc = arc_prices(
-                wb, priced, m.demand_duals(w), m.spot_duals(w), ADD_PER_CELL)
+                wb, priced, m.demand_duals(w), m.spot_duals(w), self.add_per_cell)
             true = (wb.price * wb.gpus_per_unit + wb.egress)[source] * \
                 self.blocks.hd[month, segment]
             keep = rc < -TOLERANCE * (1 + np.abs(true))

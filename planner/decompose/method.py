@@ -47,9 +47,10 @@ from planner.solution import Solution
 BOUND_SHARE = 0.85
 CHOICE_SHARE = 0.9
 ASCENT_SHARE = 0.1
-# ... when the bound is more than ASCENT_WORTH under the master's LP value (at
-# 200x40x24 the master ends 0.4 % above its bound: the ascent's 34 steps gained
-# nothing there, and left fix and optimize no time)
+# The ascent runs only when the bound is more than ASCENT_WORTH under the master's LP
+# value, between which the LP relaxation lies (at 200x40x24 the master ends 0.4 % above
+# its bound: 34 steps of the ascent gained nothing there, and left fix and optimize no
+# time).
 ASCENT_WORTH = 0.01
 
 
