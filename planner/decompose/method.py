@@ -27,7 +27,7 @@ import numpy as np
 from planner.budget import Budget
 from planner.decompose.ascent import Ascent
 from planner.decompose.blocks import Blocks
-from planner.decompose.construct import construct, fill_unmet
+from planner.decompose.construct import Draft, construct, fill_unmet
 from planner.decompose.dual import DualBound, first_prices, lagrangian
 from planner.decompose.master import CommitmentPart
 from planner.decompose.pricing import cheapest_arcs, pairs_by_cost
@@ -91,103 +91,130 @@ class Outcome:
 def decompose(builder: ModelBuilder, budget: Budget, rounds: Rounds | None = None,
               progress=None) -> Outcome:
     """Plan `builder`'s model by decomposition within `budget` (or exactly `rounds`)."""
-    fixed = rounds is not None
-    blocks = Blocks(builder)
-    # a plan at first prices alone, whole replicas within capacity: it seeds the master
-    # with arcs that serve the demand, and stands if no LP-guided plan does better
-    prices = first_prices(blocks)
-    pairs = choose_pairs(blocks, {w: pairs_by_cost(wb, blocks, prices)
-                                  for w, wb in enumerate(blocks.workloads) if wb.single_region})
-    started = budget.elapsed()
-    greedy = construct(blocks, prices, np.array(blocks.commitments.lower),
-                       cheapest_arcs(blocks, prices, pairs), pairs, sign_wanted=True)
-    # time kept back after the LP for the LP-guided plan (about the greedy one's) and
-    # some fix and optimize: a master round the clock would push past it is not started
-    keep = 2.0 * (budget.elapsed() - started) + 0.05 * budget.seconds
-    done = Rounds()
-    dual = None
-    if fixed or budget.left() > keep:
-        dual = DualBound(blocks, prices, greedy.arcs())
-        bound = dual.best
-    else:  # no time for a master: the bound at first prices
-        bound = lagrangian(blocks, CommitmentPart(blocks), *prices)
-
-    def run(limit: int | None, share: float) -> int:
-        until = min(share * budget.seconds, budget.seconds - keep)
-        n = 0
-        while not dual.converged and (limit is None or n < limit):
-            if limit is None and budget.elapsed() >= until:
-                break
-            seconds = None if limit is not None else max(0.1, until - budget.elapsed())
-            if not dual.step(seconds):
-                break
-            n += 1
-            if progress:
-                progress(dual)
-        dual.master.restart()  # however the step ended: the same start for the next
-        return n
-
-    if dual is not None:
-        done.bound = run(rounds.bound if fixed else None, BOUND_SHARE)
-        bound = dual.best
-    solved = dual is not None and done.bound > 0
-    if solved:
-        # hold single-region workloads to their pair, a pair at a time (two that both
-        # want one pair would not fit: the default scenario's pay-as-you-go variant left
-        # both training runs unmet), each time going on with the LP of the choices so far
-        while True:
-            pairs = master_pairs(dual)
-            if not pairs or (fixed and done.choice >= rounds.choice):
-                break
-            dual.hold_pairs(pairs)
-            left = None if not fixed else rounds.choice - done.choice
-            done.choice += run(left, CHOICE_SHARE)
-            if not dual.converged:
-                break
-        bound = max(bound, dual.best)  # the bound keeps pricing every pair: still valid
+    run = _Run(Blocks(builder), budget, rounds, progress)
+    greedy = run.greedy()
+    dual = run.master(greedy)
+    solved = dual is not None and run.done.bound > 0
     draft = greedy
     if solved:
-        guided = construct(blocks, dual.prices, rounded_commitments(dual),
+        run.hold_pairs(dual)
+        guided = construct(run.blocks, dual.prices, rounded_commitments(dual),
                            master_arcs(dual), all_pairs(dual))
         if guided.cost() <= greedy.cost():
             draft = guided
     if not solved or (not dual.converged
-                      and bound < (1.0 - ASCENT_WORTH) * dual.master_value):
+                      and run.bound < (1.0 - ASCENT_WORTH) * dual.master_value):
         # the master did not reach the LP relaxation, and its bound is well under the
-        # master's LP (the LP relaxation lies between them: all the ascent could gain):
-        # the ascent, from the best prices so far and aimed at the plan
-        start = dual.prices if dual is not None else prices
-        ascent = Ascent(blocks, CommitmentPart(blocks), start, draft.cost())
-        until = min(budget.elapsed() + ASCENT_SHARE * budget.seconds, budget.seconds)
-        while not ascent.stopped:
-            if (done.ascent >= rounds.ascent) if fixed else (budget.elapsed() >= until):
-                break
-            ascent.step()
-            done.ascent += 1
-        bound = max(bound, ascent.best)
-    # fix and optimize: pools planned again alone, those furthest above the LP first,
-    # pass after pass with a wider choice of sources each time
-    limit = rounds.improve if fixed else None
-    for choices in CHOICES:
-        for key in _by_excess(draft, dual if solved else None):
-            if (limit is not None and done.improve >= limit) or \
-                    (limit is None and budget.left() <= 0.0):
-                break
-            m, k, pool = key
-            replan_pool(draft, pool, m, k, choices)
-            done.improve += 1
-        draft.trim_commitments()
+        # master's LP (the LP relaxation lies between them: all the ascent could gain)
+        run.ascend(dual.prices if dual is not None else run.prices, draft.cost())
+    run.improve(draft, dual if solved else None)
     fill_unmet(draft)
-    solution, objective = draft.solution(), draft.cost()
     converged = solved and dual.converged
     if converged:
         termination = "LP relaxation reached"
     elif not solved:
-        source = f"{done.ascent} ascent steps" if done.ascent else "first prices"
+        source = f"{run.done.ascent} ascent steps" if run.done.ascent else "first prices"
         termination = f"time limit (no LP relaxation within it: bound from {source})"
     else:
         termination = "time limit (LP relaxation not reached)"
-    return Outcome(solution, objective, bound, done, converged, termination)
+    return Outcome(draft.solution(), draft.cost(), run.bound, run.done, converged,
+                   termination)
+
+
+class _Run:
+    """One decomposition's steps and what they share: the blocks, the clock (or the
+    rounds to replay), the rounds done and the best bound so far."""
+
+    def __init__(self, blocks: Blocks, budget: Budget, rounds: Rounds | None, progress):
+        self.blocks, self.budget, self.progress = blocks, budget, progress
+        self.fixed = rounds  # replay exactly these rounds, whatever the clock
+        self.done = Rounds()
+        self.prices = first_prices(blocks)
+        self.bound = -np.inf
+        self.keep = 0.0  # seconds kept back after the master's rounds
+
+    def more(self, step: str, until: float) -> bool:
+        """Whether another round of `step` may start: under its count when replaying,
+        else before `until` seconds into the budget."""
+        if self.fixed is not None:
+            return getattr(self.done, step) < getattr(self.fixed, step)
+        return self.budget.elapsed() < until
+
+    def greedy(self) -> Draft:
+        """A plan at first prices alone, whole replicas within capacity: it seeds the
+        master with arcs that serve the demand, and stands if no LP-guided plan does
+        better. The time it took sets what is kept back after the master's rounds."""
+        b, prices = self.blocks, self.prices
+        pairs = choose_pairs(b, {w: pairs_by_cost(wb, b, prices)
+                                 for w, wb in enumerate(b.workloads) if wb.single_region})
+        started = self.budget.elapsed()
+        greedy = construct(b, prices, np.array(b.commitments.lower),
+                           cheapest_arcs(b, prices, pairs), pairs, sign_wanted=True)
+        # time kept back for the LP-guided plan (about the greedy one's) and some fix
+        # and optimize: a master round the clock would push past it is not started
+        self.keep = 2.0 * (self.budget.elapsed() - started) + 0.05 * self.budget.seconds
+        return greedy
+
+    def master(self, greedy: Draft) -> DualBound | None:
+        """Column generation on the master until BOUND_SHARE of the budget (None: no
+        time for a master; the bound at first prices)."""
+        if self.fixed is None and self.budget.left() <= self.keep:
+            self.bound = lagrangian(self.blocks, CommitmentPart(self.blocks), *self.prices)
+            return None
+        dual = DualBound(self.blocks, self.prices, greedy.arcs())
+        self.column_generation(dual, "bound", BOUND_SHARE)
+        return dual
+
+    def column_generation(self, dual: DualBound, step: str, share: float) -> None:
+        """Master rounds, counted as `step`, until the LP relaxation or `share` of the
+        budget; a round the clock stops is not counted."""
+        until = min(share * self.budget.seconds, self.budget.seconds - self.keep)
+        while not dual.converged and self.more(step, until):
+            seconds = None if self.fixed is not None else \
+                max(0.1, until - self.budget.elapsed())
+            if not dual.step(seconds):
+                break
+            setattr(self.done, step, getattr(self.done, step) + 1)
+            if self.progress:
+                self.progress(dual)
+        dual.master.restart()  # however the step ended: the same start for the next
+        self.bound = max(self.bound, dual.best)
+
+    def hold_pairs(self, dual: DualBound) -> None:
+        """Hold single-region workloads to their pair, a pair at a time (two that both
+        want one pair would not fit: the default scenario's pay-as-you-go variant left
+        both training runs unmet), each time going on with the LP of the choices so
+        far. The bound keeps pricing every pair: it stays valid."""
+        while self.fixed is None or self.done.choice < self.fixed.choice:
+            pairs = master_pairs(dual)
+            if not pairs:
+                break
+            dual.hold_pairs(pairs)
+            self.column_generation(dual, "choice", CHOICE_SHARE)
+            if not dual.converged:
+                break
+
+    def ascend(self, start, plan_cost: float) -> None:
+        """The ascent from `start`, aimed at the plan, for ASCENT_SHARE of the budget."""
+        ascent = Ascent(self.blocks, CommitmentPart(self.blocks), start, plan_cost)
+        until = min(self.budget.elapsed() + ASCENT_SHARE * self.budget.seconds,
+                    self.budget.seconds)
+        while not ascent.stopped and self.more("ascent", until):
+            ascent.step()
+            self.done.ascent += 1
+        self.bound = max(self.bound, ascent.best)
+
+    def improve(self, draft: Draft, dual: DualBound | None) -> None:
+        """Fix and optimize: pools planned again alone, those furthest above the master
+        LP first, pass after pass with a wider choice of sources each time, until the
+        budget ends."""
+        for choices in CHOICES:
+            for m, k, pool in _by_excess(draft, dual):
+                if not self.more("improve", self.budget.seconds):
+                    break
+                replan_pool(draft, pool, m, k, choices)
+                self.done.improve += 1
+            draft.trim_commitments()
 
 
 def _by_excess(draft, dual: DualBound | None) -> list[tuple[int, int, str]]:
