@@ -2,13 +2,14 @@
 every round.
 
 The master starts with every arc when the model is small enough for its LP to be solved
-at once (then one round proves the LP relaxation), else with the cheapest arcs of each
-demand cell, as many as ALL_ARCS allows, at the prices it starts from (first prices: a
-committed GPU at its cheapest commitment's hourly rate, pay-as-you-go capacity free; or
-the ascent's best, planner.decompose.ascent). Each round solves the master from its last basis, prices
-every arc and single-region plan at its duals, adds those whose reduced cost is negative
-(at most a few per demand cell), and evaluates the Lagrangian function at the duals —
-a valid bound whether or not the master has converged; the best is kept.
+at once (then one round proves the LP relaxation), else with a few arcs of each demand
+cell at first prices (a committed GPU at its cheapest commitment's hourly rate,
+pay-as-you-go capacity free): the cheapest, the cheapest uncapped on-demand one and the
+cheapest committed ones (START_PER_CELL). Each round solves the master from its last
+basis, prices every arc and single-region plan at its duals, adds those whose reduced
+cost is negative (at most ADD_PER_CELL per demand cell), and evaluates the Lagrangian
+function at the duals — a valid bound whether or not the master has converged; the best
+is kept.
 
 Rounds are deterministic: the same scenario gives the same columns, duals and bound
 after the same number of rounds on any machine.
