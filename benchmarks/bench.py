@@ -38,7 +38,7 @@ def scenario_path(name: str, workdir: Path) -> Path:
         return ROOT / "data"
     folder = workdir / name
     if not folder.exists():
-        from planner.generate import generate
+        from planner.io.generate import generate
 
         w, r, m = (int(x) for x in name.split("x"))
         generate(folder, w, r, m, seed=1)

@@ -13,10 +13,10 @@ that leaves no more demand unmet than the plan itself (SPEC §4 v2: like for lik
 
 from __future__ import annotations
 
-from planner.budget import Budget
-from planner.model import Restrictions
-from planner.pipeline import Run, plan_scenario
-from planner.scenario import Scenario
+from planner.io.scenario import Scenario
+from planner.model.builder import Restrictions
+from planner.solve.budget import Budget
+from planner.solve.pipeline import Run, plan_scenario
 
 PAYG = "pay-as-you-go only"
 SINGLE_GPU = "cheapest single GPU type"

@@ -12,7 +12,7 @@ from collections import defaultdict
 
 import networkx as nx
 
-from planner.scenario import Scenario
+from planner.io.scenario import Scenario
 
 TOL = 1e-5
 

@@ -18,7 +18,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from planner.issues import Issue, ScenarioError
+from planner.io.issues import Issue, ScenarioError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Plan GPU procurement at least cost: what to buy, where, on which term.")
@@ -56,7 +56,7 @@ def _print_issues(issues: list[Issue], scenario: str) -> None:
 
 
 def _load(path: Path):
-    from planner.validate import load_scenario
+    from planner.io.validate import load_scenario
 
     try:
         scenario = load_scenario(path)
@@ -99,8 +99,8 @@ def _guard(fn):
 @_guard
 def validate(scenario: Path = typer.Argument(..., help="folder of CSV files or .xlsx")):
     """Check a scenario and list every problem (exit 0 when clean, 2 otherwise)."""
-    from planner.load import load_raw
-    from planner.validate import validate as check
+    from planner.io.load import load_raw
+    from planner.io.validate import validate as check
 
     result, issues = check(load_raw(scenario))
     _print_issues(issues, str(scenario))
@@ -116,7 +116,7 @@ def validate(scenario: Path = typer.Argument(..., help="folder of CSV files or .
 def latency(scenario: Path = typer.Argument(..., help="folder of CSV files or .xlsx"),
             site: str = typer.Argument(..., help="a site of the network map")):
     """List the transit latency from SITE to every region, nearest first."""
-    from planner.graph import region_latencies
+    from planner.model.graph import region_latencies
 
     s = _load(scenario)
     if site not in s.site_by_name:
@@ -138,7 +138,7 @@ def latency(scenario: Path = typer.Argument(..., help="folder of CSV files or .x
 @_guard
 def template(file: Path = typer.Argument(..., help="the .xlsx file to write")):
     """Write an empty input workbook: every table, its columns, notes and drop-downs."""
-    from planner.template import write_template
+    from planner.io.template import write_template
 
     write_template(file)
     err.print(f"wrote {file}")
@@ -153,11 +153,11 @@ def throughput(
                                   "workloads.csv (workload, model, precision, mode)"),
 ):
     """Derive the throughput table from AI model profiles (see models/README.md)."""
-    from planner.load import load_raw
-    from planner.profiles import derive_all, write_throughput
-    from planner.scenario import Gpu
-    from planner.schema import TABLES_BY_NAME
-    from planner.validate import _typed_rows, _Collector
+    from planner.io.load import load_raw
+    from planner.io.profiles import derive_all, write_throughput
+    from planner.io.scenario import Gpu
+    from planner.io.schema import TABLES_BY_NAME
+    from planner.io.validate import _Collector, _typed_rows
 
     raw = load_raw(scenario)
     table = raw.tables.get("gpus")
@@ -218,7 +218,7 @@ def _check_outputs(*paths: Optional[Path]) -> None:
 def _report_seconds(scenario) -> float:
     """Seconds kept back from the solve for the plan's tables and workbook: measured at
     ~0.35 ms per demand cell (1000x100x36: 234 k cells, 69 s; benchmarks/README.md)."""
-    from planner.candidates import make_segments
+    from planner.model.candidates import make_segments
 
     cells = len(scenario.demand) * len(make_segments(scenario))
     return 1.0 + 0.0004 * cells
@@ -258,13 +258,13 @@ def solve(
 ):
     """Solve a scenario at least cost and write the finance workbook."""
     from planner.baselines import not_run, solve_baselines
-    from planner.budget import Budget
     from planner.check import check_plan
-    from planner.decompose.method import Rounds
-    from planner.jsonout import plan_json
-    from planner.pipeline import export_model as write_mps
-    from planner.pipeline import plan_scenario
-    from planner.report import write_workbook
+    from planner.report.json_out import plan_json
+    from planner.report.workbook import write_workbook
+    from planner.solve.budget import Budget
+    from planner.solve.decompose.method import Rounds
+    from planner.solve.pipeline import export_model as write_mps
+    from planner.solve.pipeline import plan_scenario
 
     started = time.perf_counter()
     _check_solver_options(solver, time_limit, gap)
@@ -338,7 +338,7 @@ def generate(
     seed: int = typer.Option(0, "--seed"),
 ):
     """Write a synthetic but realistic scenario (for benchmarks and experiments)."""
-    from planner.generate import generate as make
+    from planner.io.generate import generate as make
 
     counts = make(out, workloads, regions, months, seed)
     err.print(f"wrote {out}: " + ", ".join(f"{n} {k}" for k, n in counts.items()))
@@ -378,10 +378,16 @@ def whatif(
     gap: Optional[float] = GAP_OPTION,
 ):
     """Compare commitment policies and demand levels side by side in one workbook."""
-    from planner.budget import Budget
+    from planner.report.whatif_workbook import write_whatif_workbook
+    from planner.solve.budget import Budget
     from planner.whatif import (
-        DEFAULT_POLICIES, Policy, PolicyError, parse_policy, run_whatif, variant_summary)
-    from planner.whatif_report import write_whatif_workbook
+        DEFAULT_POLICIES,
+        Policy,
+        PolicyError,
+        parse_policy,
+        run_whatif,
+        variant_summary,
+    )
 
     started = time.perf_counter()
     _check_solver_options(solver, time_limit, gap)

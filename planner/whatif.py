@@ -19,12 +19,12 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
-from planner.model import Restrictions
-from planner.budget import Budget
-from planner.pipeline import plan_scenario
-from planner.plan import Plan
-from planner.scenario import Scenario
-from planner.schema import PAY_AS_YOU_GO, TERMS
+from planner.io.scenario import Scenario
+from planner.io.schema import PAY_AS_YOU_GO, TERMS
+from planner.model.builder import Restrictions
+from planner.report.plan import Plan
+from planner.solve.budget import Budget
+from planner.solve.pipeline import plan_scenario
 
 DEFAULT_POLICIES = (
     "payg=spot,on_demand",
@@ -191,7 +191,7 @@ def break_even(scenario: Scenario) -> list[dict]:
 
 def variant_summary(v: Variant) -> dict:
     """Figures of one variant for the comparison table and the JSON."""
-    from planner.jsonout import plan_json
+    from planner.report.json_out import plan_json
 
     out = {"name": v.policy.name, "policy": v.policy.text, "demand_scale": v.demand_scale,
            "status": v.status}

@@ -5,11 +5,12 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-from planner.check import check_plan
-from planner.model import Restrictions
-from planner.pipeline import plan_scenario
-from planner.validate import load_scenario
 from scenarios import write_csv
+
+from planner.check import check_plan
+from planner.io.validate import load_scenario
+from planner.model.builder import Restrictions
+from planner.solve.pipeline import plan_scenario
 
 _count = itertools.count()
 

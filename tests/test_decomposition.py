@@ -1,4 +1,4 @@
-"""The decomposition (planner/decompose): its bound is a bound, its plans are plans.
+"""The decomposition (planner/solve/decompose): its bound is a bound, its plans are plans.
 
 * the Lagrangian function by hand on a capped offer;
 * on random small scenarios, where branch and bound proves the optimum: bound ≤ optimum
@@ -15,26 +15,26 @@ import json
 import numpy as np
 import pytest
 from hypothesis import given
-from typer.testing import CliRunner
-
-from planner.budget import Budget
-from planner.candidates import find_candidates
-from planner.check import check_plan
-from planner.cli import app
-from planner.decompose.blocks import Blocks
-from planner.decompose import dual as dual_module
-from planner.decompose import ascent as ascent_module
-from planner.decompose.ascent import Ascent
-from planner.decompose.dual import DualBound, first_prices, lagrangian
-from planner.decompose.master import CommitmentPart
-from planner.decompose.pricing import unit_costs
-from planner.decompose.method import Rounds, decompose
-from planner.generate import generate
-from planner.model import ModelBuilder
-from planner.pipeline import plan_scenario
-from planner.validate import load_scenario
 from scenarios import scenario, write_csv
 from test_properties import SETTINGS, scenarios
+from typer.testing import CliRunner
+
+from planner.check import check_plan
+from planner.cli import app
+from planner.io.generate import generate
+from planner.io.validate import load_scenario
+from planner.model.builder import ModelBuilder
+from planner.model.candidates import find_candidates
+from planner.solve.budget import Budget
+from planner.solve.decompose import ascent as ascent_module
+from planner.solve.decompose import dual as dual_module
+from planner.solve.decompose.ascent import Ascent
+from planner.solve.decompose.blocks import Blocks
+from planner.solve.decompose.dual import DualBound, first_prices, lagrangian
+from planner.solve.decompose.master import CommitmentPart
+from planner.solve.decompose.method import Rounds, decompose
+from planner.solve.decompose.pricing import unit_costs
+from planner.solve.pipeline import plan_scenario
 
 H = {"hours_per_month": 100}
 
@@ -215,7 +215,7 @@ def _lp_relaxation(builder: ModelBuilder) -> float:
     model = builder.build()
     for v in model.integer_variables():
         v.cat = "Continuous"
-    from planner.solve import solve
+    from planner.solve.whole import solve
 
     result = solve(model, "highs", 120, 1e-9)
     assert result.status == "optimal"

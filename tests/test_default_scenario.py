@@ -7,11 +7,10 @@ import subprocess
 import sys
 
 import pytest
-
 from typer.testing import CliRunner
 
 from planner.cli import app, default_scenario
-from planner.validate import load_scenario
+from planner.io.validate import load_scenario
 
 
 def test_default_scenario_solves_and_tells_its_story(tmp_path):

@@ -6,8 +6,8 @@ from typer.testing import CliRunner
 
 from planner.check import check_plan
 from planner.cli import app
-from planner.pipeline import plan_scenario
-from planner.validate import load_scenario
+from planner.io.validate import load_scenario
+from planner.solve.pipeline import plan_scenario
 
 
 def test_same_seed_same_files_and_a_valid_plan(tmp_path):

@@ -5,12 +5,12 @@ from __future__ import annotations
 import datetime as dt
 
 from openpyxl import load_workbook
+from scenarios import scenario, write_csv, write_xlsx
 from typer.testing import CliRunner
 
 from planner.cli import app
-from planner.graph import Transit, region_latencies
-from planner.validate import load_scenario
-from scenarios import scenario, write_csv, write_xlsx
+from planner.io.validate import load_scenario
+from planner.model.graph import Transit, region_latencies
 
 RICH = scenario(
     settings={"horizon_months": 6, "tail_policy": "prorate", "discount_rate_annual": 0.08},

@@ -13,9 +13,9 @@ import json
 from pathlib import Path
 
 import pytest
-
-from planner.model import Restrictions
 from solving import solve_tables
+
+from planner.model.builder import Restrictions
 
 MELANGE = Path(__file__).resolve().parents[2] / "shared" / "external" / "melange"
 pytestmark = pytest.mark.skipif(not MELANGE.exists(), reason="shared Mélange data absent")

@@ -7,12 +7,11 @@ costs 100 × 2 = $200. Every plan passes the independent checker (tests/solving.
 from __future__ import annotations
 
 import pytest
-
-from planner.solution import Solution
-from planner.check import check_plan
-
-from solving import cost, gpus_by, solve_tables
 from scenarios import scenario
+from solving import cost, gpus_by, solve_tables
+
+from planner.check import check_plan
+from planner.model.solution import Solution
 
 H = {"hours_per_month": 100}
 
@@ -311,12 +310,13 @@ def test_unmet_demand_says_when_the_plan_left_room(tmp_path, used, reason):
     to idle capacity; the reason must not blame the market. The offer has 2 GPUs, w needs
     1 of them (10 units); the plan serves nothing: with the other GPU in use by v (1 GPU
     left) there is room, and with both in use (v on 2) there is none."""
-    from planner.candidates import find_candidates
-    from planner.model import build_model
-    from planner.plan import extract_plan
-    from planner.solve import SolveResult
-    from planner.validate import load_scenario
     from scenarios import write_csv
+
+    from planner.io.validate import load_scenario
+    from planner.model.builder import build_model
+    from planner.model.candidates import find_candidates
+    from planner.report.plan import extract_plan
+    from planner.solve.whole import SolveResult
 
     s = load_scenario(write_csv(tmp_path / "s", scenario(
         settings=H, offers=[od(price=2, max_gpus=2)],

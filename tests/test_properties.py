@@ -11,12 +11,12 @@ import itertools
 import math
 
 import pytest
-from hypothesis import assume, HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-
-from planner.solution import Solution
-from planner.model import Restrictions
 from solving import solve_tables
+
+from planner.model.builder import Restrictions
+from planner.model.solution import Solution
 
 SETTINGS = settings(max_examples=60, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.function_scoped_fixture,
@@ -217,13 +217,14 @@ def test_tiny_optimum_equals_brute_force(tmp_path_factory, tables):
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(tables=scenarios())
 def test_pruning_dominated_offers_never_changes_the_optimum(tmp_path_factory, tables):
-    from planner.candidates import find_candidates
-    from planner.check import check_plan
-    from planner.model import build_model
-    from planner.plan import extract_plan
-    from planner.solve import solve
-    from planner.validate import load_scenario
     from scenarios import write_csv
+
+    from planner.check import check_plan
+    from planner.io.validate import load_scenario
+    from planner.model.builder import build_model
+    from planner.model.candidates import find_candidates
+    from planner.report.plan import extract_plan
+    from planner.solve.whole import solve
 
     s = load_scenario(write_csv(tmp_path_factory.mktemp("dom"), tables))
     objectives = []
@@ -238,9 +239,10 @@ def test_pruning_dominated_offers_never_changes_the_optimum(tmp_path_factory, ta
 def test_dearer_offers_are_pruned_as_dominated(tmp_path):
     """r1 on-demand at $2 is unlimited: on-demand at $3 and spot at $2.5 in r2 (same site,
     same GPU) can never be better; spot at $1 in r1 stays."""
-    from planner.candidates import find_candidates
-    from planner.validate import load_scenario
     from scenarios import scenario, write_csv
+
+    from planner.io.validate import load_scenario
+    from planner.model.candidates import find_candidates
 
     tables = scenario(
         regions=[{"region": "r1", "provider": "p", "site": "s1"},

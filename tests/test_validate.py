@@ -5,12 +5,12 @@ from __future__ import annotations
 import copy
 
 import pytest
+from scenarios import BASE, scenario, write_csv, write_xlsx
 from typer.testing import CliRunner
 
 from planner.cli import app
-from planner.load import load_raw
-from planner.validate import validate
-from scenarios import BASE, scenario, write_csv, write_xlsx
+from planner.io.load import load_raw
+from planner.io.validate import validate
 
 
 def _issues(tmp_path, tables, fmt="csv"):

@@ -6,14 +6,14 @@ import json
 
 import pytest
 from openpyxl import load_workbook
+from scenarios import scenario, write_csv
+from solving import solve_tables
 from typer.testing import CliRunner
 
 from planner.check import check_plan
 from planner.cli import app
-from planner.validate import load_scenario
+from planner.io.validate import load_scenario
 from planner.whatif import PolicyError, parse_policy, run_whatif
-from scenarios import scenario, write_csv
-from solving import solve_tables
 
 # 2 GPUs (20 units) for 6 months at 100 h/month. On-demand $2, monthly $1.8 (1 month),
 # reserved $1.5 (3 months). payg: 2 × 6 × 200 = 2400; monthly: 2 × 6 × 180 = 2160;

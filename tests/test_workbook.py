@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 from openpyxl import load_workbook
-from typer.testing import CliRunner
-
-from planner import report
-from planner.cli import app
-from planner.report import write_workbook
 from scenarios import scenario, write_csv
 from solving import solve_tables
+from typer.testing import CliRunner
+
+from planner.cli import app
+from planner.report import workbook as report
+from planner.report.workbook import write_workbook
 
 # Every cost line at once: prorated tail, discounting, upfronts, existing contracts, spot,
 # egress, peaks and two providers.
@@ -202,7 +202,7 @@ def test_cli_solve_writes_json_and_workbook(tmp_path):
 
 
 def test_cli_no_plan_within_the_limit_exits_3(tmp_path, monkeypatch):
-    from planner import solve as solve_module
+    from planner.solve import whole as solve_module
 
     folder = write_csv(tmp_path / "scn", FINANCE)
 

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.decompose.blocks import Blocks, WorkloadBlocks
+from planner.solve.decompose.blocks import Blocks, WorkloadBlocks
 
 INF = np.inf
 UNMET = -1  # the source index of unmet demand in a column's cells

@@ -1,6 +1,6 @@
 """Better capacity prices without an LP: ascent on the Lagrangian function.
 
-L(y) (planner.decompose.dual) is concave in the capacity prices y ≥ 0, and every
+L(y) (planner.solve.decompose.dual) is concave in the capacity prices y ≥ 0, and every
 evaluation hands back a subgradient for free: per capacity row, the GPUs the blocks'
 optima put in it less its capacity. Where the master did not reach the LP relaxation
 within its share of the budget (1000x100x36: one round of its master LP takes minutes),
@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.decompose.blocks import Blocks
-from planner.decompose.dual import Point, evaluate
-from planner.decompose.master import CommitmentPart
-from planner.decompose.pricing import Rows
+from planner.solve.decompose.blocks import Blocks
+from planner.solve.decompose.dual import Point, evaluate
+from planner.solve.decompose.master import CommitmentPart
+from planner.solve.decompose.pricing import Rows
 
 # Measured on the default scenario (its LP relaxation: $26.73 M), 800 steps from first
 # prices ($23.06 M) aimed at a plan of $27.31 M: no deflection $25.76 M; DEFLECTION

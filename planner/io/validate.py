@@ -13,17 +13,9 @@ import math
 import re
 from pathlib import Path
 
-from planner.issues import Issue, ScenarioError
-from planner.load import RawScenario, RawTable, load_raw
-from planner.schema import (
-    COMMITMENT_TERMS,
-    PAY_AS_YOU_GO,
-    SETTINGS,
-    SETTINGS_BY_NAME,
-    TABLES,
-    Column,
-)
-from planner.scenario import (
+from planner.io.issues import Issue, ScenarioError
+from planner.io.load import RawScenario, RawTable, load_raw
+from planner.io.scenario import (
     Demand,
     Existing,
     Gpu,
@@ -35,6 +27,14 @@ from planner.scenario import (
     Site,
     Throughput,
     Workload,
+)
+from planner.io.schema import (
+    COMMITMENT_TERMS,
+    PAY_AS_YOU_GO,
+    SETTINGS,
+    SETTINGS_BY_NAME,
+    TABLES,
+    Column,
 )
 
 # YYYY-MM; a full date (as spreadsheets export date cells) names its month
@@ -535,8 +535,9 @@ def _month_index(settings: Settings, year_month: tuple[int, int]) -> int:
 
 def _reachable_from_regions(sites, links, regions) -> set[str]:
     """Sites connected by some path to the site of at least one region."""
-    from planner.graph import build_graph
     import networkx as nx
+
+    from planner.model.graph import build_graph
 
     graph = build_graph(sites, links)
     region_sites = {r.site for r in regions if r.site in graph}

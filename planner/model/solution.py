@@ -1,7 +1,7 @@
 """A plan's values, keyed as the model's variables, apart from any model.
 
 Whatever finds a plan — a MIP over the whole model, one per month, or the decomposition's
-own construction — hands it on as a `Solution`; `planner.plan` turns it into tables. Keys:
+own construction — hands it on as a `Solution`; `planner.report.plan` turns it into tables. Keys:
 
     supply   (workload, region, gpu, src, month, segment) → units
     flow     (workload, site, region, month, segment) → units (workloads with several

@@ -13,14 +13,19 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from planner.candidates import (
-    UNMET_CAPACITY, UNMET_NOT_ALLOWED, UNMET_PENALTY, UNMET_ROOM, Candidates)
-from planner.costs import counted_per_gpu, obligation_per_gpu
-from planner.model import COMMITTED
-from planner.scenario import Scenario
-from planner.schema import TERMS
-from planner.solution import Solution
-from planner.solve import SolveResult
+from planner.io.scenario import Scenario
+from planner.io.schema import TERMS
+from planner.model.builder import COMMITTED
+from planner.model.candidates import (
+    UNMET_CAPACITY,
+    UNMET_NOT_ALLOWED,
+    UNMET_PENALTY,
+    UNMET_ROOM,
+    Candidates,
+)
+from planner.model.costs import counted_per_gpu, obligation_per_gpu
+from planner.model.solution import Solution
+from planner.solve.whole import SolveResult
 
 EPS = 1e-7
 COST_KEYS = (*TERMS, "existing")

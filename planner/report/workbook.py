@@ -24,8 +24,8 @@ from openpyxl.styles import Alignment, Font, PatternFill
 from openpyxl.utils import get_column_letter
 from openpyxl.workbook.defined_name import DefinedName
 
-from planner.plan import COST_KEYS, Plan
-from planner.schema import PAY_AS_YOU_GO, TABLES
+from planner.io.schema import PAY_AS_YOU_GO, TABLES
+from planner.report.plan import COST_KEYS, Plan
 
 USD = '"$"#,##0.00'
 USD0 = '"$"#,##0'

@@ -1,7 +1,7 @@
 """The stages in order: graph → candidates → model index → solve → plan.
 
 A model small enough for branch and bound to prove its optimum within seconds is solved
-whole (HiGHS or CBC); a larger one by the decomposition (planner.decompose), which
+whole (HiGHS or CBC); a larger one by the decomposition (planner.solve.decompose), which
 proves a bound at every size and builds its plan from the same LP. Either way the plan
 passes through the same tables, and the gap is taken on what the plan can change.
 """
@@ -11,14 +11,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from planner.budget import Budget
-from planner.candidates import find_candidates
-from planner.graph import Transit
-from planner.model import ModelBuilder, Restrictions
-from planner.plan import Plan, extract_plan
-from planner.scenario import Scenario
-from planner.solution import Solution
-from planner.solve import SolveResult, _version, honest_gap, solve
+from planner.io.scenario import Scenario
+from planner.model.builder import ModelBuilder, Restrictions
+from planner.model.candidates import find_candidates
+from planner.model.graph import Transit
+from planner.model.solution import Solution
+from planner.report.plan import Plan, extract_plan
+from planner.solve.budget import Budget
+from planner.solve.whole import SolveResult, _version, honest_gap, solve
 
 # Supply cells up to which a model is solved whole: branch and bound proves the
 # optimum of such models in about a second; at the default scenario's 40 k cells HiGHS
@@ -45,7 +45,7 @@ def plan_scenario(scenario: Scenario, solver: str | None = None,
                   budget: Budget | None = None, rounds=None, progress=None,
                   method: str = "auto") -> Run:
     """Plan `scenario` within `budget` (default: `time_limit` or the scenario's setting,
-    from now). `rounds` (planner.decompose.method.Rounds): rebuild a decomposition's plan
+    from now). `rounds` (planner.solve.decompose.method.Rounds): rebuild a decomposition's plan
     round for round, whatever the clock. `method`: "whole" (branch and bound on the whole
     model), "decompose", or "auto" (whole up to WHOLE_CELLS supply cells)."""
     st = scenario.settings
@@ -69,7 +69,7 @@ def plan_scenario(scenario: Scenario, solver: str | None = None,
         solution, result = _whole(builder, solver, budget, gap, threads)
         seconds["solve"] = time.perf_counter() - t
     else:
-        from planner.decompose.method import decompose
+        from planner.solve.decompose.method import decompose
 
         outcome = decompose(builder, budget, rounds, progress)
         seconds["decomposition"] = time.perf_counter() - t

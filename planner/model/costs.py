@@ -8,7 +8,7 @@ payments inside the horizon and the upfront in proportion to the months inside.
 
 from __future__ import annotations
 
-from planner.scenario import Offer, Settings
+from planner.io.scenario import Offer, Settings
 
 
 def months_inside(offer: Offer, start: int, settings: Settings) -> int:

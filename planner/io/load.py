@@ -11,8 +11,8 @@ import csv
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from planner.issues import Issue
-from planner.schema import TABLES_BY_NAME
+from planner.io.issues import Issue
+from planner.io.schema import TABLES_BY_NAME
 
 
 @dataclass

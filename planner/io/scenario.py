@@ -13,8 +13,8 @@ import math
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 
-from planner.issues import Issue
-from planner.schema import COMMITMENT_TERMS
+from planner.io.issues import Issue
+from planner.io.schema import COMMITMENT_TERMS
 
 
 def month_label(start: tuple[int, int], index: int) -> str:

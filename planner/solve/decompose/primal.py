@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
-from planner.decompose.dual import DualBound, plan_pair
-from planner.decompose.pricing import pair_range, pairs_by_cost
-from planner.solution import Solution
+from planner.solve.decompose.dual import DualBound, plan_pair
+from planner.solve.decompose.pricing import pair_range, pairs_by_cost
 
 # A commitment's LP GPUs are rounded up from this fraction on, down below it (what is
 # short is signed for during construction where demand needs it): on the default

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from planner.graph import Transit
-from planner.scenario import Offer, Scenario, Workload
+from planner.io.scenario import Offer, Scenario, Workload
+from planner.model.graph import Transit
 
 EPS = 1e-9
 

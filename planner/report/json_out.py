@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from planner.plan import COST_KEYS, Plan
+from planner.report.plan import COST_KEYS, Plan
 
 
 def _r(x: float, digits: int = 6) -> float:

@@ -1,15 +1,15 @@
 """The decomposition, round by round, within a budget.
 
-1. bound: column generation on the master LP (planner.decompose.dual); every round's
+1. bound: column generation on the master LP (planner.solve.decompose.dual); every round's
    Lagrangian bound is valid, the best is kept. Until the LP relaxation is reached, or
    the bound's share of the budget is spent.
 2. choice: each single-region workload is held to the (region, GPU type) its LP weighs
    most, and the master goes on as the LP of that choice.
 3. plan: the master's commitments rounded, its arcs turned into whole replicas within
-   capacity, month by month (planner.decompose.construct).
+   capacity, month by month (planner.solve.decompose.construct).
 4. ascent: where the master did not reach the LP relaxation, steps up the Lagrangian
    function from the best prices so far, aimed at the plan's cost
-   (planner.decompose.ascent); every step's bound is valid, the best is kept.
+   (planner.solve.decompose.ascent); every step's bound is valid, the best is kept.
 5. improve: pools planned again alone (fix and optimize) with what is left.
 
 Each step advances in rounds that do not depend on the clock; the clock only decides
@@ -24,18 +24,23 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.budget import Budget
-from planner.decompose.ascent import Ascent
-from planner.decompose.blocks import Blocks
-from planner.decompose.construct import Draft, construct, fill_unmet
-from planner.decompose.dual import DualBound, first_prices, lagrangian
-from planner.decompose.master import CommitmentPart
-from planner.decompose.pricing import cheapest_arcs, pairs_by_cost
-from planner.decompose.improve import CHOICES, replan_pool
-from planner.decompose.primal import (
-    all_pairs, choose_pairs, master_arcs, master_pairs, rounded_commitments)
-from planner.model import ModelBuilder
-from planner.solution import Solution
+from planner.model.builder import ModelBuilder
+from planner.model.solution import Solution
+from planner.solve.budget import Budget
+from planner.solve.decompose.ascent import Ascent
+from planner.solve.decompose.blocks import Blocks
+from planner.solve.decompose.construct import Draft, construct, fill_unmet
+from planner.solve.decompose.dual import DualBound, first_prices, lagrangian
+from planner.solve.decompose.improve import CHOICES, replan_pool
+from planner.solve.decompose.master import CommitmentPart
+from planner.solve.decompose.pricing import cheapest_arcs, pairs_by_cost
+from planner.solve.decompose.primal import (
+    all_pairs,
+    choose_pairs,
+    master_arcs,
+    master_pairs,
+    rounded_commitments,
+)
 
 # Shares of the budget: the bound's rounds stop at BOUND_SHARE of it (200x40x24's
 # master reaches 251.8 M, 0.6 % under its LP, in its 7th round, some 28 s into the

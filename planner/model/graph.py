@@ -12,7 +12,7 @@ from collections.abc import Iterable
 
 import networkx as nx
 
-from planner.scenario import Link, Scenario, Site
+from planner.io.scenario import Link, Scenario, Site
 
 
 def build_graph(sites: Iterable[Site], links: Iterable[Link]) -> nx.Graph:

@@ -11,8 +11,9 @@ from openpyxl import Workbook
 from openpyxl.chart import BarChart, Reference
 from openpyxl.styles import Font
 
-from planner.plan import COST_KEYS
-from planner.report import (
+from planner.io.scenario import Scenario
+from planner.report.plan import COST_KEYS
+from planner.report.workbook import (
     NUM,
     PCT,
     USD,
@@ -25,7 +26,6 @@ from planner.report import (
     settings_block,
     text_cell,
 )
-from planner.scenario import Scenario
 from planner.whatif import Variant, break_even
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import pulp
 
-from planner.model import PlanningModel
+from planner.model.builder import PlanningModel
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class SolveResult:
     gap: float | None  # (objective − bound) / (objective − unservable_usd): SPEC §4 v2
     seconds: float
     version: str = ""
-    rounds: str = ""  # the decomposition's rounds (planner.decompose.method.Rounds)
+    rounds: str = ""  # the decomposition's rounds (planner.solve.decompose.method.Rounds)
     unservable_usd: float = 0.0  # the penalty of demand no source can serve (objective)
 
     @property
@@ -67,7 +67,7 @@ def _run(prob, solver, time_limit, gap, threads, msg, warm=False, nodes=None) ->
 
 def _version(solver: str) -> str:
     if solver == "highs":
-        from planner.highs import new_highs
+        from planner.solve.highs import new_highs
 
         h = new_highs()
         return f"HiGHS {h.versionMajor()}.{h.versionMinor()}.{h.versionPatch()}"
@@ -77,7 +77,7 @@ def _version(solver: str) -> str:
 def _solve_highs(prob, time_limit, gap, threads, msg, warm=False, nodes=None) -> dict:
     import highspy
 
-    from planner.highs import BulkHiGHS
+    from planner.solve.highs import BulkHiGHS
 
     extra = {} if nodes is None else {"mip_max_nodes": int(nodes)}
     cmd = BulkHiGHS(msg=msg, timeLimit=time_limit, gapRel=gap, threads=threads,

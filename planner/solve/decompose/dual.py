@@ -21,10 +21,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.decompose.blocks import Blocks
-from planner.decompose.master import CommitmentPart, Master
-from planner.decompose.pricing import (
-    Rows, arc_prices, block_usage, single_region_column, unit_costs)
+from planner.solve.decompose.blocks import Blocks
+from planner.solve.decompose.master import CommitmentPart, Master
+from planner.solve.decompose.pricing import (
+    Rows,
+    arc_prices,
+    block_usage,
+    single_region_column,
+    unit_costs,
+)
 
 # Arcs (demand cells × sources in reach) up to which the master starts with all of them:
 # its LP is then the LP relaxation, solved at once (the default scenario: 33 k arcs, 2 s;
@@ -99,7 +104,7 @@ class Point:
 
 def evaluate(blocks: Blocks, commitment_part: CommitmentPart, rows: Rows,
              y_payg: np.ndarray, y_committed: np.ndarray) -> Point:
-    """L(y), a lower bound on every plan for any prices y ≥ 0 (planner.decompose.master),
+    """L(y), a lower bound on every plan for any prices y ≥ 0 (planner.solve.decompose.master),
     with a subgradient."""
     b = blocks
     value, usage = b.constant, np.zeros(rows.count)

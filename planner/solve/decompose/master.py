@@ -25,7 +25,7 @@ Lagrangian function
            − Σ y · max_gpus − Σ y · existing
 
 is a lower bound on every plan (weak duality): each block's minimum is its LP, in closed
-form (planner.decompose.pricing), so the bound is valid after any round; at the master's
+form (planner.solve.decompose.pricing), so the bound is valid after any round; at the master's
 optimal duals, once no column prices out, it equals the LP relaxation.
 """
 
@@ -33,9 +33,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.decompose.blocks import Blocks
-from planner.decompose.pricing import Priced, Rows
-from planner.highs import new_highs
+from planner.solve.decompose.blocks import Blocks
+from planner.solve.decompose.pricing import Priced, Rows
+from planner.solve.highs import new_highs
 
 
 class Master:

@@ -1,6 +1,6 @@
 """The model as independent blocks, laid out in arrays.
 
-The model (planner.model) links workloads only through capacity: the GPUs of a capped
+The model (planner.model.builder) links workloads only through capacity: the GPUs of a capped
 pay-as-you-go offer in a month and segment, and the committed GPUs of a region and GPU
 type. Price those rows instead of enforcing them and it falls apart into one small
 problem per workload, month and segment — which sources serve each demand site — or per
@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from planner.costs import counted_per_gpu
-from planner.model import COMMITTED, ModelBuilder
+from planner.model.builder import COMMITTED, ModelBuilder
+from planner.model.costs import counted_per_gpu
 
 
 @dataclass
@@ -87,7 +87,6 @@ class Blocks:
 
     def __init__(self, builder: ModelBuilder):
         b = builder
-        s = b.s
         self.builder = builder
         self.months = b.settings.horizon_months
         self.segments = len(b.hours)

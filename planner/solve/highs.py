@@ -139,7 +139,7 @@ class BulkHiGHS(pulp.HiGHS):
     def findSolutionValues(self, lp):
         """Values (and duals) back into the PuLP model, for every model status: PuLP's
         own fails on the ones it does not list (a node or solution limit) and walks
-        every constraint to list the variables again. `planner.solve` reads HiGHS's
+        every constraint to list the variables again. `planner.solve.whole` reads HiGHS's
         own status."""
         import highspy
 

@@ -15,7 +15,7 @@ is planned on its own — commitments fixed, nothing else links months:
 3. what is still left is unmet — no source in reach had room.
 
 The plan is kept as a `Draft`: one `PoolPlan` per pool, month and segment, and the
-capacity each uses, so that a pool can be planned again alone (planner.decompose.
+capacity each uses, so that a pool can be planned again alone (planner.solve.decompose.
 improve); commitments idle in every month they are active are trimmed at the end.
 """
 
@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from planner.decompose.blocks import Blocks
-from planner.decompose.pricing import pair_range, unit_costs
-from planner.model import COMMITTED
-from planner.solution import Solution
+from planner.model.builder import COMMITTED
+from planner.model.solution import Solution
+from planner.solve.decompose.blocks import Blocks
+from planner.solve.decompose.pricing import pair_range, unit_costs
 
 EPS = 1e-9
 

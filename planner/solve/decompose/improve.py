@@ -23,8 +23,8 @@ import math
 
 import numpy as np
 
-from planner.decompose.construct import Draft, PoolPlan
-from planner.highs import new_highs
+from planner.solve.decompose.construct import Draft, PoolPlan
+from planner.solve.highs import new_highs
 
 NODES = 1000  # branch-and-bound nodes per pool's MIP (they rarely need ten)
 # Sources per demand site in a pool's MIP, pass after pass: those its plan uses and the
