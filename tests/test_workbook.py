@@ -19,12 +19,13 @@ from planner.report import workbook as report
 from planner.report.workbook import write_workbook
 
 # Every cost line at once: prorated tail, discounting, upfronts, existing contracts, spot,
-# egress, peaks and two providers.
+# egress, peaks and two providers, named as SUMIFS would misread them ('=4+4' as a
+# comparison with 4+4, 'm*' as a wildcard) and as a formula would be written.
 FINANCE = scenario(
     settings={"horizon_months": 4, "hours_per_month": 100, "tail_policy": "prorate",
               "discount_rate_annual": 0.1},
-    regions=[{"region": "r1", "provider": "cloud", "site": "s1", "egress_usd_per_gb": 0.1},
-             {"region": "r2", "provider": "metal", "site": "s1"}],
+    regions=[{"region": "r1", "provider": "=4+4", "site": "s1", "egress_usd_per_gb": 0.1},
+             {"region": "r2", "provider": "m*", "site": "s1"}],
     offers=[
         {"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 3},
         {"region": "r1", "gpu": "A", "term": "spot", "usd_per_gpu_hour": 1,
@@ -155,6 +156,13 @@ def test_input_text_never_becomes_a_formula(finance):
              for row in ws.iter_rows() for c in row if c.value in ("=1+1", "@SUM(A1)")]
     assert len(names) >= 4
     assert all(c.data_type == "s" for c in names)
+    costs = wb["Costs"]
+    header = {c.value: c for c in costs[1]}
+    assert header["=4+4"].data_type == "s" and header["m*"].data_type == "s"
+    # the provider's SUMIFS criterion matches its name exactly, not as a comparison
+    column = header["=4+4"].column_letter
+    assert '"==4+4"' in costs[f"{column}2"].value
+    assert '"=m~*"' in costs[f"{header['m*'].column_letter}2"].value
 
 
 def test_write_is_atomic(finance, tmp_path, monkeypatch):

@@ -53,6 +53,14 @@ def text_cell(cell, value) -> None:
         cell.data_type = "s"
 
 
+def criterion(text: str) -> str:
+    """A SUMIFS criterion, as a formula's string literal, that matches `text` exactly:
+    SUMIFS reads a leading =, <, > as a comparison and * ? ~ as wildcards, so a provider
+    named '=4+4' would match the text '4+4' (and 'a*' every name starting with a)."""
+    escaped = text.replace("~", "~~").replace("*", "~*").replace("?", "~?")
+    return '"=' + escaped.replace('"', '""') + '"'
+
+
 class Sheet:
     """A worksheet holding one table: header row, typed columns, filters, widths."""
 
@@ -64,7 +72,8 @@ class Sheet:
         self.widths = [len(c) + 2 for c in self.columns]
         self.row = 1
         for j, name in enumerate(self.columns, start=1):
-            cell = self.ws.cell(1, j, name)
+            cell = self.ws.cell(1, j)
+            text_cell(cell, name)  # a column may be named after a provider
             cell.font, cell.fill = BOLD, HEADER_FILL
             cell.alignment = Alignment(wrap_text=True, vertical="top")
             if notes and name in notes:
@@ -120,12 +129,20 @@ def save_atomically(wb: Workbook, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".xlsx", dir=path.parent)
     os.close(fd)
+    honour_umask(tmp)
     try:
         wb.save(tmp)
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+
+
+def honour_umask(path) -> None:
+    """Give a file made by mkstemp (always 0600) the mode any new file gets (SPEC §4 v2)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(path, 0o666 & ~umask)
 
 
 def fit_to_page_width(ws) -> None:
@@ -173,7 +190,7 @@ def settings_block(wb: Workbook, ws, st) -> None:
             ("Discount rate (annual)", "DiscountRate", st.discount_rate_annual),
             ("Horizon (months)", "HorizonMonths", st.horizon_months)), start=1):
         ws.cell(i, 4, label).font = BOLD
-        ws.cell(i, 5, value)
+        text_cell(ws.cell(i, 5), value)
         _name(wb, name, f"'{title}'!$E${i}")
     ws["E3"].number_format = PCT
 
@@ -319,11 +336,11 @@ def _costs_sheet(wb, plan: Plan, ps: Sheet, cs: Sheet, es: Sheet) -> Sheet:
         for p in providers:
             payg = "+".join(
                 f"SUMIFS({ps.rng('Cost')},{ps.rng('Month #')},$B{{r}},"
-                f"{ps.rng('Provider')},\"{p}\",{ps.rng('Term')},\"{term}\")"
+                f"{ps.rng('Provider')},{criterion(p)},{ps.rng('Term')},\"{term}\")"
                 for term in PAY_AS_YOU_GO)  # committed rows are paid by their contract
-            commit = _commitment_formula(cs, f'"{p}"', "Provider")[1:]
+            commit = _commitment_formula(cs, criterion(p), "Provider")[1:]
             egress = (f"SUMIFS({es.rng('Cost')},{es.rng('Month #')},$B{{r}},"
-                      f"{es.rng('Provider')},\"{p}\")")
+                      f"{es.rng('Provider')},{criterion(p)})")
             row.append(F(f"={payg}+{commit}+{egress}"))
         row.append(F(f"=SUM({c(providers[0])}{{r}}:{c(providers[-1])}{{r}})"
                      if providers else "=0"))
