@@ -8,6 +8,7 @@ keeps the row number the user sees (header = row 1), and typing and checking are
 from __future__ import annotations
 
 import csv
+import io
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -29,6 +30,9 @@ class RawScenario:
     path: Path
     tables: dict[str, RawTable]
     issues: list[Issue]
+    # tables found but not readable (their problem is in `issues`): what would follow
+    # from their absence is not reported
+    unreadable: set[str] = field(default_factory=set)
 
 
 def load_raw(path: str | Path) -> RawScenario:
@@ -75,9 +79,41 @@ def _make_table(name: str, label: str, header: list[object], body, issues: list[
     return table
 
 
+class UnreadableCsv(Exception):
+    def __init__(self, row: int | None, column: str | None, what: str):
+        super().__init__(what)
+        self.row, self.column, self.what = row, column, what
+
+
+def _read_csv(file: Path) -> list[list[str]]:
+    """Every line of a UTF-8 CSV file; where it cannot be read, the row and column."""
+    data = file.read_bytes()
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        before = data[:e.start]
+        row = before.count(b"\n") + 1
+        line = before[before.rfind(b"\n") + 1:].decode("utf-8", "replace")
+        header = next(csv.reader([data.split(b"\n", 1)[0].decode("utf-8", "replace")]), [])
+        field_index = len(next(csv.reader([line]), [""])) - 1 if line else 0
+        column = (header[field_index].strip().lower()
+                  if row > 1 and field_index < len(header) else None)
+        raise UnreadableCsv(row, column, f"not UTF-8: byte 0x{data[e.start]:02X} "
+                            "(save the file as UTF-8)") from None
+    # no limit on a field's length here: a cell too long for a workbook is reported by
+    # validate with its row and column (csv's own limit stops the whole file)
+    csv.field_size_limit(max(len(text), 131072))
+    reader = csv.reader(io.StringIO(text, newline=""))
+    try:
+        return list(reader)
+    except csv.Error as e:
+        raise UnreadableCsv(reader.line_num, None, f"not a CSV file: {e}") from None
+
+
 def _load_folder(folder: Path) -> RawScenario:
     issues: list[Issue] = []
     tables: dict[str, RawTable] = {}
+    unreadable: set[str] = set()
     for file in sorted(folder.iterdir()):
         if file.is_dir() or file.name.startswith("."):
             continue
@@ -96,15 +132,15 @@ def _load_folder(folder: Path) -> RawScenario:
                                 f"table '{name}' is given twice ({tables[name].label})"))
             continue
         try:
-            with file.open(newline="", encoding="utf-8-sig") as f:
-                lines = list(csv.reader(f))
-        except (UnicodeDecodeError, csv.Error) as e:
-            issues.append(Issue("error", file.name, None, None, f"cannot be read: {e}"))
+            lines = _read_csv(file)
+        except UnreadableCsv as e:
+            issues.append(Issue("error", file.name, e.row, e.column, e.what))
+            unreadable.add(name)
             continue
         header = lines[0] if lines else []
         body = ((n, cells) for n, cells in enumerate(lines[1:], start=2))
         tables[name] = _make_table(name, file.name, header, body, issues)
-    return RawScenario(folder.resolve().name, folder, tables, issues)
+    return RawScenario(folder.resolve().name, folder, tables, issues, unreadable)
 
 
 def _load_workbook(file: Path) -> RawScenario:

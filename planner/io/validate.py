@@ -43,6 +43,11 @@ _QUARTER = re.compile(r"^(\d{4})\s*-?\s*Q([1-4])$", re.IGNORECASE)
 _TRUE = {"true", "yes", "y", "1", "t"}
 _FALSE = {"false", "no", "n", "0", "f"}
 EPS = 1e-9
+# Control characters cannot be stored in a workbook (XML 1.0 forbids most of them) nor
+# shown in one: a name may hold none, free text tab, line feed and carriage return only.
+_CONTROL_IN_ID = re.compile(r"[\x00-\x1f\x7f]")
+CELL_MOST = 32767  # characters in one Excel cell
+_CONTROL_IN_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 class _Blank:
@@ -85,6 +90,19 @@ def _month(v: object) -> tuple[int, int]:
     return (int(m.group(1)), int(m.group(2)))
 
 
+def _no_control(text: str, pattern: re.Pattern) -> None:
+    m = pattern.search(text)
+    if m:
+        raise CellError(f"holds the control character U+{ord(m.group()):04X} at "
+                        f"position {m.start() + 1}")
+
+
+def _not_too_long(text: str) -> None:
+    if len(text) > CELL_MOST:
+        raise CellError(f"is {len(text):,} characters long; a workbook cell holds at most "
+                        f"{CELL_MOST:,}")
+
+
 def parse_cell(col: Column, v: object):
     """Typed value of one cell, BLANK for a blank cell; raises CellError when wrong."""
     if _blank(v):
@@ -95,7 +113,10 @@ def parse_cell(col: Column, v: object):
             v = int(v)  # a number typed into a name column: 12.0 reads as "12"
         if isinstance(v, (dt.date, dt.datetime)):
             v = v.strftime("%Y-%m-%d")  # a date cell in a text column (settings values)
-        return str(v).strip()
+        text = str(v).strip()
+        _no_control(text, _CONTROL_IN_ID if t == "id" else _CONTROL_IN_TEXT)
+        _not_too_long(text)
+        return text
     if t == "enum":
         text = str(v).strip().lower()
         if text not in col.choices:
@@ -172,6 +193,19 @@ def _typed_rows(raw: RawTable, table_schema, out: _Collector):
     return rows
 
 
+def _unknown_column_text(table: RawTable, name: str, out: _Collector) -> None:
+    """An ignored column is still copied into the workbook's input sheets: its text must
+    be storable there."""
+    for number, cells in table.rows:
+        v = cells.get(name)
+        if isinstance(v, str):
+            try:
+                _no_control(v, _CONTROL_IN_TEXT)
+                _not_too_long(v)
+            except CellError as e:
+                out.error(table.label, number, name, str(e))
+
+
 def validate(raw: RawScenario) -> tuple[Scenario | None, list[Issue]]:
     """Check a raw scenario; return the typed scenario (None if any error) and all issues."""
     issues: list[Issue] = list(raw.issues)
@@ -185,7 +219,7 @@ def validate(raw: RawScenario) -> tuple[Scenario | None, list[Issue]]:
         table = raw.tables.get(schema.name)
         labels[schema.name] = table.label if table else schema.name
         if table is None:
-            if not schema.optional:
+            if not schema.optional and schema.name not in raw.unreadable:
                 out.error(schema.name, None, None, "required table is missing")
             rows[schema.name] = []
             continue
@@ -193,13 +227,20 @@ def validate(raw: RawScenario) -> tuple[Scenario | None, list[Issue]]:
         for name in missing:
             out.error(table.label, 1, name, "required column is missing")
         for name in table.columns:
-            if name not in schema.column_names:
+            if _CONTROL_IN_ID.search(name):
+                out.error(table.label, 1, repr(name), "a column name holds a control "
+                          "character")
+            elif name not in schema.column_names:
                 out.warn(table.label, 1, name, f"unknown column '{name}'; ignored")
+                _unknown_column_text(table, name, out)
         if missing:
             rows[schema.name] = []
             continue
         rows[schema.name] = _typed_rows(table, schema, out)
 
+    if raw.unreadable:
+        # references to an unreadable table's rows would all be reported as unknown
+        return None, _sorted(issues)
     settings = _settings(rows["settings"], labels["settings"], out)
     builder = _Builder(rows, labels, settings, out)
     scenario_parts = builder.build()

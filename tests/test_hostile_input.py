@@ -1,0 +1,155 @@
+"""Text from the input as a careless or hostile user types it (issue #21): formula
+prefixes, wildcards, control and non-BMP characters. A written workbook holds it as text,
+or the command refuses it as bad input (exit 2, the cell named, nothing written); never a
+formula, never an unexpected error."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from openpyxl import load_workbook
+from scenarios import scenario, write_csv
+from solving import solve_tables
+from typer.testing import CliRunner
+
+from planner.cli import app
+from planner.report.workbook import write_workbook
+
+# Every text column of every table holds a name of its own, so that one hostile name
+# replaces exactly one thing: (table, column) cells holding it.
+NAMES = {
+    "gpu": ("GA", [("gpus", "gpu"), ("offers", "gpu"), ("throughput", "gpu"),
+                   ("existing", "gpu")]),
+    "gpu source": ("gpu-source", [("gpus", "source")]),
+    "site": ("S1", [("sites", "site"), ("links", "site_a"), ("regions", "site"),
+                    ("demand", "site")]),
+    "country": ("CX", [("sites", "country")]),
+    "jurisdiction": ("JX", [("sites", "jurisdiction")]),
+    "region": ("R1", [("regions", "region"), ("offers", "region"), ("existing", "region")]),
+    "provider": ("PX", [("regions", "provider")]),
+    "offer source": ("offer-source", [("offers", "source")]),
+    "workload": ("WX", [("workloads", "workload"), ("throughput", "workload"),
+                        ("demand", "workload")]),
+    "pool": ("PL", [("workloads", "pool")]),
+}
+
+TABLES = scenario(
+    settings={"horizon_months": 2},
+    gpus=[{"gpu": "GA", "memory_gb": 80, "source": "gpu-source"}],
+    sites=[{"site": "S1", "country": "CX", "jurisdiction": "JX"},
+           {"site": "S2", "country": "US", "jurisdiction": "US"}],
+    links=[{"site_a": "S1", "site_b": "S2", "rtt_ms": 5}],
+    regions=[{"region": "R1", "provider": "PX", "site": "S1"},
+             {"region": "R2", "provider": "other", "site": "S2"}],
+    offers=[{"region": "R1", "gpu": "GA", "term": "on_demand", "usd_per_gpu_hour": 2,
+             "source": "offer-source"},
+            {"region": "R2", "gpu": "GA", "term": "reserved", "usd_per_gpu_hour": 1,
+             "commit_months": 12}],
+    workloads=[{"workload": "WX", "kind": "inference", "pool": "PL"}],
+    throughput=[{"workload": "WX", "gpu": "GA", "units_per_gpu": 10}],
+    demand=[{"workload": "WX", "site": "S1", "period": "2027-01", "amount": 25},
+            {"workload": "WX", "site": "S1", "period": "2027-02", "amount": 30}],
+    existing=[{"region": "R1", "gpu": "GA", "gpus": 1, "start_month": "2027-01",
+               "end_month": "2027-01", "usd_per_gpu_hour": 1.5}],
+)
+
+
+def _renamed(what: str, text: str) -> dict:
+    old, cells = NAMES[what]
+    tables = {name: [dict(row) for row in rows] for name, rows in TABLES.items()}
+    for table, column in cells:
+        for row in tables[table]:
+            if row.get(column) == old:
+                row[column] = text
+    return tables
+
+
+hostile = st.builds(
+    lambda prefix, body: prefix + body,
+    st.sampled_from(["=", "+", "-", "@", "\t", "\r", "=4+", "~", ""]),
+    st.text(st.characters(codec="utf-8", categories=None), min_size=0, max_size=8)
+    | st.sampled_from(["1+1", "SUM(A1)", "a*", "x?y", "\x00", "a\x07b", "\U0001F680",
+                       "cmd|' /C calc'!A0", '"quoted"', "line\nbreak"]),
+)
+
+
+@settings(max_examples=40, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(what=st.sampled_from(sorted(NAMES)), text=hostile)
+def test_hostile_text_is_kept_as_text_or_refused(tmp_path, what, text):
+    case = tmp_path / f"case{abs(hash((what, text)))}"
+    folder = write_csv(case / "scn", _renamed(what, text))
+    out = case / "plan.xlsx"
+    res = CliRunner().invoke(app, ["solve", str(folder), "-o", str(out), "--no-baselines",
+                                   "--time-limit", "20"])
+    assert res.exit_code in (0, 2), (what, text, res.output)
+    if res.exit_code == 2:
+        assert not out.exists()
+        assert "error" in res.output
+        return
+    typed = {text, text.strip()} - {""}  # as read (input sheets), and as typed
+    if not typed:
+        return  # a blank cell: the column's default
+    wb = load_workbook(out)
+    found = [c for ws in wb.worksheets for row in ws.iter_rows() for c in row
+             if c.value in typed]
+    assert found, (what, text)
+    assert all(c.data_type == "s" for c in found), (what, text)
+
+
+def test_a_control_character_in_a_name_is_bad_input(tmp_path):
+    folder = write_csv(tmp_path / "scn", _renamed("workload", "W\x00X"))
+    out = tmp_path / "plan.xlsx"
+    res = CliRunner().invoke(app, ["solve", str(folder), "-o", str(out)])
+    assert res.exit_code == 2, res.output
+    assert "U+0000" in res.output and "workloads" in res.output
+    assert not out.exists()
+
+
+def test_a_control_character_in_an_ignored_column_is_bad_input(tmp_path):
+    tables = _renamed("workload", "WX")
+    tables["workloads"][0]["notes"] = "bell\x07"
+    res = CliRunner().invoke(app, ["validate", str(write_csv(tmp_path / "scn", tables))])
+    assert res.exit_code == 2
+    assert "notes" in res.output and "U+0007" in res.output
+
+
+def test_written_files_honour_the_umask(tmp_path):
+    plan = solve_tables(tmp_path, TABLES)
+    old = os.umask(0o022)
+    try:
+        write_workbook(plan, tmp_path / "open.xlsx")
+        os.umask(0o077)
+        write_workbook(plan, tmp_path / "private.xlsx")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "open.xlsx").stat().st_mode) == 0o644
+    assert stat.S_IMODE((tmp_path / "private.xlsx").stat().st_mode) == 0o600
+
+
+def test_a_file_that_is_not_utf8_is_named_with_its_row_and_column(tmp_path):
+    folder = write_csv(tmp_path / "scn", TABLES)
+    offers = folder / "offers.csv"
+    lines = offers.read_bytes().split(b"\n")
+    lines[2] = lines[2].replace(b"R2", b"R\xe9", 1)  # Latin-1 'é' in row 3, region
+    offers.write_bytes(b"\n".join(lines))
+    res = CliRunner().invoke(app, ["validate", str(folder)])
+    assert res.exit_code == 2
+    assert "not UTF-8: byte 0xE9" in res.output
+    problem = next(line for line in res.output.splitlines() if "0xE9" in line)
+    assert "offers.csv" in problem and " 3 " in problem and "region" in problem
+    # nothing that merely follows from it: no missing table, no unknown region or offer
+    assert "1 error(s)" in res.output, res.output
+
+
+def test_a_field_too_long_for_a_workbook_is_named(tmp_path):
+    tables = _renamed("workload", "WX")
+    tables["offers"][0]["source"] = "x" * 200_000  # over csv's own limit of 131,072
+    res = CliRunner().invoke(app, ["validate", str(write_csv(tmp_path / "scn", tables))])
+    assert res.exit_code == 2
+    problem = next(line for line in res.output.splitlines() if "200,000" in line)
+    assert "offers.csv" in problem and "source" in problem and "32,767" in problem
+    assert "1 error(s)" in res.output, res.output
