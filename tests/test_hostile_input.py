@@ -153,3 +153,19 @@ def test_a_field_too_long_for_a_workbook_is_named(tmp_path):
     problem = next(line for line in res.output.splitlines() if "200,000" in line)
     assert "offers.csv" in problem and "source" in problem and "32,767" in problem
     assert "1 error(s)" in res.output, res.output
+
+
+def test_an_empty_forecast_is_warned_about(tmp_path):
+    tables = _renamed("workload", "WX")
+    tables["demand"] = []
+    res = CliRunner().invoke(app, ["validate", str(write_csv(tmp_path / "scn", tables))])
+    assert res.exit_code == 0, res.output
+    assert "no demand inside the horizon" in res.output
+
+
+def test_a_horizon_beyond_twenty_years_is_bad_input(tmp_path):
+    tables = scenario(**{k: v for k, v in TABLES.items() if k != "settings"},
+                      settings={"horizon_months": 10000})
+    res = CliRunner().invoke(app, ["validate", str(write_csv(tmp_path / "scn", tables))])
+    assert res.exit_code == 2
+    assert "horizon_months" in res.output and "above 240" in res.output

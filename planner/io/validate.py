@@ -546,6 +546,9 @@ class _Builder:
         if outside:
             self.out.warn(label, None, "period",
                           f"{outside} month(s) of demand lie outside the horizon; ignored")
+        if not rows and s is not None:
+            self.out.warn(label, None, None, "no demand inside the horizon: the plan "
+                          "buys nothing (is the forecast empty?)")
         return rows
 
     def _existing(self, region_names, gpu_names):
