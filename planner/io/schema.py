@@ -202,7 +202,7 @@ SETTINGS: tuple[Column, ...] = (
     # 20 years: past it the model only grows (10,000 months took 35 s and 925 MB to
     # plan six months of demand), and no contract or forecast reaches that far
     _c("horizon_months", "int", required=True, unit="months", minimum=1,
-       maximum=HORIZON_MOST, doc="months planned (at most 240)"),
+       maximum=HORIZON_MOST, doc=f"months planned (at most {HORIZON_MOST})"),
     _c("hours_per_month", "float", default=730.0, unit="hours", positive=True,
        doc="hours in every month"),
     _c("tail_policy", "enum", default="full", choices=TAIL_POLICIES,

@@ -46,8 +46,8 @@ EPS = 1e-9
 # Control characters cannot be stored in a workbook (XML 1.0 forbids most of them) nor
 # shown in one: a name may hold none, free text tab, line feed and carriage return only.
 _CONTROL_IN_ID = re.compile(r"[\x00-\x1f\x7f]")
-CELL_MOST = 32767  # characters in one Excel cell
 _CONTROL_IN_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+CELL_MOST = 32767  # characters in one Excel cell
 
 
 class _Blank:
@@ -90,14 +90,12 @@ def _month(v: object) -> tuple[int, int]:
     return (int(m.group(1)), int(m.group(2)))
 
 
-def _no_control(text: str, pattern: re.Pattern) -> None:
-    m = pattern.search(text)
+def _storable(text: str, control: re.Pattern = _CONTROL_IN_TEXT) -> None:
+    """Raise CellError unless a workbook cell can hold `text` as it is."""
+    m = control.search(text)
     if m:
         raise CellError(f"holds the control character U+{ord(m.group()):04X} at "
                         f"position {m.start() + 1}")
-
-
-def _not_too_long(text: str) -> None:
     if len(text) > CELL_MOST:
         raise CellError(f"is {len(text):,} characters long; a workbook cell holds at most "
                         f"{CELL_MOST:,}")
@@ -114,8 +112,7 @@ def parse_cell(col: Column, v: object):
         if isinstance(v, (dt.date, dt.datetime)):
             v = v.strftime("%Y-%m-%d")  # a date cell in a text column (settings values)
         text = str(v).strip()
-        _no_control(text, _CONTROL_IN_ID if t == "id" else _CONTROL_IN_TEXT)
-        _not_too_long(text)
+        _storable(text, _CONTROL_IN_ID if t == "id" else _CONTROL_IN_TEXT)
         return text
     if t == "enum":
         text = str(v).strip().lower()
@@ -200,8 +197,7 @@ def _unknown_column_text(table: RawTable, name: str, out: _Collector) -> None:
         v = cells.get(name)
         if isinstance(v, str):
             try:
-                _no_control(v, _CONTROL_IN_TEXT)
-                _not_too_long(v)
+                _storable(v)
             except CellError as e:
                 out.error(table.label, number, name, str(e))
 
