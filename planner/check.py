@@ -223,6 +223,9 @@ class _Checker:
                           "lead time and horizon")
             if c.gpus != int(c.gpus) or c.gpus <= 0:
                 self.fail(f"commitment {c.offer}: {c.gpus} GPUs is not a positive whole number")
+            if c.gpus % o.gpus_per_instance:
+                self.fail(f"commitment {c.offer}: {c.gpus} GPUs is not whole instances of "
+                          f"{o.gpus_per_instance}")
             if o.min_gpus and c.gpus < o.min_gpus:
                 self.fail(f"commitment {c.offer}: {c.gpus} GPUs below min_gpus {o.min_gpus}")
             for m in range(c.start, min(c.start + o.commit_months, st.horizon_months)):
@@ -238,10 +241,17 @@ class _Checker:
                     self.fail(f"committed GPUs in use at {r}/{g} month {m} segment {k}: "
                               f"{gpus} > {self.active.get((r, g, m), 0)} active")
 
+    @staticmethod
+    def _paid_gpus(o, gpus: float) -> float:
+        """GPUs paid for `gpus` in use: whole instances of gpus_per_instance."""
+        n = o.gpus_per_instance
+        return math.ceil(gpus / n - 1e-9) * n if n > 1 else gpus
+
     def _capacity(self):
         for (src, m, k), gpus in self.gpus_in_use.items():
             if isinstance(src, str):
                 o = self.offers[src]
+                gpus = self._paid_gpus(o, gpus)
                 if o.max_gpus is not None and gpus > o.max_gpus + 1e-6:
                     self.fail(f"offer {src} uses {gpus} GPUs in month {m} segment {k}, "
                               f"max_gpus {o.max_gpus}")
@@ -319,14 +329,17 @@ class _Checker:
                 t = self.tp[(w.workload, o.gpu)]
                 derate = 1 - o.interruption_rate if o.term == "spot" else 1.0
                 units = min(u.units, t.units_per_gpu * t.gpus_per_replica * derate)
-                replica = (t.gpus_per_replica * o.usd_per_gpu_hour + units
+                name = f"{o.region}/{o.gpu}/{o.term}"
+                used = self.gpus_in_use.get((name, u.month, u.segment), 0.0)
+                # one more replica: the GPUs it adds to what is paid (whole instances)
+                paid = self._paid_gpus(o, used + t.gpus_per_replica)
+                added = paid - self._paid_gpus(o, used)
+                replica = (added * o.usd_per_gpu_hour + units
                            * w.egress_gb_per_unit_hour
                            * self.region[o.region].egress_usd_per_gb)
                 if replica >= units * penalty * (1 - 1e-9):
                     continue
-                name = f"{o.region}/{o.gpu}/{o.term}"
-                used = self.gpus_in_use.get((name, u.month, u.segment), 0.0)
-                if o.max_gpus is None or used + t.gpus_per_replica <= o.max_gpus + 1e-9:
+                if o.max_gpus is None or paid <= o.max_gpus + 1e-9:
                     self.fail(f"unmet demand of {u.workload} at {site} in month {u.month} "
                               f"segment {u.segment} ({u.units:g} units) while {name} in "
                               f"reach had room ({used:g} of "
@@ -339,13 +352,13 @@ class _Checker:
         hpm = st.hours_per_month
         by_term = defaultdict(float)
         disc_total = 0.0
-        for u in p.usage.itertuples():
-            if u.source == "committed":
-                continue
-            o = self.offers[u.source]
-            usd = u.gpus * self.hours[u.segment] * o.usd_per_gpu_hour
+        for (src, m, k), gpus in self.gpus_in_use.items():
+            if isinstance(src, tuple):
+                continue  # committed GPUs: paid by their contracts
+            o = self.offers[src]
+            usd = self._paid_gpus(o, gpus) * self.hours[k] * o.usd_per_gpu_hour
             by_term[o.term] += usd
-            disc_total += usd * self._discount(u.month)
+            disc_total += usd * self._discount(m)
         for c in p.contracts.itertuples():
             if c.kind == "existing":
                 continue

@@ -438,3 +438,81 @@ def test_offer_capacity_per_month(tmp_path, solver):
         demand=flat(amount=30)), solver)
     assert cost(plan) == pytest.approx(400)
     assert gpus_by(plan, "region") == {"r1": 2, "r2": 1}
+
+
+# -- whole instances (SPEC §2 v2: gpus_per_instance) -----------------------------------------
+INSTANCE_SITES = us_sites("a")
+ONE_UNIT_PER_GPU = [{"workload": "w", "gpu": "A", "units_per_gpu": 1}]
+
+
+def test_whole_instances_mix_with_single_gpus(tmp_path, solver):
+    # Ten GPUs' demand for a month. "big" sells 8-GPU instances at $2/GPU-hour, "small"
+    # single GPUs at $3. Two instances: 16 × 100 × 2 = $3,200; ten singles: 10 × 100 × 3 =
+    # $3,000; one instance and two singles: 8 × 100 × 2 + 2 × 100 × 3 = 1,600 + 600 = $2,200.
+    plan = solve_tables(tmp_path, scenario(
+        settings=H, sites=INSTANCE_SITES, regions=regions(big="a", small="a"),
+        offers=[od("big", price=2, gpus_per_instance=8), od("small", price=3)],
+        workloads=[{"workload": "w", "kind": "inference"}],
+        throughput=ONE_UNIT_PER_GPU), solver)
+    assert cost(plan) == pytest.approx(2200)
+    assert gpus_by(plan, "region") == {"big": 8, "small": 2}
+
+
+def test_part_of_an_instance_is_paid_and_idle(tmp_path, solver):
+    # Ten GPUs' demand, only 8-GPU instances at $2: two instances, 16 GPUs paid, six idle:
+    # 16 × 100 × 2 = $3,200. Capacity 16 GPUs (two instances) is enough; 15 would allow one
+    # instance only, leaving 2 GPUs' demand unmet (see the next case).
+    plan = solve_tables(tmp_path, scenario(
+        settings=H, sites=INSTANCE_SITES, regions=regions(big="a"),
+        offers=[od("big", price=2, gpus_per_instance=8, max_gpus=16)],
+        workloads=[{"workload": "w", "kind": "inference"}],
+        throughput=ONE_UNIT_PER_GPU), solver)
+    assert cost(plan) == pytest.approx(3200)
+    assert plan.usage["gpus"].sum() == 10  # in use; paid 16
+    assert plan.totals["unmet_unit_hours"] == 0
+
+
+def test_capacity_counts_whole_instances(tmp_path, solver):
+    # max_gpus 15 holds one 8-GPU instance (two would be 16 > 15): 8 GPUs for 8 units,
+    # 2 units unmet for the month: 2 × 100 = 200 unit-hours; cost 8 × 100 × 2 = $1,600.
+    plan = solve_tables(tmp_path, scenario(
+        settings=H, sites=INSTANCE_SITES, regions=regions(big="a"),
+        offers=[od("big", price=2, gpus_per_instance=8, max_gpus=15)],
+        workloads=[{"workload": "w", "kind": "inference"}],
+        throughput=ONE_UNIT_PER_GPU), solver)
+    assert cost(plan) == pytest.approx(1600)
+    assert plan.totals["unmet_unit_hours"] == pytest.approx(200)
+
+
+def test_commitments_are_whole_instances(tmp_path, solver):
+    # Ten GPUs' demand for 12 months. Reserved 12 months at $1 in 8-GPU instances, on-demand
+    # single GPUs at $3. 16 reserved: 16 × 12 × 100 × 1 = $19,200. 8 reserved and 2 on
+    # demand: 8 × 1,200 + 2 × 12 × 100 × 3 = 9,600 + 7,200 = $16,800: the two GPUs cost
+    # $7,200 on demand against $9,600 for a second instance. Ten on demand: $36,000.
+    plan = solve_tables(tmp_path, scenario(
+        settings={**H, "horizon_months": 12}, sites=INSTANCE_SITES, regions=regions(big="a", small="a"),
+        offers=[commit("reserved", 12, 1.0, region="big", gpus_per_instance=8),
+                od("small", price=3)],
+        workloads=[{"workload": "w", "kind": "inference"}], throughput=ONE_UNIT_PER_GPU,
+        demand=flat(months=12, amount=10)), solver)
+    assert cost(plan) == pytest.approx(16800)
+    assert list(plan.commitments["gpus"]) == [8]
+
+
+def test_decomposed_plans_keep_whole_instances(tmp_path):
+    # The first case again through the decomposition (which plans GPUs one by one and is
+    # then made whole): the same $2,200, and the checker's rules.
+    from scenarios import write_csv
+
+    from planner.io.validate import load_scenario
+    from planner.solve.pipeline import plan_scenario
+
+    folder = write_csv(tmp_path / "s", scenario(
+        settings=H, sites=INSTANCE_SITES, regions=regions(big="a", small="a"),
+        offers=[od("big", price=2, gpus_per_instance=8), od("small", price=3)],
+        workloads=[{"workload": "w", "kind": "inference"}], throughput=ONE_UNIT_PER_GPU))
+    s = load_scenario(folder)
+    run = plan_scenario(s, time_limit=30, gap=1e-9, method="decompose")
+    assert check_plan(s, run.plan) == []
+    assert cost(run.plan) == pytest.approx(2200)
+    assert run.result.bound <= 2200 + 1e-6

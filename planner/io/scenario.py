@@ -7,6 +7,7 @@ only appears at the edges (loading and reporting).
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import math
@@ -35,6 +36,7 @@ class Settings:
     solver: str = "highs"
     time_limit_s: float = 60.0
     mip_gap: float = 0.0001
+    stale_price_days: int = 180
 
     def month(self, index: int) -> str:
         return month_label(self.start_month, index)
@@ -94,7 +96,9 @@ class Offer:
     max_gpus: int | None = None
     min_gpus: int = 0
     interruption_rate: float = 0.0
+    gpus_per_instance: int = 1
     source: str = ""
+    price_date: dt.date | None = None
 
     @property
     def key(self) -> str:

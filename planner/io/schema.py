@@ -20,7 +20,7 @@ SOLVERS = ("highs", "cbc")
 @dataclass(frozen=True)
 class Column:
     name: str
-    type: str  # id, text, float, int, bool, month, period, enum
+    type: str  # id, text, float, int, bool, month, date, period, enum
     required: bool = False
     default: object = None
     unit: str = ""
@@ -124,7 +124,10 @@ TABLES: tuple[Table, ...] = (
                doc="smallest commitment; 0: any"),
             _c("interruption_rate", "float", default=0.0, minimum=0, maximum=0.999999,
                doc="share of spot throughput lost to interruptions"),
+            _c("gpus_per_instance", "int", default=1, unit="GPUs", positive=True,
+               doc="GPUs are bought on this offer in whole instances of this many"),
             _c("source", "text", doc="where the price comes from"),
+            _c("price_date", "date", doc="when the price was read (YYYY-MM-DD)"),
         ),
     ),
     Table(
@@ -213,6 +216,8 @@ SETTINGS: tuple[Column, ...] = (
     _c("solver", "enum", default="highs", choices=SOLVERS, doc="highs or cbc"),
     _c("time_limit_s", "float", default=60.0, unit="s", positive=True, doc="solver time limit"),
     _c("mip_gap", "float", default=0.0001, minimum=0, maximum=1, doc="relative MIP gap"),
+    _c("stale_price_days", "int", default=180, unit="days", minimum=0,
+       doc="an offer whose price_date is older than this before start_month is warned about"),
 )
 
 SETTINGS_BY_NAME = {c.name: c for c in SETTINGS}

@@ -90,6 +90,17 @@ def _month(v: object) -> tuple[int, int]:
     return (int(m.group(1)), int(m.group(2)))
 
 
+def _date(v: object) -> dt.date:
+    if isinstance(v, dt.datetime):
+        return v.date()
+    if isinstance(v, dt.date):
+        return v
+    try:
+        return dt.date.fromisoformat(str(v).strip())
+    except ValueError:
+        raise CellError(f"'{v}' is not a date (YYYY-MM-DD)") from None
+
+
 def _storable(text: str, control: re.Pattern = _CONTROL_IN_TEXT) -> None:
     """Raise CellError unless a workbook cell can hold `text` as it is."""
     m = control.search(text)
@@ -132,6 +143,8 @@ def parse_cell(col: Column, v: object):
         raise CellError(f"'{v}' is not true or false")
     if t == "month":
         return _month(v)
+    if t == "date":
+        return _date(v)
     if t == "period":
         if isinstance(v, (dt.date, dt.datetime)):
             return ("month", (v.year, v.month))
@@ -421,12 +434,24 @@ class _Builder:
             if v["term"] != "spot" and v["interruption_rate"]:
                 self.out.warn(label, number, "interruption_rate",
                               "interruption_rate applies to spot only; ignored")
+            if v["price_date"] and self.settings:
+                self._stale(label, number, v["price_date"])
             if ok:
                 fields = dict(v)
                 fields["commit_months"] = int(months or 0)
                 fields["source"] = v["source"] or ""
                 offers.append(Offer(**fields))
         return offers
+
+    def _stale(self, label: str, number: int, price_date: dt.date):
+        """Warn about a price read more than stale_price_days before the plan starts."""
+        st = self.settings
+        start = dt.date(*st.start_month, 1)
+        age = (start - price_date).days
+        if age > st.stale_price_days:
+            self.out.warn(label, number, "price_date",
+                          f"price dated {price_date.isoformat()} is {age} days older than "
+                          f"start_month {st.month(0)} (stale after {st.stale_price_days} days)")
 
     def _workloads(self, sites):
         places = {s.jurisdiction for s in sites} | {s.country for s in sites}

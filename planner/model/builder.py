@@ -13,6 +13,9 @@ Variables
   replicas[p,r,g,src,m,k] ∈ ℤ≥0  replicas of pool p running on src
   commit[o,t]           ∈ ℤ≥0  GPUs committed on offer o from month t
   commit_on[o,t]        ∈ {0,1} the commitment is signed (offers with min_gpus)
+  instances[o,m,k]      ∈ ℤ≥0  whole instances rented on a pay-as-you-go offer sold in
+                             instances of n > 1 GPUs (gpus_per_instance): paid per GPU
+  commit_instances[o,t] ∈ ℤ≥0  whole instances committed on such an offer
   choose[w,r,g]         ∈ {0,1} the one region and GPU type of a single-region workload
 
 Every rule is a method `add_<rule>` whose docstring gives its meaning and inequality;
@@ -64,6 +67,8 @@ class PlanningModel:
     commit: dict = field(default_factory=dict)
     commit_on: dict = field(default_factory=dict)
     choose: dict = field(default_factory=dict)
+    instances: dict = field(default_factory=dict)
+    commit_instances: dict = field(default_factory=dict)
     constant_usd: float = 0.0  # sunk cost of existing contracts (discounted)
     index: ModelIndex = field(default_factory=ModelIndex)
     # rule → key → constraint (a rule's row at a key is built once, its terms added to it)
@@ -79,7 +84,8 @@ class PlanningModel:
         """Every integer or binary variable, from the model's own index (PuLP's
         `variables()` walks every constraint and sorts all names on each call)."""
         return [*self.replicas.values(), *self.commit.values(), *self.commit_on.values(),
-                *self.choose.values()]
+                *self.choose.values(), *self.instances.values(),
+                *self.commit_instances.values()]
 
     def stats(self) -> dict[str, int]:
         variables = self.prob.variables()
@@ -134,6 +140,7 @@ class ModelBuilder(ModelSpace):
         self._add_cells(self.cells() if cells is None else self.in_build_order(cells))
         self.add_commitment_capacity()
         self.add_minimum_commitment()
+        self.add_whole_commitment_instances()
         return self.m
 
     def _add_cells(self, cells) -> None:
@@ -281,8 +288,10 @@ class ModelBuilder(ModelSpace):
             for o in self.commit_offers.get((r, g), []):
                 # committing the minimum can pay even when fewer GPUs are needed
                 up = max(math.ceil(self.busiest.get((r, g), 0.0) - 1e-9), o.min_gpus)
+                n = o.gpus_per_instance  # whole instances: up and max_gpus rounded to n
+                up = -(-up // n) * n
                 if o.max_gpus is not None:
-                    up = min(up, o.max_gpus)
+                    up = min(up, o.max_gpus // n * n)
                 if up <= 0 and fixed is None:
                     continue
                 for t in range(o.first_month, horizon):
@@ -339,14 +348,35 @@ class ModelBuilder(ModelSpace):
 
     def add_offer_capacity(self, replicas: list[tuple]):
         """offer_capacity: no pay-as-you-go offer is used beyond max_gpus in any month and
-        segment: Σ_p gpus_per_replica · replicas[p,r,g,o,m,k] ≤ max_gpus[o]."""
+        segment: Σ_p gpus_per_replica · replicas[p,r,g,o,m,k] ≤ max_gpus[o].
+
+        whole_instances: on an offer sold in instances of n > 1 GPUs the GPUs in use are
+        paid in whole instances: Σ_p gpus_per_replica · replicas[p,r,g,o,m,k]
+        ≤ n · instances[o,m,k], with instances ≤ floor(max_gpus / n)."""
         m = self.m
         payg: dict[tuple, list] = defaultdict(list)
+        whole: dict[tuple, list] = defaultdict(list)
         for key in replicas:
             p, r, g, src, month, k = key
-            if src != COMMITTED and self.payg_offer[src].max_gpus is not None:
-                payg[(src, month, k)].append(
-                    (m.replicas[key], float(self.gpus_per_replica[(p, g)])))
+            if src == COMMITTED:
+                continue
+            term = (m.replicas[key], float(self.gpus_per_replica[(p, g)]))
+            if self.payg_offer[src].gpus_per_instance > 1:
+                whole[(src, month, k)].append(term)
+            elif self.payg_offer[src].max_gpus is not None:
+                payg[(src, month, k)].append(term)
+        for (src, month, k), terms in whole.items():
+            o = self.payg_offer[src]
+            ids = f"{self._id('o', src)}_m{month}_k{k}"
+            if (src, month, k) not in m.instances:
+                up = None if o.max_gpus is None else o.max_gpus // o.gpus_per_instance
+                v = m.instances[(src, month, k)] = self._var(f"instances__{ids}",
+                                                             pulp.LpInteger, up=up)
+                terms = terms + [(v, -float(o.gpus_per_instance))]
+                m.prob.objective.addterm(v, o.gpus_per_instance * self.hours[k]
+                                         * o.usd_per_gpu_hour * self.settings.discount(month))
+            self._row("whole_instances", (src, month, k), f"whole_instances__{ids}",
+                      pulp.LpConstraintLE, 0.0, terms)
         for (src, month, k), terms in payg.items():
             self._row("offer_capacity", (src, month, k),
                       f"offer_capacity__{self._id('o', src)}_m{month}_k{k}",
@@ -389,6 +419,21 @@ class ModelBuilder(ModelSpace):
                       f"minimum_commitment__{ids}")
             self._add([(v, 1.0), (on, -float(v.upBound))], pulp.LpConstraintLE, 0.0,
                       f"minimum_commitment_on__{ids}")
+
+    def add_whole_commitment_instances(self):
+        """whole_instances of commitments: on an offer sold in instances of n > 1 GPUs a
+        commitment is whole instances: commit[o,t] = n · commit_instances[o,t]."""
+        m = self.m
+        for (key, t), v in m.commit.items():
+            n = self.s.offer_by_key[key].gpus_per_instance
+            if n <= 1:
+                continue
+            ids = f"{self._id('o', key)}_t{t}"
+            up = None if v.upBound is None else int(v.upBound) // n
+            whole = m.commit_instances[(key, t)] = self._var(
+                f"commit_instances__{ids}", pulp.LpInteger, up=up)
+            self._add([(v, 1.0), (whole, -float(n))], pulp.LpConstraintEQ, 0.0,
+                      f"whole_instances__{ids}")
 
     def add_spot_share(self, supply: list[tuple]):
         """spot_share: spot delivers at most max_spot_share of a workload's served units.
@@ -453,7 +498,8 @@ class ModelBuilder(ModelSpace):
         objective = self.m.prob.objective
         for key in replicas:
             p, r, g, src, month, k = key
-            if src != COMMITTED:
+            # GPUs sold in instances are paid per instance (add_offer_capacity)
+            if src != COMMITTED and self.payg_offer[src].gpus_per_instance == 1:
                 objective.addterm(self.m.replicas[key], self.replica_cost(p, g, src, month, k))
         for key in supply:
             w, r, g, src, month, k = key

@@ -210,7 +210,7 @@ def _prune_dominated(cands: Candidates) -> None:
     """Drop pay-as-you-go offers another offer beats for every workload of a pool.
 
     Offer o (region r) is dominated by an on-demand offer o' (region r') of the same GPU
-    type when o' has no capacity limit, costs no more per GPU-hour (ties broken by key),
+    type when o' has no capacity limit, sells single GPUs (gpus_per_instance 1), costs no more per GPU-hour (ties broken by key),
     is usable no later, and for every workload of the pool that may use o: may use o' too,
     from every demand site that reaches r also reaches r', and pays no more egress per
     unit. Moving o's replicas to o' one for one then never costs more, so no optimal plan
@@ -235,7 +235,9 @@ def _prune_dominated(cands: Candidates) -> None:
                     by_gpu[o.gpu].setdefault(o.key, o)
         for gpu, keyed in by_gpu.items():
             offers = list(keyed.values())
-            winners = sorted((o for o in offers if o.term == "on_demand" and o.max_gpus is None),
+            # a winner sells single GPUs: whole instances do not move one for one
+            winners = sorted((o for o in offers if o.term == "on_demand" and o.max_gpus is None
+                              and o.gpus_per_instance == 1),
                              key=lambda o: (o.usd_per_gpu_hour, o.key))
             for o in offers:
                 users = [w for w in names if o.key in usable[w]]

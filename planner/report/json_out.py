@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from planner.report.economics import commitment_economics, effective_savings
 from planner.report.plan import COST_KEYS, Plan
 
 
@@ -14,13 +15,20 @@ def plan_json(plan: Plan, seconds: float | None = None,
     st = plan.scenario.settings
     t = plan.totals
     result = plan.result
-    commitments = [
-        dict(region=c.region, gpu=c.gpu, term=c.term, commit_months=int(c.commit_months),
-             start_month=c.start_month, end_month=c.end_month, gpus=int(c.gpus),
-             provider=c.provider, obligation_usd=_r(c.obligation_usd, 2),
-             beyond_horizon_usd=_r(c.beyond_horizon_usd, 2), utilization=_r(c.utilization, 4))
-        for c in plan.commitments.itertuples()
-    ]
+    economics = commitment_economics(plan)
+    commitments = []
+    for c in plan.commitments.itertuples():
+        e = economics[c.contract]
+        commitments.append(dict(
+            region=c.region, gpu=c.gpu, term=c.term, commit_months=int(c.commit_months),
+            start_month=c.start_month, end_month=c.end_month, gpus=int(c.gpus),
+            provider=c.provider, obligation_usd=_r(c.obligation_usd, 2),
+            upfront_usd=_r(c.upfront_usd, 2), beyond_horizon_usd=_r(c.beyond_horizon_usd, 2),
+            utilization=_r(e["utilization"], 4),
+            horizon_utilization=_r(c.utilization, 4), idle_usd=_r(e["idle_usd"], 2),
+            monthly_saving_usd=_r(e["monthly_saving_usd"], 2),
+            break_even_month=e["break_even_month"]))
+    savings = effective_savings(plan)
     assignments = [
         dict(month=a.month_label, segment=int(a.segment), hours=_r(a.hours), workload=a.workload,
              region=a.region, gpu=a.gpu, term=a.term, contract=a.contract, gpus=_r(a.gpus),
@@ -50,6 +58,11 @@ def plan_json(plan: Plan, seconds: float | None = None,
         "bound_usd": None if result.bound is None else _r(result.bound, 2),
         "unservable_unit_hours": _r(t["unservable_unit_hours"]),
         "unservable_penalty_usd": _r(t["unservable_penalty_usd"], 2),
+        "effective_savings_rate": None if savings["effective_savings_rate"] is None
+        else _r(savings["effective_savings_rate"], 6),
+        "on_demand_equivalent_usd": _r(savings["on_demand_equivalent_usd"], 2),
+        "lock_in_usd": _r(savings["lock_in_usd"], 2),
+        "lock_in_months": _r(savings["lock_in_months"], 4),
         "rounds": result.rounds or None,
         "solve_seconds": _r(result.seconds if seconds is None else seconds, 3),
         "start_month": st.month(0),

@@ -8,6 +8,7 @@ and one rate, and a commitment's utilization can be stated.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -251,6 +252,7 @@ def extract_plan(index, solution: Solution, result: SolveResult) -> Plan:
             return [(members[0], gpus_total)]
         return [(w, gpus_total * x / total) for w, x in sorted(loads.items())]
 
+    paid = _paid_share(s, usage_rows)
     committed_use: dict[tuple, list] = defaultdict(list)
     for u in usage_rows:
         key = (u["pool"], u["region"], u["gpu"], u["source"], u["month"], u["segment"])
@@ -258,7 +260,9 @@ def extract_plan(index, solution: Solution, result: SolveResult) -> Plan:
             committed_use[(u["region"], u["gpu"], u["month"], u["segment"])].append(u)
             continue
         o = s.offer_by_key[u["source"]]
-        for w, n in split(key, u["gpus"]):
+        # GPUs sold in whole instances: the idle rest of the last instance is paid by the
+        # workloads on it, in proportion to their GPUs
+        for w, n in split(key, u["gpus"] * paid.get((o.key, u["month"], u["segment"]), 1.0)):
             assignment_rows.append(dict(
                 month=u["month"], segment=u["segment"], workload=w, region=u["region"],
                 gpu=u["gpu"], term=o.term, contract=o.key, gpus=n, hours=u["hours"],
@@ -326,6 +330,21 @@ def extract_plan(index, solution: Solution, result: SolveResult) -> Plan:
         flows, unmet, contracts_df, assignments, egress, cost_lines)
     plan.totals = _totals(plan)
     return plan
+
+
+def _paid_share(s: Scenario, usage_rows: list[dict]) -> dict[tuple, float]:
+    """(offer key, month, segment) -> GPUs paid ÷ GPUs in use, on pay-as-you-go offers
+    sold in instances of n > 1 GPUs (SPEC §2 v2: paid in whole instances)."""
+    used: dict[tuple, float] = defaultdict(float)
+    for u in usage_rows:
+        o = s.offer_by_key.get(u["source"])
+        if o is not None and o.gpus_per_instance > 1:
+            used[(o.key, u["month"], u["segment"])] += u["gpus"]
+    out = {}
+    for (key, m, k), gpus in used.items():
+        n = s.offer_by_key[key].gpus_per_instance
+        out[(key, m, k)] = math.ceil(gpus / n - 1e-9) * n / gpus
+    return out
 
 
 def _sites_of(c: Candidates, unservable: dict) -> dict[str, set]:

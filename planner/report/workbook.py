@@ -25,6 +25,14 @@ from openpyxl.utils import get_column_letter
 from openpyxl.workbook.defined_name import DefinedName
 
 from planner.io.schema import PAY_AS_YOU_GO, TABLES
+from planner.report.economics import (
+    effective_savings,
+    line_economics,
+    line_name,
+    line_names,
+    monthly_use,
+    schedule_lines,
+)
 from planner.report.plan import COST_KEYS, Plan
 
 USD = '"$"#,##0.00'
@@ -208,9 +216,11 @@ def plan_sheet(wb, plan: Plan, title: str = "Plan") -> Sheet:
         "Contract": "pay-as-you-go offer, or the commitment / existing contract drawn on",
         "Cost": "= GPUs × hours × rate; committed rows are part of the commitment's payment",
     })
+    line = line_names(plan)  # renewals are one line of the Commitments sheet
     for a in plan.assignments.itertuples():
         sh.add([a.month_label, int(a.month), int(a.segment), a.hours, a.workload, a.region,
-                a.provider, a.gpu, a.term, a.contract, a.gpus, a.usd_per_gpu_hour,
+                a.provider, a.gpu, a.term, line.get(a.contract, a.contract), a.gpus,
+                a.usd_per_gpu_hour,
                 F(f"={sh.col('GPUs')}{{r}}*{sh.col('Hours')}{{r}}"),
                 F(f"={sh.col('GPU-hours')}{{r}}*{sh.col('USD per GPU-hour')}{{r}}"),
                 a.cost_usd])
@@ -219,52 +229,69 @@ def plan_sheet(wb, plan: Plan, title: str = "Plan") -> Sheet:
 
 
 def commitments_sheet(wb, plan: Plan, plans: Sheet, title: str = "Commitments") -> Sheet:
+    """What to sign, one line per contract — contiguous renewals of one offer with the
+    same GPUs on one line — with its economics (planner.report.economics)."""
     st = plan.scenario.settings
     sh = Sheet(wb, title, [
         ("Contract", None), ("Kind", None), ("Region", None), ("Provider", None),
-        ("GPU", None), ("Term", None), ("Commit months", "0"), ("Start month", None),
-        ("End month", None), ("Start #", "0"), ("End #", "0"), ("GPUs", "0"),
-        ("USD per GPU-hour", USD), ("Monthly payment", USD), ("Upfront per GPU", USD),
-        ("Upfront", USD), ("Total obligation", USD), ("Months in horizon", "0"),
-        ("Beyond horizon", USD), ("Counted payments", USD), ("Counted upfront", USD),
-        ("Counted cost", USD), ("Used GPU-hours", NUM), ("Available GPU-hours", NUM),
-        ("Utilization", PCT), ("Used cost", USD), ("Idle cost", USD),
+        ("GPU", None), ("Term", None), ("Commit months", "0"), ("Contracts", "0"),
+        ("Start month", None), ("End month", None), ("Start #", "0"), ("End #", "0"),
+        ("GPUs", "0"), ("USD per GPU-hour", USD), ("Monthly payment", USD),
+        ("Upfront per GPU", USD), ("Upfront", USD), ("Total obligation", USD),
+        ("Months in horizon", "0"), ("Beyond horizon", USD), ("Counted payments", USD),
+        ("Counted upfront", USD), ("Counted cost", USD), ("Used GPU-hours", NUM),
+        ("Available GPU-hours", NUM), ("Utilization", PCT), ("Used cost", USD),
+        ("Idle cost", USD), ("Term utilization", PCT), ("Term idle cost", USD),
+        ("Monthly saving", USD), ("Break-even month", "0"),
     ], notes={
         "Kind": "new: to sign; existing: already signed (sunk cost)",
+        "Contracts": "contracts on this line: a term renewed month after month with the same "
+                     "GPUs is one line",
         "Start #": "month index from the start of the horizon (0 = first month)",
-        "Total obligation": "monthly payment × commit months + upfront, whatever the tail "
-                            "policy",
+        "Total obligation": "monthly payment × months from start to end + upfront, whatever "
+                            "the tail policy",
         "Beyond horizon": "payments for months after the horizon",
         "Counted cost": "what the plan's total counts: the whole obligation under tail policy "
                         "full; under prorate only the months inside the horizon (existing "
                         "contracts: months inside the horizon)",
         "Utilization": "GPU-hours the plan uses / GPU-hours available inside the horizon",
         "Idle cost": "counted payments not used by any workload",
+        "Term utilization": "GPU-hours used / GPU-hours committed over the whole term; after "
+                            "the horizon the forecast's last month is assumed to repeat",
+        "Term idle cost": "GPU-hours unused over the whole term × the hourly rate",
+        "Monthly saving": "per month of the term: the same use at its cheapest "
+                          "pay-as-you-go source, minus the monthly payment (net of idle "
+                          "GPUs, before the upfront)",
+        "Break-even month": "month of the term (from 1) at which the cumulative saving "
+                            "covers the upfront payment; blank: never",
     })
     c = sh.col
     pc = plans
     offers = plan.scenario.offer_by_key
-    for k in plan.contracts.itertuples():
+    use = monthly_use(plan)
+    for line in schedule_lines(plan):
+        k, last = line[0], line[-1]
+        e = line_economics(plan, line, use)
         upfront_per_gpu = offers[k.offer].upfront_usd_per_gpu if k.kind == "new" else 0.0
-        inside = sum(1 for m in st.months if k.start <= m <= k.end)
+        inside = sum(1 for m in st.months if k.start <= m <= last.end)
+        span = f"({c('End #')}{{r}}-{c('Start #')}{{r}}+1)"
         if k.kind == "existing":
             counted = F(f"={c('Monthly payment')}{{r}}*{c('Months in horizon')}{{r}}")
             counted_upfront = 0.0
         else:
-            counted = F(f'=IF(TailPolicy="full",{c("Monthly payment")}{{r}}*'
-                        f'{c("Commit months")}{{r}},{c("Monthly payment")}{{r}}*'
-                        f'{c("Months in horizon")}{{r}})')
+            counted = F(f'=IF(TailPolicy="full",{c("Monthly payment")}{{r}}*{span},'
+                        f'{c("Monthly payment")}{{r}}*{c("Months in horizon")}{{r}})')
             counted_upfront = F(f'=IF(TailPolicy="full",{c("Upfront")}{{r}},'
                                 f'{c("Upfront")}{{r}}*{c("Months in horizon")}{{r}}/'
                                 f'{c("Commit months")}{{r}})')
         sh.add([
-            k.contract, k.kind, k.region, k.provider, k.gpu, k.term, int(k.commit_months),
-            k.start_month, k.end_month, int(k.start), int(k.end), int(k.gpus),
-            k.usd_per_gpu_hour,
+            line_name(line), k.kind, k.region, k.provider, k.gpu, k.term,
+            int(k.commit_months), len(line), k.start_month, last.end_month, int(k.start),
+            int(last.end), int(k.gpus), k.usd_per_gpu_hour,
             F(f"={c('GPUs')}{{r}}*HoursPerMonth*{c('USD per GPU-hour')}{{r}}"),
             upfront_per_gpu,
             F(f"={c('GPUs')}{{r}}*{c('Upfront per GPU')}{{r}}"),
-            F(f"={c('Monthly payment')}{{r}}*{c('Commit months')}{{r}}+{c('Upfront')}{{r}}"),
+            F(f"={c('Monthly payment')}{{r}}*{span}+{c('Upfront')}{{r}}"),
             inside,
             F(f"={c('Monthly payment')}{{r}}*MAX(0,{c('End #')}{{r}}-HorizonMonths+1)"
               if k.kind == "new" else "=0"),
@@ -276,11 +303,13 @@ def commitments_sheet(wb, plan: Plan, plans: Sheet, title: str = "Commitments") 
               f"{c('Available GPU-hours')}{{r}},0)"),
             F(f"=SUMIFS({pc.rng('Cost')},{pc.rng('Contract')},{c('Contract')}{{r}})"),
             F(f"={c('Counted payments')}{{r}}-{c('Used cost')}{{r}}"),
+            e["utilization"], e["idle_usd"], e["monthly_saving_usd"], e["break_even_month"],
         ])
     if sh.row >= 2:
-        util = f"{c('Utilization')}2:{c('Utilization')}{sh.row}"
-        sh.ws.conditional_formatting.add(util, CellIsRule(operator="lessThan",
-                                                          formula=["0.4"], fill=AMBER_FILL))
+        for name in ("Utilization", "Term utilization"):
+            util = f"{c(name)}2:{c(name)}{sh.row}"
+            sh.ws.conditional_formatting.add(util, CellIsRule(
+                operator="lessThan", formula=["0.4"], fill=AMBER_FILL))
     sh.finish()
     return sh
 
@@ -521,6 +550,7 @@ def _summary(wb, ws, plan: Plan, costs: Sheet, ps: Sheet, cs: Sheet, es: Sheet,
     s, res, t = plan.scenario, plan.result, plan.totals
     st = s.settings
     tr = costs.total_row
+    savings = effective_savings(plan)
     cc = costs.col
     rows: list[tuple[str, object, str | None, object]] = [
         ("Scenario", s.name, None, None),
@@ -554,6 +584,10 @@ def _summary(wb, ws, plan: Plan, costs: Sheet, ps: Sheet, cs: Sheet, es: Sheet,
          f"{cs.rng('Kind')},\"new\")", USD, t["obligation_usd"]),
         ("  of which beyond the horizon", f"=SUMIFS({cs.rng('Beyond horizon')},"
          f"{cs.rng('Kind')},\"new\")", USD, t["beyond_horizon_usd"]),
+        ("  months it runs after the horizon (obligation-weighted)",
+         savings["lock_in_months"], "0.0", None),
+        ("Effective savings rate", savings["effective_savings_rate"], PCT, None),
+        ("  on-demand equivalent (horizon)", savings["on_demand_equivalent_usd"], USD, None),
         (None, None, None, None),
         ("Reconciliation", None, None, None),
         ("Plan costs (sum of Plan)", f"=SUM({ps.rng('Cost')})", USD, t["plan_cost_usd"]),

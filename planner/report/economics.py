@@ -1,0 +1,173 @@
+"""Commitment economics (SPEC §4 v2, §5 v2): what each commitment saves, when it pays
+back, what it leaves idle, and the plan's effective savings rate and lock-in.
+
+Definitions (each stated in the workbook's notes too):
+
+* A commitment's use is the GPU-hours the plan draws from it (planner.report.plan
+  allocates pooled committed GPUs to contracts). Beyond the horizon the forecast's last
+  month is assumed to repeat: each month after it uses what the horizon's last month used.
+* Its pay-as-you-go equivalent prices that use at the cheapest pay-as-you-go source of
+  each workload drawing on it: per unit of the workload, the least usd_per_gpu_hour /
+  (units_per_gpu × derate) over its candidate spot (if it may run wholly on spot) and
+  on-demand offers, times the units the committed GPU-hours deliver. A workload with no
+  pay-as-you-go source is priced at the commitment's own rate (no saving claimed).
+* monthly saving = (pay-as-you-go equivalent − recurring payments) over the term ÷ its
+  months: net of idle GPUs, before the upfront payment.
+* break-even month: the first month of the term (from 1) at which the cumulative saving
+  so far covers the upfront payment (None if it never does).
+* idle cost = committed GPU-hours unused over the whole term × the hourly rate.
+* effective savings rate = (on-demand equivalent − actual cost) ÷ on-demand equivalent,
+  inside the horizon and without egress: every GPU-hour the plan uses priced at the
+  on-demand rate of its region and GPU type (else the cheapest on-demand rate of the GPU
+  type anywhere, else its own rate).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from planner.report.plan import Plan
+
+EPS = 1e-9
+
+
+def payg_rate_per_unit(plan: Plan) -> dict[str, float]:
+    """workload -> the least pay-as-you-go cost of one unit-hour (no entry: none)."""
+    s = plan.scenario
+    tp = s.throughput_by_pair
+    out: dict[str, float] = {}
+    for w, offers in plan.candidates.offers.items():
+        whole_spot = s.workload_by_name[w].max_spot_share >= 1.0
+        costs = [o.usd_per_gpu_hour / (tp[(w, o.gpu)].units_per_gpu * o.derate)
+                 for o in offers
+                 if o.term == "on_demand" or (o.term == "spot" and whole_spot)]
+        if costs:
+            out[w] = min(costs)
+    return out
+
+
+def monthly_use(plan: Plan) -> dict[str, dict[int, list[float]]]:
+    """contract -> month -> [used GPU-hours, their pay-as-you-go equivalent USD]."""
+    s = plan.scenario
+    tp = s.throughput_by_pair
+    per_unit = payg_rate_per_unit(plan)
+    use: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(lambda: [0., 0.]))
+    committed = plan.assignments[~plan.assignments["term"].isin(["spot", "on_demand"])]
+    for a in committed.itertuples():
+        hours = a.gpus * a.hours
+        rate = per_unit.get(a.workload)
+        payg = (hours * tp[(a.workload, a.gpu)].units_per_gpu * rate if rate is not None
+                else hours * a.usd_per_gpu_hour)
+        cell = use[a.contract][int(a.month)]
+        cell[0] += hours
+        cell[1] += payg
+    return use
+
+
+def line_economics(plan: Plan, contracts: list, use=None) -> dict:
+    """Economics of one line of the schedule: a contract, or contiguous contracts of one
+    offer with the same GPUs (`contracts`: rows of plan.contracts, in order)."""
+    st = plan.scenario.settings
+    use = monthly_use(plan) if use is None else use
+    last = st.horizon_months - 1
+    # an existing contract's months before the horizon are not the plan's
+    start, end = max(int(contracts[0].start), 0), int(contracts[-1].end)
+    gpus, rate = float(contracts[0].gpus), float(contracts[0].usd_per_gpu_hour)
+    upfront = float(sum(c.upfront_usd for c in contracts))
+    series = defaultdict(lambda: [0.0, 0.0])
+    for c in contracts:
+        for m, (hours, payg) in use.get(c.contract, {}).items():
+            series[m][0] += hours
+            series[m][1] += payg
+    used = payg_total = 0.0
+    cumulative, break_even = 0.0, None
+    committed_hours = gpus * st.hours_per_month
+    for j, m in enumerate(range(start, end + 1), start=1):
+        hours, payg = series[min(m, last)]  # after the horizon: its last month again
+        used += hours
+        payg_total += payg
+        cumulative += payg - committed_hours * rate
+        if break_even is None and cumulative >= upfront - 1e-6:
+            break_even = j
+    months = end - start + 1
+    term_hours = committed_hours * months
+    return {
+        "utilization": used / term_hours if term_hours > 0 else 0.0,
+        "used_gpu_hours_term": used,
+        "gpu_hours_term": term_hours,
+        "idle_usd": max(0.0, term_hours - used) * rate,
+        "payg_equivalent_usd": payg_total,
+        "monthly_saving_usd": (payg_total - term_hours * rate) / months if months else 0.0,
+        "break_even_month": break_even,
+    }
+
+
+def schedule_lines(plan: Plan) -> list[list]:
+    """The commitment schedule's lines: contiguous contracts of one offer with the same
+    GPUs and no upfront payment (a monthly term renewed month after month) on one line,
+    every other contract on its own; existing contracts first, each on its own."""
+    rows = list(plan.contracts.itertuples())
+    lines: list[list] = []
+    open_chain: dict[tuple, list] = {}  # (offer, gpus) -> the line its next month joins
+    for c in sorted(rows, key=lambda c: (c.kind != "existing", c.offer, c.gpus, c.start)):
+        key = (c.offer, c.gpus)
+        chain = open_chain.get(key)
+        if (c.kind == "new" and c.upfront_usd == 0 and chain is not None
+                and int(chain[-1].end) + 1 == int(c.start)):
+            chain.append(c)
+            continue
+        lines.append([c])
+        if c.kind == "new" and c.upfront_usd == 0:
+            open_chain[key] = lines[-1]
+    order = {c.contract: i for i, c in enumerate(rows)}
+    return sorted(lines, key=lambda line: order[line[0].contract])
+
+
+def line_name(line: list) -> str:
+    """A schedule line's name: its contract's, or the first and last of its renewals."""
+    if len(line) == 1:
+        return line[0].contract
+    return f"{line[0].contract} to {line[-1].contract.split()[-1]}"
+
+
+def line_names(plan: Plan) -> dict[str, str]:
+    """contract -> the name of its line on the schedule (the Commitments sheet)."""
+    return {c.contract: line_name(line) for line in schedule_lines(plan) for c in line}
+
+
+def commitment_economics(plan: Plan) -> dict[str, dict]:
+    """contract -> its economics (every new commitment and existing contract)."""
+    use = monthly_use(plan)
+    return {c.contract: line_economics(plan, [c], use) for c in plan.contracts.itertuples()}
+
+
+def effective_savings(plan: Plan) -> dict:
+    """The plan's on-demand equivalent, actual cost and effective savings rate, inside the
+    horizon and without egress; and its lock-in: obligation beyond the horizon and the
+    obligation-weighted months its commitments still run after the horizon's end."""
+    s = plan.scenario
+    st = s.settings
+    on_demand: dict[tuple, float] = {}
+    cheapest: dict[str, float] = {}
+    for o in s.offers:
+        if o.term == "on_demand":
+            on_demand[(o.region, o.gpu)] = o.usd_per_gpu_hour
+            cheapest[o.gpu] = min(cheapest.get(o.gpu, o.usd_per_gpu_hour), o.usd_per_gpu_hour)
+    equivalent = 0.0
+    for a in plan.assignments.itertuples():
+        rate = on_demand.get((a.region, a.gpu), cheapest.get(a.gpu, a.usd_per_gpu_hour))
+        equivalent += a.gpus * a.hours * rate
+    lines = plan.cost_lines
+    actual = float(lines.loc[(lines["month"] >= 0) & (lines["term"] != "egress"), "usd"].sum())
+    new = plan.commitments
+    beyond = float(new["beyond_horizon_usd"].sum())
+    months_left = (new["end"] - (st.horizon_months - 1)).clip(lower=0)
+    weighted = float((new["beyond_horizon_usd"] * months_left).sum())
+    return {
+        "on_demand_equivalent_usd": equivalent,
+        "actual_cost_in_horizon_usd": actual,
+        "effective_savings_rate": (equivalent - actual) / equivalent if equivalent > EPS
+        else None,
+        "lock_in_usd": beyond,
+        "lock_in_months": weighted / beyond if beyond > EPS else 0.0,
+    }

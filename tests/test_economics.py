@@ -1,0 +1,100 @@
+"""Commitment economics and the effective savings rate (SPEC §4 v2), hand-worked.
+
+hours_per_month = 100. One workload needs one GPU (1 unit per GPU, 1 unit) in months 0–3
+of a 6-month horizon. On demand costs $5; a 12-month reservation $1 per GPU-hour plus $500
+upfront: 12 × 100 × 1 + 500 = $1,700 against 4 × 100 × 5 = $2,000 on demand, so one GPU is
+reserved from month 0 to month 11.
+"""
+
+from __future__ import annotations
+
+import pytest
+from scenarios import scenario
+from solving import solve_tables
+
+from planner.report.economics import schedule_lines
+from planner.report.json_out import plan_json
+
+H = {"hours_per_month": 100, "horizon_months": 6}
+ONE = [{"workload": "w", "gpu": "A", "units_per_gpu": 1}]
+
+
+def demand(months, amount=1):
+    return [{"workload": "w", "period": f"2027-{m + 1:02d}", "amount": amount} for m in months]
+
+
+def test_a_reservation_used_for_four_of_its_twelve_months(tmp_path):
+    plan = solve_tables(tmp_path, scenario(
+        settings=H, throughput=ONE, demand=demand(range(4)),
+        offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 5},
+                {"region": "r1", "gpu": "A", "term": "reserved", "usd_per_gpu_hour": 1,
+                 "commit_months": 12, "upfront_usd_per_gpu": 500}]))
+    out = plan_json(plan)
+    [c] = out["commitments"]
+    assert (c["start_month"], c["gpus"], c["obligation_usd"]) == ("2027-01", 1, 1700)
+    # used 4 × 100 = 400 of 12 × 100 = 1,200 GPU-hours over the whole term (months 6–11
+    # repeat month 5, which used nothing): 1/3; idle 800 GPU-hours × $1 = $800
+    assert c["utilization"] == pytest.approx(1 / 3, abs=1e-4)
+    assert c["horizon_utilization"] == pytest.approx(400 / 600, abs=1e-4)
+    assert c["idle_usd"] == pytest.approx(800)
+    # the same use on demand: 400 × $5 = $2,000; payments 12 × 100 = $1,200:
+    # (2,000 − 1,200) / 12 = $66.67 a month
+    assert c["monthly_saving_usd"] == pytest.approx(800 / 12, abs=0.01)
+    # cumulative saving: month 1: 500 − 100 = 400 < 500 upfront; month 2: 800 ≥ 500
+    assert c["break_even_month"] == 2
+    # inside the horizon: on-demand equivalent 400 × 5 = $2,000; paid 6 × 100 + 500 =
+    # $1,100: ESR (2,000 − 1,100) / 2,000 = 0.45
+    assert out["effective_savings_rate"] == pytest.approx(0.45)
+    # lock-in: months 6–11 beyond the horizon, 6 × $100 = $600, six months left
+    assert out["lock_in_usd"] == pytest.approx(600)
+    assert out["lock_in_months"] == pytest.approx(6)
+
+
+def test_steady_use_repeats_beyond_the_horizon(tmp_path):
+    # Demand in every month of the horizon: month 5's use repeats to month 11, so the
+    # reservation is used wholly (utilization 1, no idle cost); the same use on demand is
+    # 12 × 500 = $6,000: (6,000 − 1,200) / 12 = $400 a month; break-even in month 2
+    # (400 < 500, then 800).
+    plan = solve_tables(tmp_path, scenario(
+        settings=H, throughput=ONE, demand=demand(range(6)),
+        offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 5},
+                {"region": "r1", "gpu": "A", "term": "reserved", "usd_per_gpu_hour": 1,
+                 "commit_months": 12, "upfront_usd_per_gpu": 500}]))
+    [c] = plan_json(plan)["commitments"]
+    assert c["utilization"] == pytest.approx(1.0)
+    assert c["idle_usd"] == pytest.approx(0)
+    assert c["monthly_saving_usd"] == pytest.approx(400)
+    assert c["break_even_month"] == 2
+
+
+def test_a_commitment_that_never_pays_back(tmp_path):
+    # Two GPUs' demand. On demand is cheaper ($0.50) but holds one GPU (max_gpus 1), so
+    # the second is reserved ($1, $500 upfront) rather than left unmet at $1,000 a
+    # unit-hour. Against the cheapest pay-as-you-go source the reservation loses
+    # 100 × (0.5 − 1) = $50 every month: monthly saving −$50, never a break-even. The
+    # effective savings rate against on-demand list prices: equivalent 1,200 × 0.5 = $600;
+    # paid 600 × 0.5 + 600 + 500 = $1,400: (600 − 1,400) / 600 = −4/3.
+    plan = solve_tables(tmp_path, scenario(
+        settings=H, throughput=ONE, demand=demand(range(6), amount=2),
+        offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 0.5,
+                 "max_gpus": 1},
+                {"region": "r1", "gpu": "A", "term": "reserved", "usd_per_gpu_hour": 1,
+                 "commit_months": 12, "upfront_usd_per_gpu": 500}]))
+    out = plan_json(plan)
+    [c] = out["commitments"]
+    assert c["monthly_saving_usd"] == pytest.approx(-50)
+    assert c["break_even_month"] is None
+    assert out["effective_savings_rate"] == pytest.approx(-4 / 3)
+
+
+def test_monthly_renewals_are_one_line_of_the_schedule(tmp_path):
+    # Two GPUs every month for 6 months on a 1-month monthly term ($1 against $5 on
+    # demand): six 1-month contracts of 2 GPUs, contiguous: one line.
+    plan = solve_tables(tmp_path, scenario(
+        settings=H, throughput=ONE, demand=demand(range(6), amount=2),
+        offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 5},
+                {"region": "r1", "gpu": "A", "term": "monthly", "usd_per_gpu_hour": 1,
+                 "commit_months": 1}]))
+    assert len(plan.commitments) == 6
+    [line] = schedule_lines(plan)
+    assert [int(c.start) for c in line] == list(range(6))
