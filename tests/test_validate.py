@@ -134,6 +134,12 @@ CASES = [
      "true or false"),
     ("interruption over 1", _with("offers", term="spot", interruption_rate=1.5),
      "offers.csv", 2, "interruption_rate", "above"),
+    ("zero GPUs per instance", _with("offers", gpus_per_instance=0), "offers.csv", 2,
+     "gpus_per_instance", "greater than 0"),
+    ("half a GPU per instance", _with("offers", gpus_per_instance=1.5), "offers.csv", 2,
+     "gpus_per_instance", "whole number"),
+    ("price date not a date", _with("offers", price_date="2026-13-01"), "offers.csv", 2,
+     "price_date", "not a date"),
     ("spot share over 1", _with("workloads", max_spot_share=2), "workloads.csv", 2,
      "max_spot_share", "above"),
     ("peak below average", _with("workloads", peak_to_average=0.5), "workloads.csv", 2,
@@ -209,6 +215,24 @@ def test_demand_outside_the_horizon_is_one_warning(tmp_path):
     result, issues = _issues(tmp_path, data)
     outside = [i for i in issues if "outside the horizon" in i.message]
     assert result is not None and len(outside) == 1 and "4 month(s)" in outside[0].message
+
+
+def test_stale_prices_are_named_in_a_warning(tmp_path):
+    # start_month 2027-01 is 2027-01-01; 2026-07-04 is 181 days before it: stale after the
+    # default 180 days; 2026-07-05 (180 days) is not.
+    data = scenario(offers=[
+        {"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 2,
+         "price_date": "2026-07-04"},
+        {"region": "r1", "gpu": "A", "term": "spot", "usd_per_gpu_hour": 1,
+         "price_date": "2026-07-05"}])
+    result, issues = _issues(tmp_path, data)
+    stale = [i for i in issues if i.column == "price_date"]
+    assert result is not None and len(stale) == 1
+    assert stale[0].row == 2 and stale[0].severity == "warning"
+    assert "181 days" in stale[0].message
+    data["settings"].append({"key": "stale_price_days", "value": "365"})
+    result, issues = _issues(tmp_path, data)
+    assert not [i for i in issues if i.column == "price_date"]
 
 
 def test_no_such_scenario(tmp_path):
