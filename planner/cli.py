@@ -86,6 +86,9 @@ def _guard(fn):
             return fn(*args, **kwargs)
         except (typer.Exit, typer.Abort, KeyboardInterrupt):
             raise
+        except BrokenPipeError:  # `planner offers … | head`: the reader has all it wants
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise typer.Exit(EXIT_OK) from None
         except Exception as e:  # noqa: BLE001 - the last line of defence
             err.print(f"[red]unexpected error:[/] {type(e).__name__}: {e}")
             if "PLANNER_DEBUG" in os.environ:
@@ -132,6 +135,85 @@ def latency(scenario: Path = typer.Argument(..., help="folder of CSV files or .x
                       row["country"], "unreachable" if ms == float("inf") else f"{ms:g}",
                       " → ".join(row["path"]))
     Console().print(table)
+
+
+def _named(name: str | None, names, what: str) -> str | None:
+    """`name` as the scenario spells it (names match whatever their case); exit 2 when
+    there is no such one."""
+    if name is None:
+        return None
+    found = {n.casefold(): n for n in names}.get(name.casefold())
+    if found is None:
+        err.print(f"[red]error:[/] unknown {what} '{name}'; {what}s are: "
+                  + ", ".join(sorted(names)))
+        raise typer.Exit(EXIT_BAD_INPUT)
+    return found
+
+
+FORMATS = ("table", "csv", "json")
+HEADINGS = {"usd_per_gpu_hour": "$/GPU-h", "effective_usd_per_gpu_hour": "effective $/GPU-h",
+            "commit_months": "months", "gpus_per_instance": "GPUs/instance",
+            "max_gpus": "max GPUs", "lead_time_days": "lead days", "price_date": "price date",
+            "rtt_ms": "RTT ms"}
+
+
+@app.command()
+@_guard
+def offers(
+    scenario: Path = typer.Argument(..., help="folder of CSV files or .xlsx"),
+    gpu: Optional[str] = typer.Option(None, "--gpu", help="only this GPU type"),
+    region: Optional[str] = typer.Option(None, "--region", help="only this region"),
+    term: Optional[str] = typer.Option(None, "--term", help="only this term"),
+    origin: Optional[str] = typer.Option(None, "--from", help="a site: show the transit "
+                                         "latency from it to each offer's region"),
+    slo: Optional[float] = typer.Option(None, "--slo", min=0, help="with --from: only "
+                                        "offers within this many ms"),
+    fmt: str = typer.Option("table", "--format", help="table, csv or json"),
+):
+    """List the offers cheapest first: rate, effective rate with the upfront spread over
+    the term, capacity and lead time (like `sky show-gpus`)."""
+    import csv
+
+    from planner.io.schema import TERMS
+    from planner.report.offers import COLUMNS, offer_rows
+
+    if fmt not in FORMATS:
+        err.print(f"[red]error:[/] --format must be one of {', '.join(FORMATS)}, not '{fmt}'")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    if slo is not None and origin is None:
+        err.print("[red]error:[/] --slo needs --from SITE")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    s = _load(scenario)
+    rows = offer_rows(s, gpu=_named(gpu, [g.gpu for g in s.gpus], "GPU type"),
+                      region=_named(region, s.region_by_name, "region"),
+                      term=_named(term, TERMS, "term"),
+                      origin=_named(origin, s.site_by_name, "site"), slo_ms=slo)
+    columns = [*COLUMNS, *(["rtt_ms"] if origin is not None else [])]
+    if fmt == "json":
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+    elif fmt == "csv":
+        writer = csv.DictWriter(sys.stdout, fieldnames=columns, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    else:  # the sources are long: in csv and json
+        shown = [c for c in columns if c != "source"]
+        table = Table(title=f"Offers in {s.name}, cheapest first"
+                      + (f" (from {origin})" if origin else ""))
+        for col in shown:
+            table.add_column(HEADINGS.get(col, col), justify="left" if col in (
+                "gpu", "provider", "region", "term") else "right", no_wrap=True)
+        for r in rows:
+            table.add_row(*[_shown(col, r[col]) for col in shown])
+        Console(width=max(160, Console().width)).print(table)
+    err.print(f"{len(rows)} offer(s)")
+
+
+def _shown(column: str, value) -> str:
+    if value is None:
+        return ""
+    if column.startswith(("usd", "effective")):
+        return f"{value:.4f}"
+    return f"{value:g}" if isinstance(value, float) else str(value)
 
 
 @app.command()

@@ -1,0 +1,56 @@
+"""`planner offers`: the market of a scenario at a glance, cheapest first (SPEC §4 v2),
+as `sky show-gpus` shows a cloud's: each offer's hourly rate, its effective rate with the
+upfront payment spread over the term, and — from a site — its transit latency."""
+
+from __future__ import annotations
+
+import math
+
+from planner.io.scenario import Scenario
+from planner.model.graph import Transit
+
+COLUMNS = ("gpu", "provider", "region", "term", "usd_per_gpu_hour",
+           "effective_usd_per_gpu_hour", "commit_months", "gpus_per_instance", "max_gpus",
+           "lead_time_days", "source", "price_date")
+
+
+def effective_rate(offer, hours_per_month: float) -> float:
+    """USD per GPU-hour with the upfront payment spread over the term's hours."""
+    if not offer.commit_months or not offer.upfront_usd_per_gpu:
+        return offer.usd_per_gpu_hour
+    return offer.usd_per_gpu_hour + offer.upfront_usd_per_gpu / (
+        offer.commit_months * hours_per_month)
+
+
+def offer_rows(scenario: Scenario, gpu: str | None = None, region: str | None = None,
+               term: str | None = None, origin: str | None = None,
+               slo_ms: float | None = None) -> list[dict]:
+    """The offers matching the filters (names as the scenario spells them), cheapest
+    effective rate first; with `origin` (a site) each row has its `rtt_ms`, and with
+    `slo_ms` only offers within it are listed."""
+    hpm = scenario.settings.hours_per_month
+    transit = Transit(scenario, [origin]) if origin is not None else None
+    provider = {r.region: r.provider for r in scenario.regions}
+    rows = []
+    for o in scenario.offers:
+        if (gpu and o.gpu != gpu) or (region and o.region != region) \
+                or (term and o.term != term):
+            continue
+        row = {
+            "gpu": o.gpu, "provider": provider[o.region], "region": o.region,
+            "term": o.term, "usd_per_gpu_hour": o.usd_per_gpu_hour,
+            "effective_usd_per_gpu_hour": round(effective_rate(o, hpm), 6),
+            "commit_months": o.commit_months or None,
+            "gpus_per_instance": o.gpus_per_instance, "max_gpus": o.max_gpus,
+            "lead_time_days": o.lead_time_days, "source": o.source or None,
+            "price_date": o.price_date.isoformat() if o.price_date else None,
+        }
+        if transit is not None:
+            ms = transit.latency(origin, scenario.region_by_name[o.region].site)
+            if slo_ms is not None and ms > slo_ms + 1e-9:
+                continue
+            row["rtt_ms"] = None if math.isinf(ms) else ms
+        rows.append(row)
+    rows.sort(key=lambda r: (r["effective_usd_per_gpu_hour"], r["gpu"], r["region"],
+                             r["term"], r["commit_months"] or 0))
+    return rows

@@ -1,0 +1,97 @@
+"""`planner offers` (SPEC §4 v2): the market cheapest first, filtered, from a site."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from scenarios import scenario, write_csv
+from typer.testing import CliRunner
+
+from planner.cli import app
+
+# hours_per_month 100. Effective rates: on demand $3; reserved 12 months at $1 + $600
+# upfront: 1 + 600 / (12 × 100) = $1.50; monthly $2 (no upfront); B's on demand in far
+# region $0.50 but 80 ms away.
+MARKET = scenario(
+    settings={"hours_per_month": 100},
+    gpus=[{"gpu": "A"}, {"gpu": "B"}],
+    sites=[{"site": "ny", "country": "US", "jurisdiction": "US"},
+           {"site": "sf", "country": "US", "jurisdiction": "US"}],
+    links=[{"site_a": "ny", "site_b": "sf", "rtt_ms": 80}],
+    regions=[{"region": "east", "provider": "p1", "site": "ny"},
+             {"region": "west", "provider": "p2", "site": "sf"}],
+    offers=[
+        {"region": "east", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 3,
+         "source": "p1 price page", "price_date": "2026-12-01"},
+        {"region": "east", "gpu": "A", "term": "reserved", "usd_per_gpu_hour": 1,
+         "commit_months": 12, "upfront_usd_per_gpu": 600, "max_gpus": 64},
+        {"region": "east", "gpu": "A", "term": "monthly", "usd_per_gpu_hour": 2,
+         "commit_months": 1, "gpus_per_instance": 8, "lead_time_days": 14},
+        {"region": "west", "gpu": "B", "term": "on_demand", "usd_per_gpu_hour": 0.5},
+    ],
+    throughput=[{"workload": "w", "gpu": "A", "units_per_gpu": 1}])
+
+
+def _offers(tmp_path, *args):
+    folder = write_csv(tmp_path / "market", MARKET)
+    return CliRunner().invoke(app, ["offers", str(folder), *args])
+
+
+def test_json_lists_every_offer_cheapest_effective_rate_first(tmp_path):
+    res = _offers(tmp_path, "--format", "json")
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.stdout)
+    assert [(r["region"], r["gpu"], r["term"]) for r in rows] == [
+        ("west", "B", "on_demand"), ("east", "A", "reserved"), ("east", "A", "monthly"),
+        ("east", "A", "on_demand")]
+    reserved = rows[1]
+    assert reserved["effective_usd_per_gpu_hour"] == pytest.approx(1.5)
+    assert reserved["usd_per_gpu_hour"] == 1 and reserved["commit_months"] == 12
+    assert reserved["max_gpus"] == 64
+    assert rows[2]["gpus_per_instance"] == 8 and rows[2]["lead_time_days"] == 14
+    assert rows[3]["source"] == "p1 price page" and rows[3]["price_date"] == "2026-12-01"
+    assert rows[0]["provider"] == "p2"
+    assert all("rtt_ms" not in r for r in rows)
+    assert set(rows[0]) == {"gpu", "provider", "region", "term", "usd_per_gpu_hour",
+                            "effective_usd_per_gpu_hour", "commit_months",
+                            "gpus_per_instance", "max_gpus", "lead_time_days", "source",
+                            "price_date"}
+
+
+def test_filters_match_names_whatever_their_case(tmp_path):
+    res = _offers(tmp_path, "--gpu", "a", "--term", "ON_DEMAND", "--format", "csv")
+    assert res.exit_code == 0, res.output
+    rows = list(csv.DictReader(io.StringIO(res.stdout)))
+    assert [(r["region"], r["gpu"], r["term"]) for r in rows] == [("east", "A", "on_demand")]
+    res = _offers(tmp_path, "--region", "West", "--format", "json")
+    assert [r["region"] for r in json.loads(res.stdout)] == ["west"]
+
+
+def test_from_a_site_within_an_slo(tmp_path):
+    res = _offers(tmp_path, "--from", "NY", "--format", "json")
+    rows = json.loads(res.stdout)
+    assert {r["region"]: r["rtt_ms"] for r in rows} == {"west": 80, "east": 0}
+    res = _offers(tmp_path, "--from", "ny", "--slo", "50", "--format", "json")
+    assert {r["region"] for r in json.loads(res.stdout)} == {"east"}
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--gpu", "Z"], "unknown GPU type 'Z'"),
+    (["--from", "paris"], "unknown site 'paris'"),
+    (["--term", "weekly"], "unknown term 'weekly'"),
+    (["--format", "xml"], "--format"),
+    (["--slo", "10"], "--slo needs --from"),
+])
+def test_unknown_names_are_bad_input(tmp_path, args, message):
+    res = _offers(tmp_path, *args)
+    assert res.exit_code == 2
+    assert message in res.output
+
+
+def test_the_table_shows_rates_to_four_decimals(tmp_path):
+    res = _offers(tmp_path)
+    assert res.exit_code == 0, res.output
+    assert "1.0000" in res.stdout and "1.5000" in res.stdout and "4 offer(s)" in res.output
