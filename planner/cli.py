@@ -337,6 +337,9 @@ def solve(
     rounds: Optional[str] = typer.Option(
         None, "--rounds", help="rebuild a decomposition's plan round for round: the "
                                "'rounds' of an earlier run's JSON (A+B+C+I)"),
+    focus: Optional[Path] = typer.Option(
+        None, "--focus", help="also write the plan's costs as FinOps FOCUS 1.2 charges "
+                              "(CSV); the workbook's FOCUS sheet holds the same rows"),
 ):
     """Solve a scenario at least cost and write the finance workbook."""
     from planner.baselines import not_run, solve_baselines
@@ -359,7 +362,7 @@ def solve(
             raise typer.Exit(EXIT_BAD_INPUT) from None
     path = scenario or default_scenario()
     out = output or Path("reports/plan.xlsx")
-    _check_outputs(out, export_model)
+    _check_outputs(out, export_model, focus)
     with err.status(f"loading {path}"):
         s = _load(path)
     for w in s.warnings:
@@ -396,6 +399,11 @@ def solve(
         err.print(f"model written to {export_model}")
     with err.status(f"writing {out}"):
         write_workbook(plan, out, baselines=compare, seconds=run.seconds)
+    if focus is not None:
+        from planner.report.focus import focus_rows, write_focus_csv
+
+        write_focus_csv(focus_rows(plan), focus)
+        err.print(f"FOCUS charges written to {focus}")
     t = plan.totals
     res = plan.result
     gap_text = "" if res.gap is None else f"; gap {res.gap:.2%} over bound ${res.bound:,.0f}"

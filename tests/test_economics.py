@@ -98,3 +98,54 @@ def test_monthly_renewals_are_one_line_of_the_schedule(tmp_path):
     assert len(plan.commitments) == 6
     [line] = schedule_lines(plan)
     assert [int(c.start) for c in line] == list(range(6))
+
+
+def test_workbook_shows_the_economics_and_reconciles_with_renewals_on_one_line(tmp_path):
+    # Twelve months: one GPU all year, two more in months 0–5. The steady GPU is reserved
+    # (12 × 100 × 1 + 500 = $1,700 against 12 × 100 × 1.5 = $1,800 monthly); the two
+    # others take the 1-month monthly term (6 × 2 × 100 × 1.5 = $1,800; reserving them
+    # would cost 2 × 1,700): six contracts of 2 GPUs, one line. Recalculated, the Summary
+    # still reconciles to the cent.
+    from openpyxl import load_workbook
+    from test_workbook import _recalculated, _summary
+
+    from planner.report.workbook import write_workbook
+
+    plan = solve_tables(tmp_path, scenario(
+        settings={**H, "horizon_months": 12}, throughput=ONE,
+        demand=[*demand(range(6), amount=3), *demand(range(6, 12), amount=1)],
+        offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 5},
+                {"region": "r1", "gpu": "A", "term": "monthly", "usd_per_gpu_hour": 1.5,
+                 "commit_months": 1},
+                {"region": "r1", "gpu": "A", "term": "reserved", "usd_per_gpu_hour": 1,
+                 "commit_months": 12, "upfront_usd_per_gpu": 500}]))
+    assert plan.totals["total_cost_usd"] == pytest.approx(3500)
+    path = tmp_path / "plan.xlsx"
+    write_workbook(plan, path)
+    wb = load_workbook(_recalculated(path, tmp_path / "recalc"), data_only=True)
+    s = _summary(wb["Summary"])
+    t = plan.totals
+    assert s["Total cost (nominal)"][0] == pytest.approx(t["total_cost_usd"], rel=1e-9)
+    assert s["Difference to total (should be 0)"][0] == pytest.approx(0, abs=1e-6)
+    assert s["Effective savings rate"][0] == pytest.approx(
+        plan_json(plan)["effective_savings_rate"], rel=1e-6)
+    ws = wb["Commitments"]
+    head = [c.value for c in ws[1]]
+    rows = [dict(zip(head, r)) for r in ws.iter_rows(min_row=2, values_only=True)]
+    by_term = {r["Term"]: r for r in rows}
+    assert len(rows) == 2
+    monthly = by_term["monthly"]
+    # six 1-month contracts of 2 GPUs: 2 × 100 × 1.5 = $300 a month, $1,800 in all
+    assert (monthly["Contracts"], monthly["GPUs"], monthly["Start #"], monthly["End #"]) == (
+        6, 2, 0, 5)
+    assert monthly["Total obligation"] == pytest.approx(1800)
+    assert monthly["Utilization"] == pytest.approx(1.0)
+    # the same use on demand: 200 × 5 = $1,000 a month, less the $300 payment
+    assert monthly["Monthly saving"] == pytest.approx(700)
+    assert monthly["Break-even month"] == 1
+    # the reservation: used all year; (12 × 500 − 1,200) / 12 = $400 a month; the $500
+    # upfront is covered in month 2
+    reserved = by_term["reserved"]
+    assert reserved["Term utilization"] == pytest.approx(1.0)
+    assert reserved["Monthly saving"] == pytest.approx(400)
+    assert reserved["Break-even month"] == 2 and reserved["Term idle cost"] == pytest.approx(0)

@@ -6,11 +6,11 @@ Definitions (each stated in the workbook's notes too):
 * A commitment's use is the GPU-hours the plan draws from it (planner.report.plan
   allocates pooled committed GPUs to contracts). Beyond the horizon the forecast's last
   month is assumed to repeat: each month after it uses what the horizon's last month used.
-* Its pay-as-you-go equivalent prices that use at the cheapest pay-as-you-go source of
-  each workload drawing on it: per unit of the workload, the least usd_per_gpu_hour /
-  (units_per_gpu × derate) over its candidate spot (if it may run wholly on spot) and
-  on-demand offers, times the units the committed GPU-hours deliver. A workload with no
-  pay-as-you-go source is priced at the commitment's own rate (no saving claimed).
+* Its pay-as-you-go equivalent prices that use at the cheapest pay-as-you-go source of the
+  same GPU type for each workload drawing on it: in the commitment's region, else in any
+  region the workload may use; on demand, or spot (per delivered GPU-hour: rate ÷ (1 −
+  interruption_rate)) where the workload may run wholly on spot. A workload with no such
+  source is priced at the commitment's own rate (no saving claimed).
 * monthly saving = (pay-as-you-go equivalent − recurring payments) over the term ÷ its
   months: net of idle GPUs, before the upfront payment.
 * break-even month: the first month of the term (from 1) at which the cumulative saving
@@ -31,36 +31,38 @@ from planner.report.plan import Plan
 EPS = 1e-9
 
 
-def payg_rate_per_unit(plan: Plan) -> dict[str, float]:
-    """workload -> the least pay-as-you-go cost of one unit-hour (no entry: none)."""
+def payg_rate(plan: Plan, workload: str, region: str, gpu: str) -> float | None:
+    """USD per GPU-hour of `gpu` that `workload` would pay at its cheapest pay-as-you-go
+    source in place of a committed GPU in `region`: the same GPU type in the same region,
+    else in any region the workload may use; on demand, or spot where the workload may run
+    wholly on spot (None: no such source)."""
     s = plan.scenario
-    tp = s.throughput_by_pair
-    out: dict[str, float] = {}
-    for w, offers in plan.candidates.offers.items():
-        whole_spot = s.workload_by_name[w].max_spot_share >= 1.0
-        costs = [o.usd_per_gpu_hour / (tp[(w, o.gpu)].units_per_gpu * o.derate)
-                 for o in offers
-                 if o.term == "on_demand" or (o.term == "spot" and whole_spot)]
-        if costs:
-            out[w] = min(costs)
-    return out
+    whole_spot = s.workload_by_name[workload].max_spot_share >= 1.0
+    # a what-if variant's plan comes without its candidates: any region then
+    offers = (plan.candidates.offers.get(workload, ()) if plan.candidates is not None
+              else s.offers)
+    usable = [o for o in offers
+              if o.gpu == gpu and (o.term == "on_demand" or (o.term == "spot" and whole_spot))]
+    for offers in ([o for o in usable if o.region == region], usable):
+        if offers:
+            return min(o.usd_per_gpu_hour / o.derate for o in offers)
+    return None
 
 
 def monthly_use(plan: Plan) -> dict[str, dict[int, list[float]]]:
     """contract -> month -> [used GPU-hours, their pay-as-you-go equivalent USD]."""
-    s = plan.scenario
-    tp = s.throughput_by_pair
-    per_unit = payg_rate_per_unit(plan)
+    rates: dict[tuple, float | None] = {}
     use: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(lambda: [0., 0.]))
     committed = plan.assignments[~plan.assignments["term"].isin(["spot", "on_demand"])]
     for a in committed.itertuples():
+        key = (a.workload, a.region, a.gpu)
+        if key not in rates:
+            rates[key] = payg_rate(plan, *key)
         hours = a.gpus * a.hours
-        rate = per_unit.get(a.workload)
-        payg = (hours * tp[(a.workload, a.gpu)].units_per_gpu * rate if rate is not None
-                else hours * a.usd_per_gpu_hour)
+        rate = rates[key] if rates[key] is not None else a.usd_per_gpu_hour
         cell = use[a.contract][int(a.month)]
         cell[0] += hours
-        cell[1] += payg
+        cell[1] += hours * rate
     return use
 
 

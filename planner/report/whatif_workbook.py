@@ -20,8 +20,8 @@ from planner.report.workbook import (
     F,
     Sheet,
     commitments_sheet,
-    fit_to_page_width,
     plan_sheet,
+    print_setup,
     save_atomically,
     settings_block,
     text_cell,
@@ -154,5 +154,5 @@ def write_whatif_workbook(scenario: Scenario, variants: list[Variant], path: str
             continue
         plans = plan_sheet(wb, v.plan, _sheet_title(v.label, "Plan", taken))
         commitments_sheet(wb, v.plan, plans, _sheet_title(v.label, "Commitments", taken))
-    fit_to_page_width(sh.ws)
+    print_setup(wb)
     save_atomically(wb, Path(path))

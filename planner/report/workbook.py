@@ -154,11 +154,19 @@ def honour_umask(path) -> None:
 
 
 def fit_to_page_width(ws) -> None:
-    """Print on landscape pages one sheet wide (finance prints Summary and Commitments)."""
+    """Print on landscape pages one sheet wide."""
     ws.page_setup.orientation = "landscape"
     ws.sheet_properties.pageSetUpPr.fitToPage = True
     ws.page_setup.fitToWidth = 1
     ws.page_setup.fitToHeight = 0
+
+
+def print_setup(wb: Workbook) -> None:
+    """Every sheet prints one page wide; a table's header row repeats on every page."""
+    for ws in wb.worksheets:
+        fit_to_page_width(ws)
+        if ws.freeze_panes == "A2":  # a Sheet: one header row over its table
+            ws.print_title_rows = "1:1"
 
 
 def _name(wb: Workbook, name: str, ref: str) -> None:
@@ -181,11 +189,11 @@ def _build(plan: Plan, baselines: list, seconds: dict, baselines_skipped: str) -
     costs = _costs_sheet(wb, plan, plans, commitments, egress)
     _service_sheet(wb, plan)
     _diagnostics_sheet(wb, plan)
+    _focus_sheet(wb, plan)
     _summary(wb, summary, plan, costs, plans, commitments, egress, baselines, seconds,
              baselines_skipped)
-    for ws in (summary, commitments.ws):
-        fit_to_page_width(ws)
     _input_sheets(wb, plan)
+    print_setup(wb)
     return wb
 
 
@@ -668,6 +676,20 @@ def _summary(wb, ws, plan: Plan, costs: Sheet, ps: Sheet, cs: Sheet, es: Sheet,
     ws.column_dimensions["C"].width = 18
     ws.column_dimensions["D"].width = 24
     ws.column_dimensions["E"].width = 14
+
+
+def _focus_sheet(wb, plan: Plan) -> None:
+    """The plan's charges in FOCUS 1.2 columns, as `solve --focus` writes them."""
+    from planner.report.focus import COLUMNS, focus_rows
+
+    money = ("ListUnitPrice", "ListCost", "BilledCost", "EffectiveCost")
+    sh = Sheet(wb, "FOCUS", [(c, USD if c in money else NUM if c.endswith("Quantity")
+                               else None) for c in COLUMNS],
+               notes={"EffectiveCost": "sums to the plan's total cost (nominal): commitments "
+                                       "amortized over their GPU-hours, used and unused"})
+    for row in focus_rows(plan):
+        sh.add([row[c] if row[c] != "" else None for c in COLUMNS])
+    sh.finish()
 
 
 def _input_sheets(wb, plan: Plan) -> None:

@@ -1,0 +1,103 @@
+"""`solve --focus` (SPEC §4 v2): the plan's charges as FOCUS 1.2 rows."""
+
+from __future__ import annotations
+
+import csv
+import json
+
+import pytest
+from openpyxl import load_workbook
+from scenarios import scenario, write_csv
+from solving import solve_tables
+from typer.testing import CliRunner
+
+from planner.cli import app
+from planner.report.focus import COLUMNS, focus_rows
+
+SPEC_COLUMNS = (
+    "BillingPeriodStart BillingPeriodEnd ChargePeriodStart ChargePeriodEnd ChargeCategory "
+    "ChargeClass ChargeFrequency ChargeDescription ProviderName PublisherName "
+    "InvoiceIssuerName RegionId RegionName ServiceCategory ServiceName SkuId "
+    "PricingCategory PricingUnit PricingQuantity ListUnitPrice ListCost BilledCost "
+    "EffectiveCost ConsumedQuantity ConsumedUnit CommitmentDiscountId CommitmentDiscountType "
+    "CommitmentDiscountCategory CommitmentDiscountStatus BillingCurrency").split()
+
+# hours_per_month 100, 6 months. One GPU's demand in months 0–3 (reserved: 12 × 100 × 1 +
+# 500 upfront = $1,700 beats 4 × 100 × 5 = $2,000 on demand); a burst workload on spot
+# ($0.5, 2 GPUs in month 0: 2 × 100 × 0.5 = $100) with 1 GB per unit-hour of egress at
+# $0.01 (2 units × 100 h × 1 GB × 0.01 = $2). Total 1,700 + 100 + 2 = $1,802.
+TABLES = scenario(
+    settings={"hours_per_month": 100, "horizon_months": 6},
+    offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 5},
+            {"region": "r1", "gpu": "A", "term": "spot", "usd_per_gpu_hour": 0.5},
+            {"region": "r1", "gpu": "A", "term": "reserved", "usd_per_gpu_hour": 1,
+             "commit_months": 12, "upfront_usd_per_gpu": 500}],
+    regions=[{"region": "r1", "provider": "p", "site": "s1", "egress_usd_per_gb": 0.01}],
+    workloads=[{"workload": "w", "kind": "inference"},
+               {"workload": "b", "kind": "burst", "egress_gb_per_unit_hour": 1}],
+    throughput=[{"workload": "w", "gpu": "A", "units_per_gpu": 1},
+                {"workload": "b", "gpu": "A", "units_per_gpu": 1}],
+    demand=[*[{"workload": "w", "period": f"2027-0{m}", "amount": 1} for m in range(1, 5)],
+            {"workload": "b", "period": "2027-01", "amount": 2}])
+
+
+def test_charges_hand_worked(tmp_path):
+    plan = solve_tables(tmp_path, TABLES)
+    assert plan.totals["total_cost_usd"] == pytest.approx(1802)
+    rows = focus_rows(plan)
+    assert sum(r["EffectiveCost"] for r in rows) == pytest.approx(1802)
+    spot = [r for r in rows if r["PricingCategory"] == "Dynamic"]
+    assert len(spot) == 1 and spot[0]["EffectiveCost"] == pytest.approx(100)
+    assert spot[0]["PricingQuantity"] == pytest.approx(200)
+    assert spot[0]["ChargePeriodStart"] == "2027-01-01"
+    assert spot[0]["ChargePeriodEnd"] == "2027-02-01"
+    recurring = [r for r in rows if r["ChargeFrequency"] == "Recurring"]
+    # the whole term under tail policy full: 12 monthly payments of 100 GPU-hours × $1
+    assert len(recurring) == 12 and all(r["BilledCost"] == 100 for r in recurring)
+    assert all(r["EffectiveCost"] == 0 for r in recurring)
+    [upfront] = [r for r in rows if r["ChargeFrequency"] == "One-Time"]
+    assert upfront["BilledCost"] == 500 and upfront["ChargeCategory"] == "Purchase"
+    # amortized: 1,700 / 1,200 GPU-hours; used in months 0–3, unused after
+    used = [r for r in rows if r["CommitmentDiscountStatus"] == "Used"]
+    unused = [r for r in rows if r["CommitmentDiscountStatus"] == "Unused"]
+    assert [r["ChargePeriodStart"][:7] for r in used] == [
+        "2027-01", "2027-02", "2027-03", "2027-04"]
+    assert len(unused) == 8
+    assert all(r["EffectiveCost"] == pytest.approx(100 * 1700 / 1200) for r in used + unused)
+    [egress] = [r for r in rows if r["PricingUnit"] == "GB"]
+    assert egress["EffectiveCost"] == pytest.approx(2) and egress["PricingQuantity"] == 200
+
+
+def test_focus_csv_and_sheet_from_the_command(tmp_path):
+    folder = write_csv(tmp_path / "s", TABLES)
+    out, focus = tmp_path / "plan.xlsx", tmp_path / "out" / "focus.csv"
+    res = CliRunner().invoke(app, ["solve", str(folder), "-o", str(out), "--json",
+                                   "--no-baselines", "--focus", str(focus)])
+    assert res.exit_code == 0, res.output
+    total = json.loads(res.stdout)["total_cost_usd"]
+    with focus.open(newline="") as f:
+        reader = csv.DictReader(f)
+        assert tuple(reader.fieldnames) == tuple(SPEC_COLUMNS) == COLUMNS
+        rows = list(reader)
+    assert sum(float(r["EffectiveCost"]) for r in rows) == pytest.approx(total, abs=0.01)
+    for r in rows:
+        assert r["ChargeCategory"] in ("Usage", "Purchase")
+        assert r["ChargeClass"] == ""
+        assert r["ChargeFrequency"] in ("Usage-Based", "Recurring", "One-Time")
+        assert r["ServiceCategory"] in ("AI and Machine Learning", "Compute")
+        assert r["PricingCategory"] in ("Standard", "Dynamic", "Committed")
+        assert r["CommitmentDiscountStatus"] in ("", "Used", "Unused")
+        assert r["CommitmentDiscountCategory"] in ("", "Usage")
+        assert r["BillingCurrency"] == "USD"
+    sheet = load_workbook(out)["FOCUS"]
+    header = [c.value for c in sheet[1]]
+    assert header == list(SPEC_COLUMNS)
+    assert sheet.max_row == len(rows) + 1
+
+
+def test_an_unwritable_focus_path_is_bad_input_before_solving(tmp_path):
+    folder = write_csv(tmp_path / "s", TABLES)
+    res = CliRunner().invoke(app, ["solve", str(folder), "-o", str(tmp_path / "p.xlsx"),
+                                   "--focus", str(tmp_path)])
+    assert res.exit_code == 2 and "is a directory" in res.output
+    assert not (tmp_path / "p.xlsx").exists()
