@@ -216,6 +216,59 @@ def _shown(column: str, value) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+market_app = typer.Typer(no_args_is_help=True,
+                         help="Build a scenario's market from published price catalogs.")
+app.add_typer(market_app, name="market")
+
+
+@market_app.command("import")
+@_guard
+def market_import(
+    scenario: Path = typer.Argument(..., help="scenario folder of CSV files (its gpus, "
+                                    "regions and offers are written)"),
+    catalog: Path = typer.Option(..., "--catalog", help="catalog folder in SkyPilot's "
+                                 "layout: <cloud>/vms.csv, common/metadata.csv"),
+    rules: Optional[Path] = typer.Option(None, "--rules", help="terms the catalogs do not "
+                                         "carry (default: SCENARIO/market/rules.csv)"),
+    price_date: Optional[str] = typer.Option(None, "--price-date", help="date the prices "
+                                             "were read, YYYY-MM-DD (default: today)"),
+):
+    """Add or refresh gpus, regions and offers from price catalogs, keeping your own rows
+    and edits; print what changed."""
+    import datetime as dt
+
+    from planner.io.market import import_market
+
+    if scenario.exists() and not scenario.is_dir():
+        err.print(f"[red]error:[/] {scenario} is not a scenario folder (market import "
+                  "writes CSV tables)")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    try:
+        when = dt.date.fromisoformat(price_date) if price_date else dt.date.today()
+    except ValueError:
+        err.print(f"[red]error:[/] --price-date '{price_date}' is not a date (YYYY-MM-DD)")
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    changes, issues = import_market(scenario, catalog, rules, when)
+    if issues:
+        _print_issues(issues, str(catalog))
+    if any(i.severity == "error" for i in issues):
+        raise typer.Exit(EXIT_BAD_INPUT)
+    for title, items in (("added", changes.added), ("removed", changes.removed),
+                         ("price up", changes.price_up), ("price down", changes.price_down),
+                         ("kept (your own row)", changes.kept_yours),
+                         ("GPU types added", changes.gpus_added),
+                         ("regions added", changes.regions_added)):
+        if items:
+            err.print(f"[bold]{title}[/] ({len(items)}): " + ", ".join(items))
+    if changes.unplaced_regions:
+        err.print(f"[yellow]regions with no site[/] ({len(changes.unplaced_regions)}), "
+                  f"not imported — give each its site in "
+                  f"{scenario / 'market' / 'regions.csv'}: "
+                  + ", ".join(changes.unplaced_regions))
+    err.print(f"{scenario}: {len(changes.added)} added, {len(changes.removed)} removed, "
+              f"{len(changes.price_up)} price(s) up, {len(changes.price_down)} down")
+
+
 @app.command()
 @_guard
 def template(file: Path = typer.Argument(..., help="the .xlsx file to write")):

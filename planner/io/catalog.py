@@ -1,0 +1,120 @@
+"""Price catalogs in SkyPilot's public layout (v8), read into per-GPU offers.
+
+`DIR/<cloud>/vms.csv`: InstanceType, AcceleratorName, AcceleratorCount, vCPUs, MemoryGiB,
+Price (USD per instance-hour), Region, GpuInfo, SpotPrice; `DIR/common/metadata.csv`:
+GPU, MemoryGB. A row's per-GPU rate is Price ÷ AcceleratorCount; a SpotPrice makes a spot
+offer too. Rows without an accelerator are CPU instances and are passed over; a GPU row
+that cannot be priced (no price, no accelerators, a GPU neither in metadata.csv nor in the
+alias table) is reported with its file, row and column.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from planner.io.issues import Issue
+
+
+@dataclass(frozen=True)
+class CatalogPrice:
+    cloud: str  # the catalog's folder: the provider
+    catalog_region: str
+    catalog_gpu: str
+    term: str  # on_demand or spot
+    usd_per_gpu_hour: float
+    gpus_per_instance: int
+    instance_type: str
+    file: str  # e.g. lambda/vms.csv
+    row: int
+
+
+def _number(text: str) -> float | None:
+    try:
+        x = float(text)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def read_metadata(folder: Path, issues: list[Issue]) -> dict[str, float | None]:
+    """GPU name (as the catalog spells it) -> memory in GB, from common/metadata.csv."""
+    path = folder / "common" / "metadata.csv"
+    if not path.exists():
+        return {}
+    out: dict[str, float | None] = {}
+    with path.open(newline="", encoding="utf-8-sig") as f:
+        for row in csv.DictReader(f):
+            name = (row.get("GPU") or "").strip()
+            if name:
+                out[name] = _number(row.get("MemoryGB") or "")
+    return out
+
+
+def read_catalog(folder: Path, known_gpus: set[str],
+                 issues: list[Issue]) -> list[CatalogPrice]:
+    """Every GPU price of every `<cloud>/vms.csv` under `folder`, in file order.
+    `known_gpus`: catalog GPU names the import can place (metadata.csv and the alias
+    table)."""
+    prices: list[CatalogPrice] = []
+    files = sorted(p for p in folder.glob("*/vms.csv") if p.parent.name != "common")
+    if not files:
+        issues.append(Issue("error", str(folder), None, None,
+                            "no <cloud>/vms.csv here: not a catalog in SkyPilot's layout"))
+    for path in files:
+        cloud = path.parent.name
+        label = f"{cloud}/vms.csv"
+        with path.open(newline="", encoding="utf-8-sig") as f:
+            reader = csv.DictReader(f)
+            missing = {"InstanceType", "AcceleratorName", "AcceleratorCount", "Price",
+                       "Region"} - set(reader.fieldnames or ())
+            if missing:
+                issues.append(Issue("error", label, 1, None,
+                                    "missing column(s): " + ", ".join(sorted(missing))))
+                continue
+            for number, row in enumerate(reader, start=2):
+                price = _row_prices(cloud, label, number, row, known_gpus, issues)
+                prices.extend(price)
+    return prices
+
+
+def _row_prices(cloud: str, label: str, number: int, row: dict, known_gpus: set[str],
+                issues: list[Issue]) -> list[CatalogPrice]:
+    gpu = (row.get("AcceleratorName") or "").strip()
+    count_text = (row.get("AcceleratorCount") or "").strip()
+    if not gpu:
+        return []  # a CPU instance
+    def skip(column: str, what: str) -> list:
+        issues.append(Issue("warning", label, number, column, what + "; row skipped"))
+        return []
+
+    count = _number(count_text)
+    if count is None or count <= 0 or abs(count - round(count)) > 1e-9:
+        return skip("AcceleratorCount", f"'{count_text}' is not a positive whole number of "
+                                        "accelerators")
+    if gpu not in known_gpus:
+        return skip("AcceleratorName", f"unknown GPU '{gpu}': not in common/metadata.csv "
+                                       "nor in the alias table")
+    region = (row.get("Region") or "").strip()
+    if not region:
+        return skip("Region", "no region")
+    price_text = (row.get("Price") or "").strip()
+    price = _number(price_text)
+    if price is None or price <= 0:
+        return skip("Price", f"'{price_text}' is not a price")
+    n = int(round(count))
+    common = dict(cloud=cloud, catalog_region=region, catalog_gpu=gpu, gpus_per_instance=n,
+                  instance_type=(row.get("InstanceType") or "").strip(), file=label,
+                  row=number)
+    out = [CatalogPrice(term="on_demand", usd_per_gpu_hour=price / n, **common)]
+    spot_text = (row.get("SpotPrice") or "").strip()
+    if spot_text:
+        spot = _number(spot_text)
+        if spot is None or spot <= 0:
+            issues.append(Issue("warning", label, number, "SpotPrice",
+                                f"'{spot_text}' is not a price; no spot offer"))
+        else:
+            out.append(CatalogPrice(term="spot", usd_per_gpu_hour=spot / n, **common))
+    return out

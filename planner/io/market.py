@@ -1,0 +1,322 @@
+"""`planner market import`: a scenario's gpus, regions and offers built or refreshed from
+price catalogs (planner.io.catalog), keeping the user's own rows and edits.
+
+What the catalogs do not say comes from three small tables the user edits, in the
+scenario's `market/` folder (outside the scenario's own tables):
+
+* `market/gpus.csv` (catalog_gpu, gpu): the catalog's GPU names mapped to the scenario's;
+  a name not listed is used as the catalog spells it.
+* `market/regions.csv` (cloud, catalog_region, region, site, egress_usd_per_gb): where each
+  catalog region is. A region not listed and not in the scenario as `<cloud>-<region>` is
+  appended there with its site blank, for the user to place; its prices are not imported
+  until then, and it is named in the report.
+* rules (`--rules FILE`, else `market/rules.csv`): terms the catalogs do not carry — for a
+  provider (blank: every one) and GPU type (blank: every one), a commitment term's
+  commit_months, discount off the on-demand rate, upfront, lead time, min and max GPUs,
+  with its source; for on_demand or spot, the capacity (max_gpus) and lead time of the
+  imported offers.
+
+One offer per region, GPU type and term: of a catalog's instance types the cheapest per
+GPU (then the fewest GPUs per instance), sold in whole instances of its GPU count.
+Imported rows are marked by their source ("catalog: …", "rule: …"): a re-import updates
+their price, instance size, source and price_date and leaves every other cell as the user
+left it; drops the ones no longer in the catalogs; never touches a row of the user's own.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import math
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from planner.io.catalog import CatalogPrice, read_catalog, read_metadata
+from planner.io.issues import Issue
+from planner.io.schema import COMMITMENT_TERMS, PAY_AS_YOU_GO, TABLES_BY_NAME
+
+CATALOG_MARK, RULE_MARK = "catalog:", "rule:"
+MARKET_FOLDER = "market"
+ALIAS_COLUMNS = ("catalog_gpu", "gpu")
+REGION_COLUMNS = ("cloud", "catalog_region", "region", "site", "egress_usd_per_gb")
+RULE_COLUMNS = ("provider", "gpu", "term", "commit_months", "discount",
+                "upfront_usd_per_gpu", "lead_time_days", "min_gpus", "max_gpus", "source")
+
+
+@dataclass
+class Changes:
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    price_up: list[str] = field(default_factory=list)
+    price_down: list[str] = field(default_factory=list)
+    kept_yours: list[str] = field(default_factory=list)
+    unplaced_regions: list[str] = field(default_factory=list)
+    gpus_added: list[str] = field(default_factory=list)
+    regions_added: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Table:
+    path: Path
+    columns: list[str]
+    rows: list[dict]
+    newline: str = "\n"  # as the file had it
+
+    @classmethod
+    def read(cls, path: Path, default_columns) -> "_Table":
+        if not path.exists():
+            return cls(path, list(default_columns), [])
+        with path.open("rb") as f:
+            newline = "\r\n" if b"\r\n" in f.readline() else "\n"
+        with path.open(newline="", encoding="utf-8-sig") as f:
+            reader = csv.DictReader(f)
+            columns = [c.strip().lower() for c in reader.fieldnames or ()]
+            rows = [{c.strip().lower(): (v or "").strip() for c, v in row.items() if c}
+                    for row in reader]
+        for c in default_columns:
+            if c not in columns:
+                columns.append(c)
+        return cls(path, columns, rows, newline)
+
+    def write(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.stem}-", suffix=".csv",
+                                   dir=self.path.parent)
+        try:
+            with os.fdopen(fd, "w", newline="", encoding="utf-8") as f:
+                writer = csv.DictWriter(f, fieldnames=self.columns, extrasaction="ignore",
+                                        lineterminator=self.newline)
+                writer.writeheader()
+                writer.writerows(self.rows)
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)
+            os.replace(tmp, self.path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+
+
+def _columns(table: str) -> tuple[str, ...]:
+    return TABLES_BY_NAME[table].column_names
+
+
+def _key(row: dict) -> tuple:
+    months = row.get("commit_months") or ""
+    term = row.get("term", "").lower()
+    months = str(int(float(months))) if term in COMMITMENT_TERMS and months else ""
+    return (row.get("region", ""), row.get("gpu", "").casefold(), term, months)
+
+
+def _label(row: dict) -> str:
+    months = row.get("commit_months", "") if row.get("term") in COMMITMENT_TERMS else ""
+    return "/".join(x for x in (row.get("region", ""), row.get("gpu", ""), row.get("term", ""),
+                                months) if x)
+
+
+def _money(x: float) -> str:
+    return f"{x:.6f}".rstrip("0").rstrip(".")
+
+
+def import_market(scenario: Path, catalog: Path, rules: Path | None,
+                  price_date: dt.date) -> tuple[Changes, list[Issue]]:
+    """Refresh the CSV scenario at `scenario` from the catalogs at `catalog`; the tables
+    are written only when nothing is in error."""
+    issues: list[Issue] = []
+    market = scenario / MARKET_FOLDER
+    aliases = _Table.read(market / "gpus.csv", ALIAS_COLUMNS)
+    places = _Table.read(market / "regions.csv", REGION_COLUMNS)
+    rules_path = rules if rules is not None else market / "rules.csv"
+    if rules is not None and not rules.exists():
+        issues.append(Issue("error", str(rules), None, None, "no such rules file"))
+    rule_rows = _rules(_Table.read(rules_path, RULE_COLUMNS), issues)
+    gpus = _Table.read(scenario / "gpus.csv", _columns("gpus"))
+    regions = _Table.read(scenario / "regions.csv", _columns("regions"))
+    offers = _Table.read(scenario / "offers.csv", _columns("offers"))
+    if not catalog.is_dir():
+        issues.append(Issue("error", str(catalog), None, None, "no such catalog folder"))
+        return Changes(), issues
+
+    alias = {r["catalog_gpu"]: r["gpu"] for r in aliases.rows
+             if r.get("catalog_gpu") and r.get("gpu")}
+    memory = read_metadata(catalog, issues)
+    prices = read_catalog(catalog, set(memory) | set(alias), issues)
+    if any(i.severity == "error" for i in issues):
+        return Changes(), issues
+    changes = Changes()
+
+    # where each catalog region is
+    region_of: dict[tuple, str] = {}
+    unplaced: set[tuple] = set()
+    known_regions = {r["region"] for r in regions.rows}
+    placed = {(r["cloud"], r["catalog_region"]): r for r in places.rows}
+    for p in prices:
+        where = (p.cloud, p.catalog_region)
+        if where in region_of or where in unplaced:
+            continue
+        row = placed.get(where)
+        name = (row or {}).get("region") or f"{p.cloud}-{p.catalog_region}"
+        if row is not None and row.get("site"):
+            region_of[where] = name
+            if name not in known_regions:
+                regions.rows.append({"region": name, "provider": p.cloud, "site": row["site"],
+                                     "egress_usd_per_gb": row.get("egress_usd_per_gb", "")})
+                known_regions.add(name)
+                changes.regions_added.append(name)
+        elif name in known_regions:
+            region_of[where] = name
+        else:
+            unplaced.add(where)
+            changes.unplaced_regions.append(f"{p.cloud} {p.catalog_region}")
+            if row is None:
+                places.rows.append({"cloud": p.cloud, "catalog_region": p.catalog_region,
+                                    "region": name, "site": ""})
+                placed[where] = places.rows[-1]
+
+    # one offer per region, GPU type and term: the cheapest instance type per GPU
+    best: dict[tuple, CatalogPrice] = {}
+    for p in prices:
+        if (p.cloud, p.catalog_region) not in region_of:
+            continue
+        gpu = alias.get(p.catalog_gpu, p.catalog_gpu)
+        key = (region_of[(p.cloud, p.catalog_region)], gpu, p.term)
+        rank = (round(p.usd_per_gpu_hour, 9), p.gpus_per_instance, p.instance_type)
+        if key not in best or rank < (round(best[key].usd_per_gpu_hour, 9),
+                                      best[key].gpus_per_instance, best[key].instance_type):
+            best[key] = p
+    fresh: dict[tuple, dict] = {}
+    for (region, gpu, term), p in sorted(best.items()):
+        row = {"region": region, "gpu": gpu, "term": term,
+               "usd_per_gpu_hour": _money(p.usd_per_gpu_hour),
+               "gpus_per_instance": str(p.gpus_per_instance),
+               "source": f"{CATALOG_MARK} {p.file} row {p.row}, {p.instance_type}: "
+                         f"${_money(p.usd_per_gpu_hour * p.gpus_per_instance)} per instance-"
+                         f"hour ÷ {p.gpus_per_instance} GPUs"
+                         + (" (spot price)" if term == "spot" else ""),
+               "price_date": price_date.isoformat()}
+        for rule in rule_rows:
+            if _applies(rule, p.cloud, gpu) and rule["term"] == term:
+                for c in ("lead_time_days", "max_gpus"):
+                    if rule.get(c):
+                        row[c] = rule[c]
+        fresh[_key(row)] = row
+        if term == "on_demand":
+            for rule in rule_rows:
+                if rule["term"] in COMMITMENT_TERMS and _applies(rule, p.cloud, gpu):
+                    derived = _derived(row, rule, p.gpus_per_instance, price_date)
+                    fresh[_key(derived)] = derived
+    # GPU types the offers name
+    have_gpus = {r["gpu"].casefold() for r in gpus.rows}
+    for p in sorted(best.values(), key=lambda p: alias.get(p.catalog_gpu, p.catalog_gpu)):
+        gpu = alias.get(p.catalog_gpu, p.catalog_gpu)
+        if gpu.casefold() not in have_gpus:
+            mem = memory.get(p.catalog_gpu)
+            gpus.rows.append({"gpu": gpu, "memory_gb": "" if mem is None else f"{mem:g}",
+                              "source": f"{CATALOG_MARK} common/metadata.csv"})
+            have_gpus.add(gpu.casefold())
+            changes.gpus_added.append(gpu)
+
+    _merge_offers(offers, fresh, changes)
+    if any(i.severity == "error" for i in issues):
+        return changes, issues
+    scenario.mkdir(parents=True, exist_ok=True)
+    for table in (gpus, regions, offers, places):
+        if table is not places or places.rows:
+            table.write()
+    return changes, issues
+
+
+def _rules(table: _Table, issues: list[Issue]) -> list[dict]:
+    """The rules table, checked: a row with a bad cell is reported and left out."""
+    out = []
+    label = f"{table.path.parent.name}/{table.path.name}"
+    for number, row in enumerate(table.rows, start=2):
+        term = row.get("term", "").lower()
+        problems = []
+        if term not in (*PAY_AS_YOU_GO, *COMMITMENT_TERMS):
+            problems.append(("term", f"'{row.get('term', '')}' is not a term"))
+        numbers = ("discount", "upfront_usd_per_gpu", "lead_time_days", "min_gpus",
+                   "max_gpus", "commit_months")
+        for c in numbers:
+            text = row.get(c, "")
+            if text:
+                try:
+                    x = float(text)
+                    ok = math.isfinite(x) and x >= 0 and (c != "discount" or x < 1)
+                except ValueError:
+                    ok = False
+                if not ok:
+                    problems.append((c, f"'{text}' is not "
+                                        + ("a share below 1" if c == "discount"
+                                           else "a non-negative number")))
+        if term in COMMITMENT_TERMS:
+            if not row.get("commit_months") or float(row.get("commit_months") or 0) < 1:
+                problems.append(("commit_months", "a commitment rule needs commit_months ≥ 1"))
+            if not row.get("discount"):
+                problems.append(("discount", "a commitment rule needs its discount"))
+        if not row.get("source"):
+            problems.append(("source", "every rule cites its source"))
+        for column, what in problems:
+            issues.append(Issue("error", label, number, column, what))
+        if not problems:
+            out.append({**row, "term": term})
+    return out
+
+
+def _applies(rule: dict, provider: str, gpu: str) -> bool:
+    """A rule applies to its provider and GPU type (blank or *: every one)."""
+    p, g = rule.get("provider", ""), rule.get("gpu", "")
+    return p in ("", "*", provider) and (g in ("", "*") or g.casefold() == gpu.casefold())
+
+
+def _derived(on_demand: dict, rule: dict, gpus_per_instance: int,
+             price_date: dt.date) -> dict:
+    rate = float(on_demand["usd_per_gpu_hour"]) * (1 - float(rule["discount"]))
+    months = str(int(float(rule["commit_months"])))
+    row = {"region": on_demand["region"], "gpu": on_demand["gpu"], "term": rule["term"],
+           "usd_per_gpu_hour": _money(rate), "commit_months": months,
+           "gpus_per_instance": str(gpus_per_instance),
+           "source": f"{RULE_MARK} on-demand × (1 − {rule['discount']}) for {months} months: "
+                     f"{rule['source']}",
+           "price_date": price_date.isoformat()}
+    for c in ("upfront_usd_per_gpu", "lead_time_days", "min_gpus", "max_gpus"):
+        if rule.get(c):
+            row[c] = rule[c]
+    return row
+
+
+def _merge_offers(offers: _Table, fresh: dict[tuple, dict], changes: Changes) -> None:
+    """Rows of the user's own stay as they are; imported rows take the fresh price and
+    keep the user's other edits; imported rows no longer offered go."""
+    kept = []
+    seen = set()
+    for row in offers.rows:
+        key = _key(row)
+        ours = row.get("source", "").startswith((CATALOG_MARK, RULE_MARK))
+        if not ours:
+            if key in fresh:
+                changes.kept_yours.append(_label(row))
+            kept.append(row)
+            seen.add(key)
+            continue
+        new = fresh.get(key)
+        if new is None:
+            changes.removed.append(_label(row))
+            continue
+        seen.add(key)
+        old_price = float(row.get("usd_per_gpu_hour") or 0)
+        price = float(new["usd_per_gpu_hour"])
+        if price > old_price + 1e-9:
+            changes.price_up.append(f"{_label(row)} {old_price:g} → {price:g}")
+        elif price < old_price - 1e-9:
+            changes.price_down.append(f"{_label(row)} {old_price:g} → {price:g}")
+        for c in ("usd_per_gpu_hour", "gpus_per_instance", "source", "price_date"):
+            row[c] = new[c]
+        kept.append(row)
+    for key, row in fresh.items():
+        if key not in seen:
+            kept.append(row)
+            changes.added.append(_label(row))
+    offers.rows = kept
