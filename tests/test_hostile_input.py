@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import stat
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from openpyxl import load_workbook
@@ -169,3 +170,88 @@ def test_a_horizon_beyond_twenty_years_is_bad_input(tmp_path):
     res = CliRunner().invoke(app, ["validate", str(write_csv(tmp_path / "scn", tables))])
     assert res.exit_code == 2
     assert "horizon_months" in res.output and "above 240" in res.output
+
+
+# -- point 2: one mistyped amount cannot wipe out the plan -----------------------------------
+# hours_per_month 100. Two workloads, each 1 unit per GPU, on an on-demand offer at $2 that
+# holds 10 GPUs in each of two regions (one per workload's site). "ordinary" needs 4 GPUs a
+# month for three months; "typo" needs 3 but one month reads 1e15: all 10 GPUs of its
+# region serve it that month, the rest (1e15 − 10 units) is certainly unmet and taken out of
+# the model. The ordinary workload is served in full: 3 × 4 × 100 × 2 = $2,400; typo's
+# other months 2 × 3 × 100 × 2 = $1,200 and its 1e15 month 10 × 100 × 2 = $2,000.
+MAGNITUDES = scenario(
+    settings={"hours_per_month": 100, "horizon_months": 3},
+    sites=[{"site": "a", "country": "US", "jurisdiction": "US"},
+           {"site": "b", "country": "US", "jurisdiction": "US"}],
+    links=[{"site_a": "a", "site_b": "b", "rtt_ms": 100}],
+    regions=[{"region": "ra", "provider": "p", "site": "a"},
+             {"region": "rb", "provider": "p", "site": "b"}],
+    offers=[{"region": r, "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 2,
+             "max_gpus": 10} for r in ("ra", "rb")],
+    workloads=[{"workload": "ordinary", "kind": "inference", "latency_slo_ms": 10},
+               {"workload": "typo", "kind": "inference", "latency_slo_ms": 10}],
+    throughput=[{"workload": w, "gpu": "A", "units_per_gpu": 1} for w in ("ordinary", "typo")],
+    demand=[*[{"workload": "ordinary", "period": f"2027-0{m}", "amount": 4, "site": "a"}
+              for m in (1, 2, 3)],
+            {"workload": "typo", "period": "2027-01", "amount": 3, "site": "b"},
+            {"workload": "typo", "period": "2027-02", "amount": "1e15", "site": "b"},
+            {"workload": "typo", "period": "2027-03", "amount": 3, "site": "b"}])
+
+
+def test_an_implausible_amount_is_warned_about_and_cannot_swamp_the_plan(tmp_path):
+    folder = write_csv(tmp_path / "s", MAGNITUDES)
+    res = CliRunner().invoke(app, ["solve", str(folder), "-o", str(tmp_path / "p.xlsx"),
+                                   "--json", "--no-baselines"])
+    assert res.exit_code == 0, res.output
+    # the cell is named: demand.csv row 6, column amount
+    warning = next(line for line in res.output.splitlines() if "mistyped" in line)
+    assert "demand.csv" in warning and "row 6" in warning and "amount" in warning
+    import json
+
+    out = json.loads(res.stdout)
+    assert out["total_cost_usd"] == pytest.approx(2400 + 1200 + 2000)
+    unmet = {(u["workload"], u["month"]): u for u in out["unmet"]}
+    assert set(unmet) == {("typo", "2027-02")}
+    assert unmet[("typo", "2027-02")]["units"] == pytest.approx(1e15 - 10)
+    assert unmet[("typo", "2027-02")]["reason"] == "capacity exhausted"
+    assert out["status"] == "optimal" and out["mip_gap"] <= 1e-4
+
+
+def test_a_mistyped_amount_in_a_generated_market_leaves_the_rest_served(tmp_path):
+    # The case: a generated market with one servable demand cell at 1e15. Before,
+    # the plan served nothing at all (every workload unmet, the checker's "room in reach"
+    # everywhere). Now every other workload is served as in the plan without the typo.
+    import csv
+    import json
+
+    def solve(folder):
+        res = CliRunner().invoke(app, ["solve", str(folder), "-o", str(folder / "p.xlsx"),
+                                       "--json", "--no-baselines", "--time-limit", "30"])
+        assert res.exit_code == 0, res.output
+        return json.loads(res.stdout)
+
+    def unmet(out):
+        found = {}
+        for u in out["unmet"]:
+            key = (u["workload"], u["site"], u["month"], u["segment"])
+            found[key] = found.get(key, 0) + u["units"]
+        return found
+
+    for name in ("plain", "typo"):
+        CliRunner().invoke(app, ["generate", str(tmp_path / name), "--workloads", "5",
+                                 "--regions", "5", "--months", "6", "--seed", "3"])
+    path = tmp_path / "typo" / "demand.csv"
+    with path.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert (rows[1]["workload"], rows[1]["site"]) == ("inf-0000", "ap-1")
+    rows[1]["amount"] = "1e15"
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    plain, typo = solve(tmp_path / "plain"), solve(tmp_path / "typo")
+    changed = {k for k in set(unmet(plain)) | set(unmet(typo))
+               if abs(unmet(plain).get(k, 0) - unmet(typo).get(k, 0)) > 1e-6}
+    assert {k[:3] for k in changed} == {("inf-0000", "ap-1", "2027-01")}
+    served = {a["workload"] for a in typo["assignments"]}
+    assert served == {a["workload"] for a in plain["assignments"]}

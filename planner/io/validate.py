@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
+from collections import defaultdict
 from pathlib import Path
 
 from planner.io.issues import Issue, ScenarioError
@@ -88,6 +89,12 @@ def _month(v: object) -> tuple[int, int]:
     if not m or not 1 <= int(m.group(2)) <= 12:
         raise CellError(f"'{v}' is not a month (YYYY-MM)")
     return (int(m.group(1)), int(m.group(2)))
+
+
+# A demand amount this many times the median of its workload's other amounts, or needing
+# more GPUs than exist (tens of millions were shipped by 2026), is warned about.
+IMPLAUSIBLE_RATIO = 1000.0
+MOST_GPUS = 1e8
 
 
 def _date(v: object) -> dt.date:
@@ -361,6 +368,7 @@ class _Builder:
         workload_names = {w.workload for w in workloads}
         throughput = self._throughput(workload_names, gpu_names, workloads)
         demand = self._demand(workloads, site_names, sites, links, regions)
+        self._implausible_demand(throughput)
         existing = self._existing(region_names, gpu_names)
         return dict(
             gpus=tuple(gpus), sites=tuple(sites), links=tuple(links), regions=tuple(regions),
@@ -571,6 +579,32 @@ class _Builder:
             self.out.warn(label, None, None, "no demand inside the horizon: the plan "
                           "buys nothing (is the forecast empty?)")
         return rows
+
+    def _implausible_demand(self, throughput) -> None:
+        """Warn about amounts that look mistyped, naming the cell: far above the
+        workload's other amounts (IMPLAUSIBLE_RATIO × their median), or needing more GPUs
+        than the world has (MOST_GPUS at the best throughput of any GPU type)."""
+        label = self.labels["demand"]
+        best: dict[str, float] = {}
+        for t in throughput:
+            best[t.workload] = max(best.get(t.workload, 0.0), t.units_per_gpu)
+        amounts: dict[str, list[tuple[int, float]]] = defaultdict(list)
+        for number, v, ok in self.rows["demand"]:
+            if ok and v["amount"] > 0:
+                amounts[v["workload"]].append((number, v["amount"]))
+        for w, cells in amounts.items():
+            values = sorted(x for _, x in cells)
+            for number, x in cells:
+                others = [y for y in values if y != x] or values
+                median = others[len(others) // 2]
+                if len(cells) > 2 and x > IMPLAUSIBLE_RATIO * median:
+                    self.out.warn(label, number, "amount",
+                                  f"{x:g} is {x / median:,.0f} times the median ({median:g}) "
+                                  f"of {w}'s other amounts: mistyped?")
+                elif w in best and x / best[w] > MOST_GPUS:
+                    self.out.warn(label, number, "amount",
+                                  f"{x:g} needs {x / best[w]:.3g} GPUs at the best "
+                                  f"throughput of {w} ({best[w]:g} per GPU): mistyped?")
 
     def _existing(self, region_names, gpu_names):
         label = self.labels["existing"]

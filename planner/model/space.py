@@ -185,7 +185,8 @@ class ModelSpace:
         Demand that no source can ever serve — none within its latency SLO and allowed
         jurisdictions, none usable yet that month (lead time), none the variant allows —
         is unservable (SPEC §4 v2): taken out of the model, left unmet at its penalty
-        (`unservable_usd`, a constant of the objective) and out of the gap."""
+        (`unservable_usd`, a constant of the objective) and out of the gap. So is demand
+        beyond what every source in reach could deliver at its max_gpus."""
         reach = {key: set(regions) for key, regions in self.c.regions_for_site.items()}
         first_in: dict[tuple, int] = {}  # (workload, site) -> first month a source serves
         for (w, site), near in reach.items():
@@ -193,14 +194,24 @@ class ModelSpace:
             first_in[(w, site)] = min(months, default=10**9)
         self.level: dict[tuple, float] = {}
         self.unservable: dict[tuple, float] = {}
+        self.beyond_capacity: set[tuple] = set()  # unservable for want of capacity
         self.unservable_usd = 0.0
+        capacity = _ReachCapacity(self, reach)
         for (w, site, month, k), x in self.c.level.items():
+            out = x
             if month >= first_in.get((w, site), 10**9):
-                self.level[(w, site, month, k)] = x
-            else:
-                self.unservable[(w, site, month, k)] = x
+                # beyond what every source in reach could deliver, demand is certainly
+                # unmet: out of the model too, so one mistyped amount cannot swamp it
+                most = capacity.units(w, site, month)
+                out = max(0.0, x - most)
+                if x - out > 0:
+                    self.level[(w, site, month, k)] = x - out
+                if out > 0:
+                    self.beyond_capacity.add((w, site, month, k))
+            if out > 0:
+                self.unservable[(w, site, month, k)] = out
                 self.unservable_usd += (
-                    x * self.s.workload_by_name[w].unmet_penalty_usd_per_unit_hour
+                    out * self.s.workload_by_name[w].unmet_penalty_usd_per_unit_hour
                     * self.hours[k] * self.settings.discount(month))
         sites_of: dict[str, list] = defaultdict(list)
         for (w, site, _, _) in self.level:
@@ -264,3 +275,58 @@ class ModelSpace:
         self.busiest: dict[tuple[str, str], float] = {
             rg: float(x.max()) for rg, x in per_cell.items()}
 
+
+
+class _ReachCapacity:
+    """The most units per hour of a workload that every source in reach of a demand
+    site could deliver in a month, at every offer's max_gpus (inf: some source is
+    unlimited) — an upper bound, whatever else the sources serve."""
+
+    def __init__(self, space: ModelSpace, reach: dict[tuple, set]):
+        self.space, self.reach = space, reach
+        self.sources: dict[tuple, tuple[int, list]] = {}
+
+    def _of(self, w: str, site) -> tuple[int, list]:
+        """(first month an unlimited source serves, [(first month, src, r, g, units per
+        GPU)] of the limited ones)."""
+        key = (w, site)
+        if key not in self.sources:
+            sp = self.space
+            near = self.reach.get(key, set())
+            unlimited, limited = 10**9, []
+            for (r, g, src), first in sp.sources.get(w, {}).items():
+                if r not in near:
+                    continue
+                per_gpu = sp.s.throughput_by_pair[(w, g)].units_per_gpu
+                if src == COMMITTED:
+                    offers = sp.commit_offers.get((r, g), [])
+                    if any(o.max_gpus is None for o in offers):
+                        unlimited = min(unlimited, min(o.first_month for o in offers
+                                                       if o.max_gpus is None))
+                    limited.append((first, src, r, g, per_gpu))
+                else:
+                    o = sp.payg_offer[src]
+                    if o.max_gpus is None:
+                        unlimited = min(unlimited, first)
+                    else:
+                        limited.append((first, src, r, g, per_gpu * o.derate))
+            self.sources[key] = (unlimited, limited)
+        return self.sources[key]
+
+    def units(self, w: str, site, month: int) -> float:
+        unlimited, limited = self._of(w, site)
+        if month >= unlimited:
+            return math.inf
+        sp = self.space
+        total = 0.0
+        for first, src, r, g, per_gpu in limited:
+            if first > month:
+                continue
+            if src == COMMITTED:
+                gpus = sp.existing_gpus.get((r, g, month), 0) + sum(
+                    o.max_gpus for o in sp.commit_offers.get((r, g), [])
+                    if o.max_gpus is not None and o.first_month <= month)
+            else:
+                gpus = sp.payg_offer[src].max_gpus
+            total += gpus * per_gpu
+        return total

@@ -150,7 +150,7 @@ def extract_plan(index, solution: Solution, result: SolveResult) -> Plan:
     flow_rows = [dict(workload=w, site=site, region=r, month=m, segment=k, units=x)
                  for (w, site, r, m, k), x in solution.flow.items() if x > EPS]
     # single-site workloads have no flow variables: their supply serves their one site
-    sites_of = _sites_of(c, getattr(index, "unservable", {}))
+    sites_of = _sites_of(getattr(index, "level", c.level))
     multi = {w for w, sites in sites_of.items() if len(sites) > 1}
     site_of = {w: next(iter(sites)) for w, sites in sites_of.items() if sites}
     for row in supply_rows:
@@ -169,12 +169,17 @@ def extract_plan(index, solution: Solution, result: SolveResult) -> Plan:
     room = None  # _RoomLeft, built at the first unmet demand that asks
     # demand no source can ever serve (SPEC §4 v2) was taken out of the model: unmet
     unservable = getattr(index, "unservable", {})
-    for (w, site, m, k), x in {**solution.unmet, **unservable}.items():
+    beyond = getattr(index, "beyond_capacity", set())
+    cells = [*((key, x, False) for key, x in solution.unmet.items()),
+             *((key, x, True) for key, x in unservable.items())]
+    for (w, site, m, k), x, out_of_model in cells:
         if x <= 1e-6:
             continue
         penalty = workloads[w].unmet_penalty_usd_per_unit_hour
         reason = c.unmet_reason(w, site, m)
-        if (w, site, m, k) in unservable and reason in (UNMET_CAPACITY, UNMET_PENALTY):
+        if out_of_model and (w, site, m, k) in beyond:
+            reason = UNMET_CAPACITY  # more than every source in reach could deliver
+        elif out_of_model and reason in (UNMET_CAPACITY, UNMET_PENALTY):
             reason = UNMET_NOT_ALLOWED  # offers exist, but not for this variant
         elif reason == UNMET_CAPACITY:
             room = room or _RoomLeft(index, solution, usage_rows, gpr)
@@ -184,7 +189,7 @@ def extract_plan(index, solution: Solution, result: SolveResult) -> Plan:
             workload=w, site=site, month=m, month_label=st.month(m), segment=k,
             level=c.level[(w, site, m, k)], units=x, hours=hours[k],
             unit_hours=x * hours[k], penalty_usd=x * hours[k] * penalty,
-            reason=reason, unservable=(w, site, m, k) in unservable,
+            reason=reason, unservable=out_of_model,
         ))
     unmet = pd.DataFrame(unmet_rows, columns=[
         "workload", "site", "month", "month_label", "segment", "level", "units", "hours",
@@ -347,13 +352,12 @@ def _paid_share(s: Scenario, usage_rows: list[dict]) -> dict[tuple, float]:
     return out
 
 
-def _sites_of(c: Candidates, unservable: dict) -> dict[str, set]:
-    """Each workload's demand sites that some source can serve (the model's: a workload
-    with one has no flow variables)."""
+def _sites_of(level: dict) -> dict[str, set]:
+    """Each workload's demand sites in the model (`level`: the demand it serves; a
+    workload with one site has no flow variables)."""
     out: dict[str, set] = defaultdict(set)
-    for key in c.level:
-        if key not in unservable:
-            out[key[0]].add(key[1])
+    for key in level:
+        out[key[0]].add(key[1])
     return out
 
 
