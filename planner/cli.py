@@ -18,6 +18,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from planner import interrupt
 from planner.io.issues import Issue, ScenarioError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -76,6 +77,12 @@ def _check_solver_options(solver, time_limit, gap) -> None:
             raise typer.Exit(EXIT_BAD_INPUT)
 
 
+def _status(text: str):
+    """A spinner on stderr saying what runs, which Ctrl-C also names."""
+    interrupt.set_stage(text)
+    return err.status(text)
+
+
 def _guard(fn):
     """Unexpected errors exit 1 with one line; bad input has already exited 2."""
     import functools
@@ -83,7 +90,7 @@ def _guard(fn):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
-            return fn(*args, **kwargs)
+            return interrupt.run(fn, *args, **kwargs)  # Ctrl-C: exit 130 at once
         except (typer.Exit, typer.Abort, KeyboardInterrupt):
             raise
         except BrokenPipeError:  # `planner offers … | head`: the reader has all it wants
@@ -416,14 +423,14 @@ def solve(
     path = scenario or default_scenario()
     out = output or Path("reports/plan.xlsx")
     _check_outputs(out, export_model, focus)
-    with err.status(f"loading {path}"):
+    with _status(f"loading {path}"):
         s = _load(path)
     for w in s.warnings:
         err.print(f"[yellow]{w}[/]")
     budget = Budget(time_limit if time_limit is not None else s.settings.time_limit_s,
                     start=started)
     keep = _report_seconds(s)
-    with err.status("planning") as status:
+    with _status("planning") as status:
         def progress(dual):
             status.update(f"planning: round {dual.rounds}, LP {dual.master_value:,.0f}, "
                           f"bound {dual.best:,.0f} ({budget.elapsed():.0f} s)")
@@ -442,7 +449,7 @@ def solve(
             err.print(f"  {p}")
         raise typer.Exit(EXIT_ERROR)
     if baselines:
-        with err.status("solving the comparison plans"):
+        with _status("solving the comparison plans"):
             compare = solve_baselines(s, solver, gap, run, budget.share(1.0, keep),
                                       threads or None)
     else:
@@ -450,7 +457,7 @@ def solve(
     if export_model is not None:
         write_mps(run, export_model)
         err.print(f"model written to {export_model}")
-    with err.status(f"writing {out}"):
+    with _status(f"writing {out}"):
         write_workbook(plan, out, baselines=compare, seconds=run.seconds)
     if focus is not None:
         from planner.report.focus import focus_rows, write_focus_csv
@@ -566,14 +573,16 @@ def whatif(
 
     def progress(v, done, total):
         err.print(f"[{done}/{total}] {v.label}: {v.status or 'solved'}")
+        interrupt.set_stage(f"solving the what-if variants ({done} of {total} done)")
 
+    interrupt.set_stage(f"solving the what-if variants (0 done, {jobs} worker(s))")
     variants = run_whatif(s, policies, scales, per_workload, stress_scales, jobs, solver,
                           gap=gap, progress=progress,
                           budget=budget.share(1.0, keep=_report_seconds(s) * len(policies)))
     if all(v.plan is None for v in variants):
         err.print("[red]no plan found for any policy[/]")
         raise typer.Exit(EXIT_NO_PLAN)
-    with err.status(f"writing {out}"):
+    with _status(f"writing {out}"):
         write_whatif_workbook(s, variants, out, stress_scales)
     for v in variants:
         total = f"${v.plan.totals['total_cost_usd']:,.0f}" if v.plan else "no plan"
@@ -586,3 +595,7 @@ def whatif(
 
 def main():  # pragma: no cover - console entry
     app()
+
+
+if __name__ == "__main__":  # pragma: no cover - python -m planner.cli
+    main()

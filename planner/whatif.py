@@ -19,6 +19,7 @@ from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
+from planner.interrupt import ignore_in_workers
 from planner.io.scenario import Scenario
 from planner.io.schema import PAY_AS_YOU_GO, TERMS
 from planner.model.builder import Restrictions
@@ -150,7 +151,8 @@ def run_whatif(scenario: Scenario, policies: list[Policy], demand_scales: list[f
                 progress(v, done, len(variants))
     else:
         ctx = multiprocessing.get_context("spawn")  # no solver state crosses a fork
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx) as pool:
+        with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx,
+                                 initializer=ignore_in_workers) as pool:
             futures = [pool.submit(_solve_variant, t) for t in tasks]
             results = []
             for v, f in zip(variants, futures):

@@ -255,3 +255,92 @@ def test_a_mistyped_amount_in_a_generated_market_leaves_the_rest_served(tmp_path
     assert {k[:3] for k in changed} == {("inf-0000", "ap-1", "2027-01")}
     served = {a["workload"] for a in typo["assignments"]}
     assert served == {a["workload"] for a in plain["assignments"]}
+
+
+# -- point 3: Ctrl-C stops any command within 2 s ----------------------------------------------
+def _interrupt_after(args: list[str], seconds: float, tmp_path):
+    """Run `planner ARGS`, send SIGINT to it alone after `seconds`; (exit status, seconds
+    it took to stop, stderr, the pids of its children before the signal)."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "planner.cli", *args],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            cwd=tmp_path)
+    time.sleep(seconds)
+    assert proc.poll() is None, "finished before the signal: give it more work"
+    children = _children(proc.pid)
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=10)
+    finally:
+        proc.kill()
+    return proc.returncode, time.monotonic() - sent, err, children
+
+
+def _children(pid: int) -> list[int]:
+    from pathlib import Path
+
+    found = []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            text = status.read_text()
+        except OSError:
+            continue
+        if f"\nPPid:\t{pid}\n" in text:
+            found.append(int(status.parent.name))
+    return found
+
+
+def _running(pid: int) -> bool:
+    from pathlib import Path
+
+    try:
+        state = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    return "\nState:\tZ" not in state  # a zombie has ended
+
+
+needs_proc = pytest.mark.skipif(not os.path.exists("/proc/self/status"),
+                                reason="counts child processes through /proc")
+
+
+@needs_proc
+def test_ctrl_c_stops_a_solve_at_once_and_leaves_the_earlier_workbook(tmp_path):
+    from pathlib import Path
+
+    data = Path(__file__).resolve().parents[1] / "data"
+    out = tmp_path / "plan.xlsx"
+    out.write_bytes(b"the earlier workbook")
+    code, took, err, _ = _interrupt_after(
+        ["solve", str(data), "-o", str(out), "--time-limit", "120"], 5, tmp_path)
+    assert code == 130 and took < 2, (code, took, err)
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert lines[-1].startswith("interrupted while planning")
+    assert "Traceback" not in err
+    assert out.read_bytes() == b"the earlier workbook"
+    assert [p.name for p in tmp_path.iterdir()] == ["plan.xlsx"]  # no temporary file left
+
+
+@needs_proc
+def test_ctrl_c_ends_the_workers_of_a_parallel_whatif(tmp_path):
+    from pathlib import Path
+
+    data = Path(__file__).resolve().parents[1] / "data"
+    out = tmp_path / "whatif.xlsx"
+    code, took, err, children = _interrupt_after(
+        ["whatif", str(data), "--jobs", "2", "-o", str(out), "--time-limit", "120"], 10,
+        tmp_path)
+    assert code == 130 and took < 2, (code, took, err)
+    assert "interrupted while solving the what-if variants" in err
+    assert "Traceback" not in err
+    assert len(children) >= 2
+    import time
+
+    time.sleep(1)
+    assert [pid for pid in children if _running(pid)] == []
+    assert not out.exists()

@@ -33,6 +33,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from planner.interrupt import writing
 from planner.io.catalog import CatalogPrice, read_catalog, read_metadata
 from planner.io.issues import Issue
 from planner.io.schema import COMMITMENT_TERMS, PAY_AS_YOU_GO, TABLES_BY_NAME
@@ -85,7 +86,7 @@ class _Table:
         fd, tmp = tempfile.mkstemp(prefix=f".{self.path.stem}-", suffix=".csv",
                                    dir=self.path.parent)
         try:
-            with os.fdopen(fd, "w", newline="", encoding="utf-8") as f:
+            with writing(tmp), os.fdopen(fd, "w", newline="", encoding="utf-8") as f:
                 writer = csv.DictWriter(f, fieldnames=self.columns, extrasaction="ignore",
                                         lineterminator=self.newline)
                 writer.writeheader()

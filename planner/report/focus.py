@@ -23,6 +23,7 @@ import tempfile
 from collections import defaultdict
 from pathlib import Path
 
+from planner.interrupt import writing
 from planner.report.economics import monthly_use
 from planner.report.plan import Plan
 
@@ -170,7 +171,7 @@ def write_focus_csv(rows: list[dict], path: Path) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".csv", dir=path.parent)
     honour_umask(tmp)
     try:
-        with os.fdopen(fd, "w", newline="", encoding="utf-8") as f:
+        with writing(tmp), os.fdopen(fd, "w", newline="", encoding="utf-8") as f:
             writer = csv.DictWriter(f, fieldnames=COLUMNS)
             writer.writeheader()
             writer.writerows(rows)

@@ -24,6 +24,7 @@ from openpyxl.styles import Alignment, Font, PatternFill
 from openpyxl.utils import get_column_letter
 from openpyxl.workbook.defined_name import DefinedName
 
+from planner.interrupt import writing
 from planner.io.schema import PAY_AS_YOU_GO, TABLES
 from planner.report.economics import (
     effective_savings,
@@ -139,8 +140,9 @@ def save_atomically(wb: Workbook, path: Path) -> None:
     os.close(fd)
     honour_umask(tmp)
     try:
-        wb.save(tmp)
-        os.replace(tmp, path)
+        with writing(tmp):
+            wb.save(tmp)
+            os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
