@@ -400,6 +400,25 @@ def solve(
     focus: Optional[Path] = typer.Option(
         None, "--focus", help="also write the plan's costs as FinOps FOCUS 1.2 charges "
                               "(CSV); the workbook's FOCUS sheet holds the same rows"),
+    stochastic: bool = typer.Option(
+        False, "--stochastic", help="one commitment schedule for several demand scenarios "
+                                    "(the demand_scenarios table, or --samples)"),
+    samples: Optional[int] = typer.Option(None, "--samples", min=1,
+                                          help="with --stochastic: draw this many scenarios"),
+    demand_spread: float = typer.Option(0.2, "--demand-spread", min=0,
+                                        help="sampled demand: 1 + spread × a standard normal"),
+    seed: int = typer.Option(0, "--seed", help="seed of the samples"),
+    correlation: float = typer.Option(0.5, "--correlation", min=0, max=1,
+                                      help="share of the samples' variation common to all "
+                                           "workloads"),
+    risk_aversion: float = typer.Option(0.0, "--risk-aversion", min=0,
+                                        help="λ: minimize expected cost + λ·CVaR"),
+    cvar_alpha: float = typer.Option(0.9, "--cvar-alpha", min=0, max=0.999,
+                                     help="α of CVaR: the worst (1 − α) of the scenarios"),
+    jobs: int = typer.Option(1, "--jobs", min=1, help="with --stochastic: local Dask workers"),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler",
+                                            help="with --stochastic: an existing Dask "
+                                                 "cluster's scheduler address"),
 ):
     """Solve a scenario at least cost and write the finance workbook."""
     from planner.baselines import not_run, solve_baselines
@@ -430,6 +449,11 @@ def solve(
     budget = Budget(time_limit if time_limit is not None else s.settings.time_limit_s,
                     start=started)
     keep = _report_seconds(s)
+    if stochastic:
+        _solve_stochastic(s, budget, keep, out, as_json, focus, solver, gap, samples,
+                          demand_spread, seed, correlation, risk_aversion, cvar_alpha, jobs,
+                          scheduler, started)
+        return
     with _status("planning") as status:
         def progress(dual):
             status.update(f"planning: round {dual.rounds}, LP {dual.master_value:,.0f}, "
@@ -475,6 +499,69 @@ def solve(
               + (f", rounds {res.rounds}" if res.rounds else "") + f"; wrote {out}")
     if as_json:
         data = plan_json(plan, baselines=compare)
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+
+
+def _solve_stochastic(s, budget, keep, out, as_json, focus, solver, gap, samples, spread,
+                      seed, correlation, risk_aversion, alpha, jobs, scheduler, started):
+    """`solve --stochastic`: the schedule for every scenario (planner.stochastic), the
+    plan of the mean forecast under it in the workbook, with a Risk sheet."""
+    from planner.check import check_plan
+    from planner.cluster import Runner
+    from planner.model.builder import Restrictions
+    from planner.report.json_out import plan_json
+    from planner.report.workbook import write_workbook
+    from planner.solve.pipeline import plan_scenario
+    from planner.stochastic import (
+        mean_forecast,
+        sample_scenarios,
+        solve_stochastic,
+        stochastic_json,
+    )
+
+    if samples is not None:
+        scenarios = sample_scenarios(s, samples, spread, seed, correlation)
+    elif s.demand_scenarios:
+        scenarios = s.demand_scenarios
+    else:
+        err.print("[red]error:[/] --stochastic needs a demand_scenarios table or --samples N")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    final = keep + max(2.0, 0.1 * budget.left())  # the mean forecast's plan, the workbook
+    with _status(f"planning {len(scenarios)} demand scenarios") as status:
+        with Runner(jobs, scheduler) as runner:
+            result = solve_stochastic(
+                s, scenarios, budget.share(1.0, final), runner, solver, gap, risk_aversion,
+                alpha, progress=lambda text: (status.update(text),
+                                              interrupt.set_stage(text)))
+    fixed = Restrictions(fixed_commitments=dict(result.chosen.commitments))
+    with _status("planning the mean forecast under the schedule"):
+        run = plan_scenario(mean_forecast(s, scenarios), solver, gap=gap,
+                            budget=budget.share(1.0, keep), restrictions=fixed)
+    if run.plan is None:
+        err.print(f"[red]no plan: the solver failed[/] ({run.result.termination})")
+        raise typer.Exit(EXIT_NO_PLAN)
+    plan = run.plan
+    problems = check_plan(plan.scenario, plan, restricted=True)
+    if problems:
+        err.print("[red]the plan fails the independent check:[/]")
+        for p in problems[:20]:
+            err.print(f"  {p}")
+        raise typer.Exit(EXIT_ERROR)
+    with _status(f"writing {out}"):
+        write_workbook(plan, out, seconds=run.seconds, baselines_skipped="--stochastic",
+                       risk=result)
+    if focus is not None:
+        from planner.report.focus import focus_rows, write_focus_csv
+
+        write_focus_csv(focus_rows(plan), focus)
+    err.print(f"stochastic over {len(scenarios)} scenarios ({result.chosen.name} schedule): "
+              f"expected ${result.expected_cost_usd:,.0f}, CVaR{alpha:g} "
+              f"${result.cvar_usd:,.0f}, gap {result.gap:.2%} over the wait-and-see bound; "
+              f"VSS ${result.vss_usd:,.0f}, EVPI ${result.evpi_usd:,.0f}; "
+              f"{time.perf_counter() - started:.1f} s; wrote {out}")
+    if as_json:
+        data = plan_json(plan)
+        data["stochastic"] = stochastic_json(result)
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
 
 

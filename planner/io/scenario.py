@@ -170,6 +170,24 @@ class Demand:
 
 
 @dataclass(frozen=True)
+class DemandScenario:
+    """One demand scenario of a stochastic plan: its probability and the multiplier of
+    each (workload, month) — the most specific row of the table that matches it."""
+
+    name: str
+    probability: float
+    # (workload or None, month or None) -> multiplier; None: every one
+    multipliers: tuple[tuple[tuple[str | None, int | None], float], ...] = ()
+
+    def multiplier(self, workload: str, month: int) -> float:
+        table = dict(self.multipliers)
+        for key in ((workload, month), (workload, None), (None, month), (None, None)):
+            if key in table:
+                return table[key]
+        return 1.0
+
+
+@dataclass(frozen=True)
 class Existing:
     region: str
     gpu: str
@@ -195,6 +213,7 @@ class Scenario:
     throughput: tuple[Throughput, ...]
     demand: tuple[Demand, ...]
     existing: tuple[Existing, ...] = ()
+    demand_scenarios: tuple[DemandScenario, ...] = ()
     warnings: tuple[Issue, ...] = field(default=(), compare=False)
     # The tables as the user wrote them (column names, cell values), for the workbook.
     tables_as_read: dict = field(default_factory=dict, compare=False, repr=False)

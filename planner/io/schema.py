@@ -193,6 +193,20 @@ TABLES: tuple[Table, ...] = (
         ),
         optional=True,
     ),
+    Table(
+        "demand_scenarios",
+        "a demand multiplier in one scenario of `solve --stochastic`",
+        (
+            _c("scenario", "id", required=True, doc="scenario name"),
+            _c("probability", "float", required=True, minimum=0, maximum=1,
+               doc="the scenario's probability (the same on each of its rows; all sum to 1)"),
+            _c("workload", "id", doc="workload it scales; blank: every workload"),
+            _c("period", "period", doc="month or quarter it scales; blank: every month"),
+            _c("multiplier", "float", default=1.0, minimum=0,
+               doc="demand × this in the scenario"),
+        ),
+        optional=True,
+    ),
 )
 
 TABLES_BY_NAME = {t.name: t for t in TABLES}

@@ -18,6 +18,7 @@ from planner.io.issues import Issue, ScenarioError
 from planner.io.load import RawScenario, RawTable, load_raw
 from planner.io.scenario import (
     Demand,
+    DemandScenario,
     Existing,
     Gpu,
     Link,
@@ -374,6 +375,7 @@ class _Builder:
             gpus=tuple(gpus), sites=tuple(sites), links=tuple(links), regions=tuple(regions),
             offers=tuple(offers), workloads=tuple(workloads), throughput=tuple(throughput),
             demand=tuple(demand), existing=tuple(existing),
+            demand_scenarios=tuple(self._demand_scenarios(workload_names)),
         )
 
     def _sites(self):
@@ -624,6 +626,53 @@ class _Builder:
                                  _month_index(s, v["start_month"]),
                                  _month_index(s, v["end_month"]), v["usd_per_gpu_hour"]))
         return rows
+
+
+    def _demand_scenarios(self, workload_names) -> list[DemandScenario]:
+        """Scenarios of `solve --stochastic`: each with one probability, the probabilities
+        summing to 1, no two rows of a scenario for the same workload and period."""
+        label = self.labels["demand_scenarios"]
+        s = self.settings
+        found: dict[str, dict] = {}
+        first_row: dict[str, int] = {}
+        for number, v, ok in self.rows["demand_scenarios"]:
+            if not ok:
+                continue
+            name = v["scenario"]
+            if v["workload"] is not None:
+                ok = self._ref("demand_scenarios", number, "workload", v["workload"],
+                               workload_names, "workload")
+            if name not in found:
+                found[name] = {"probability": v["probability"], "multipliers": {}}
+                first_row[name] = number
+            elif abs(found[name]["probability"] - v["probability"]) > EPS:
+                self.out.error(label, number, "probability",
+                               f"scenario '{name}' has probability "
+                               f"{found[name]['probability']:g} on row {first_row[name]}, "
+                               f"{v['probability']:g} here")
+                ok = False
+            if not ok or s is None:
+                continue
+            months: list[int | None] = [None]
+            if v["period"] is not None:
+                kind, (year, part) = v["period"]
+                first = _month_index(s, (year, 3 * part - 2) if kind == "quarter"
+                                     else (year, part))
+                months = list(range(first, first + (3 if kind == "quarter" else 1)))
+            for month in months:
+                key = (v["workload"], month)
+                if key in found[name]["multipliers"]:
+                    self.out.error(label, number, "period",
+                                   f"scenario '{name}' scales this workload and period twice")
+                    break
+                found[name]["multipliers"][key] = v["multiplier"]
+        total = sum(x["probability"] for x in found.values())
+        if found and abs(total - 1.0) > 1e-6:
+            self.out.error(label, None, "probability",
+                           f"the scenarios' probabilities sum to {total:g}, not 1")
+        return [DemandScenario(name, x["probability"],
+                               tuple(sorted(x["multipliers"].items(), key=str)))
+                for name, x in found.items()]
 
 
 def _month_index(settings: Settings, year_month: tuple[int, int]) -> int:

@@ -125,11 +125,17 @@ class Sheet:
 
 def write_workbook(plan: Plan, path: str | Path, baselines: list | None = None,
                    seconds: dict | None = None,
-                   baselines_skipped: str = "--no-baselines") -> None:
+                   baselines_skipped: str = "--no-baselines", risk=None) -> None:
     """`baselines`: the comparison plans (planner.baselines); `baselines_skipped`: why
-    there are none, when there are none."""
-    save_atomically(_build(plan, baselines or [], seconds or {}, baselines_skipped),
-                    Path(path))
+    there are none, when there are none; `risk`: a stochastic plan's scenarios
+    (planner.stochastic.StochasticResult) for a Risk sheet."""
+    wb = _build(plan, baselines or [], seconds or {}, baselines_skipped)
+    if risk is not None:
+        from planner.report.risk import risk_sheet
+
+        risk_sheet(wb, risk)
+        print_setup(wb)
+    save_atomically(wb, Path(path))
 
 
 def save_atomically(wb: Workbook, path: Path) -> None:

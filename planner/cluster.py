@@ -1,0 +1,71 @@
+"""Where independent solves run: in this process, on a local Dask cluster (`--jobs N`
+workers), or on an existing one (`--scheduler ADDRESS`, started with `dask scheduler` and
+`dask worker`). Results come back in the order the tasks were given, so they do not
+depend on where or in which order the tasks ran; a task whose worker is lost is run again
+(Dask's retries), never counted twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+RETRIES = 2  # a task whose worker dies is run again this many times
+
+
+class Runner:
+    """`map(fn, tasks)` on the chosen workers. Use as a context manager."""
+
+    def __init__(self, jobs: int = 1, scheduler: str | None = None,
+                 processes: bool = True):
+        self.jobs, self.scheduler, self.processes = max(1, jobs), scheduler, processes
+        self.client = None
+        self.cluster = None
+
+    @property
+    def workers(self) -> int:
+        if self.client is None:
+            return 1
+        return max(1, len(self.client.scheduler_info().get("workers", {})))
+
+    def __enter__(self) -> "Runner":
+        if self.scheduler is None and self.jobs <= 1:
+            return self
+        from distributed import Client, LocalCluster
+
+        if self.scheduler is not None:
+            self.client = Client(self.scheduler)
+        else:
+            self.cluster = LocalCluster(n_workers=self.jobs, threads_per_worker=1,
+                                        processes=self.processes, dashboard_address=None)
+            self.client = Client(self.cluster)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.client is not None:
+            self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+
+    def map(self, fn: Callable, tasks: Iterable,
+            done: Callable[[int, int], None] | None = None) -> list:
+        """fn(task) for every task, in the tasks' order; `done(count, total)` after each."""
+        tasks = list(tasks)
+        if self.client is None:
+            results = []
+            for task in tasks:
+                results.append(fn(task))
+                if done:
+                    done(len(results), len(tasks))
+            return results
+        from distributed import as_completed
+
+        futures = self.client.map(fn, tasks, retries=RETRIES, pure=False)
+        index = {f.key: i for i, f in enumerate(futures)}
+        results: list = [None] * len(tasks)
+        count = 0
+        for future in as_completed(futures):
+            results[index[future.key]] = future.result()
+            count += 1
+            if done:
+                done(count, len(tasks))
+        return results

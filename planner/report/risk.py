@@ -1,0 +1,80 @@
+"""The Risk sheet of a stochastic plan: cost per scenario under the chosen commitment
+schedule, its expected cost and CVaR (as formulas over the rows), what stochastic planning
+is worth (VSS) and what knowing the future would be worth (EVPI), and the distribution as
+a chart."""
+
+from __future__ import annotations
+
+from openpyxl.chart import BarChart, Reference
+from openpyxl.styles import Font
+
+from planner.report.workbook import NUM, PCT, USD, F, Sheet, text_cell
+
+BOLD = Font(bold=True)
+
+
+def risk_sheet(wb, result) -> None:
+    sh = Sheet(wb, "Risk", [
+        ("Scenario", None), ("Probability", "0.0000"), ("Total cost", USD),
+        ("Objective (with penalty)", USD), ("Unmet (unit-hours)", NUM),
+        ("Stranded commitments", USD), ("Known in advance", USD), ("Weighted", USD),
+    ], notes={
+        "Total cost": "money only, the schedule's commitments and this scenario's "
+                      "pay-as-you-go",
+        "Objective (with penalty)": "what the plan minimizes: total cost (discounted as "
+                                    "the objective) + unmet demand at its penalty",
+        "Stranded commitments": "committed GPU-hours this scenario leaves idle",
+        "Known in advance": "this scenario's objective had its demand been known (wait "
+                            "and see)",
+        "Weighted": "= probability × objective",
+    })
+    rows = result.scenario_rows()
+    for row in rows:
+        sh.add([row["name"], row["probability"], row["total_cost_usd"],
+                row["objective_usd"], row["unmet_unit_hours"], row["stranded_usd"],
+                row["wait_and_see_usd"],
+                F(f"={sh.col('Probability')}{{r}}*{sh.col('Objective (with penalty)')}{{r}}")])
+    first, last = 2, sh.row
+    sh.finish()
+    ws = sh.ws
+    c = sh.col
+    r = last + 2
+    lines = [
+        ("Schedule chosen", result.chosen.name, None),
+        ("Expected cost (objective)", f"=SUM({c('Weighted')}{first}:{c('Weighted')}{last})",
+         USD),
+        (f"CVaR at α = {result.alpha:g} (worst {1 - result.alpha:.0%})", result.cvar_usd,
+         USD),
+        ("Risk aversion λ", result.risk_aversion, "0.00"),
+        ("Expected cost + λ·CVaR", result.objective_usd, USD),
+        ("Lower bound (wait and see)", result.bound_usd, USD),
+        ("Gap", result.gap, PCT),
+        ("Value of the stochastic solution (VSS)", result.vss_usd, USD),
+        ("Expected value of perfect information (EVPI)", result.evpi_usd, USD),
+    ]
+    for label, value, fmt in lines:
+        ws.cell(r, 1, label).font = BOLD
+        cell = ws.cell(r, 2)
+        if isinstance(value, str) and value.startswith("="):
+            cell.value = value
+        else:
+            text_cell(cell, value)
+        if fmt:
+            cell.number_format = fmt
+        r += 1
+    ws.cell(r + 1, 1, "Candidate schedules (expected objective)").font = BOLD
+    r += 2
+    probabilities = [s.probability for s in result.scenarios]
+    for candidate in result.candidates:
+        text_cell(ws.cell(r, 1), candidate.name)
+        ws.cell(r, 2, float(sum(p * x for p, x in zip(probabilities, candidate.costs()))))
+        ws.cell(r, 2).number_format = USD
+        r += 1
+    ws.column_dimensions["A"].width = max(ws.column_dimensions["A"].width or 0, 44)
+    chart = BarChart()
+    chart.title, chart.y_axis.title = "Objective per scenario under the schedule", "USD"
+    col = sh.columns.index("Objective (with penalty)") + 1
+    chart.add_data(Reference(ws, min_col=col, min_row=1, max_row=last), titles_from_data=True)
+    chart.set_categories(Reference(ws, min_col=1, min_row=first, max_row=last))
+    chart.width, chart.height = 24, 12
+    ws.add_chart(chart, f"A{r + 2}")

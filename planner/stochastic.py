@@ -1,0 +1,270 @@
+"""Two-stage stochastic plans (SPEC §4 v2, `solve --stochastic`): one commitment schedule
+for several demand scenarios, each scenario's pay-as-you-go, spot and unmet demand its own
+recourse; least expected cost, or expected cost + λ·CVaR_α.
+
+The method, each step for a reason:
+
+1. **wait and see** — every scenario is planned alone, as if its demand were known. The
+   probability-weighted sum of their proven bounds is a valid lower bound on the expected
+   cost of any single schedule (knowing the future never costs more), and
+   (1 + λ) × it on expected cost + λ·CVaR (CVaR is at least the mean).
+2. **candidates** — the schedules worth trying: the deterministic plan of the
+   probability-weighted mean forecast (the one the VSS is measured against), the
+   probability-weighted average of the scenarios' schedules (progressive hedging's first
+   consensus, rounded down to whole instances), and the scenarios' own schedules at spread
+   quantiles of total demand.
+3. **evaluation** — each candidate with its commitments fixed, every scenario solved for
+   its recourse (independent solves, run on the cluster: planner.cluster).
+4. **choice** — the candidate with the least expected cost + λ·CVaR_α (Rockafellar–
+   Uryasev: CVaR_α = min_t t + E[(cost − t)⁺] / (1 − α), exact for discrete scenarios).
+
+VSS = expected cost of the mean-forecast schedule − the chosen one's (≥ 0: it is a
+candidate); EVPI = the chosen one's − the wait-and-see expected cost.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from planner.io.scenario import DemandScenario, Scenario
+from planner.model.builder import Restrictions
+from planner.solve.budget import Budget
+from planner.solve.pipeline import plan_scenario
+
+MAX_CANDIDATES = 6
+# Shares of the budget: the wait-and-see solves, the evaluations, the final plan.
+WAIT_SHARE, EVALUATE_SHARE = 0.4, 0.85
+
+
+def sample_scenarios(scenario: Scenario, samples: int, spread: float, seed: int,
+                     correlation: float = 0.5) -> tuple[DemandScenario, ...]:
+    """`samples` equally likely scenarios: each workload's demand × max(0, 1 + spread ·
+    (√ρ·Z + √(1−ρ)·Z_w)), Z common to all workloads of a sample (correlation ρ), Z_w its
+    own; seeded, so the same arguments give the same samples."""
+    rng = np.random.default_rng(seed)
+    names = sorted({d.workload for d in scenario.demand})
+    width = len(str(samples))
+    out = []
+    for i in range(samples):
+        common = rng.standard_normal()
+        own = rng.standard_normal(len(names))
+        factors = np.maximum(0.0, 1.0 + spread * (math.sqrt(correlation) * common
+                                                   + math.sqrt(1 - correlation) * own))
+        out.append(DemandScenario(
+            f"sample-{i + 1:0{width}d}", 1.0 / samples,
+            tuple(((w, None), round(float(f), 6)) for w, f in zip(names, factors))))
+    return tuple(out)
+
+
+def apply(scenario: Scenario, ds: DemandScenario) -> Scenario:
+    """The scenario with its demand as `ds` scales it."""
+    demand = tuple(dataclasses.replace(d, amount=d.amount * ds.multiplier(d.workload, d.month))
+                   for d in scenario.demand)
+    return dataclasses.replace(scenario, demand=demand, name=f"{scenario.name} [{ds.name}]")
+
+
+def mean_forecast(scenario: Scenario, scenarios) -> Scenario:
+    """The probability-weighted mean forecast."""
+    demand = tuple(dataclasses.replace(d, amount=d.amount * sum(
+        s.probability * s.multiplier(d.workload, d.month) for s in scenarios))
+        for d in scenario.demand)
+    return dataclasses.replace(scenario, demand=demand)
+
+
+def cvar(costs, probabilities, alpha: float) -> float:
+    """CVaR_α of a discrete distribution: the expected cost in its worst (1 − α) tail."""
+    if alpha <= 0:
+        return float(np.dot(costs, probabilities))
+    order = np.argsort(costs)[::-1]
+    tail, total = 1.0 - alpha, 0.0
+    left = tail
+    for i in order:
+        take = min(probabilities[i], left)
+        total += take * costs[i]
+        left -= take
+        if left <= 1e-12:
+            break
+    return total / tail
+
+
+# -- tasks (run on the cluster: module-level, picklable, returning plain data) -------------
+def _summary(run) -> dict:
+    plan = run.plan
+    if plan is None:
+        return {"status": "no_plan"}
+    t = plan.totals
+    return {
+        "status": plan.result.status,
+        "objective_usd": t["objective_usd"],
+        "bound_usd": plan.result.bound,
+        "total_cost_usd": t["total_cost_usd"],
+        "unmet_unit_hours": t["unmet_unit_hours"],
+        "stranded_usd": t["idle_committed_usd"],
+        "commitments": {(c.offer, int(c.start)): int(c.gpus)
+                        for c in plan.commitments.itertuples()},
+    }
+
+
+def solve_task(args) -> dict:
+    """One scenario planned alone (wait and see)."""
+    scenario, solver, time_limit, gap = args
+    return _summary(plan_scenario(scenario, solver, time_limit, gap))
+
+
+def evaluate_task(args) -> dict:
+    """One scenario's recourse under fixed commitments."""
+    scenario, commitments, solver, time_limit, gap = args
+    return _summary(plan_scenario(scenario, solver, time_limit, gap,
+                                  Restrictions(fixed_commitments=dict(commitments))))
+
+
+@dataclass
+class Candidate:
+    name: str
+    commitments: dict
+    results: list[dict] = field(default_factory=list)
+
+    def costs(self) -> np.ndarray:
+        return np.array([r.get("objective_usd", math.inf) for r in self.results])
+
+
+@dataclass
+class StochasticResult:
+    scenarios: tuple[DemandScenario, ...]
+    chosen: Candidate
+    mean_plan: Candidate  # the mean forecast's schedule (VSS)
+    candidates: list[Candidate]
+    wait_and_see: list[dict]
+    risk_aversion: float
+    alpha: float
+    expected_cost_usd: float
+    cvar_usd: float
+    objective_usd: float
+    bound_usd: float
+    gap: float
+    vss_usd: float
+    evpi_usd: float
+
+    def scenario_rows(self) -> list[dict]:
+        return [dict(name=s.name, probability=s.probability,
+                     total_cost_usd=r.get("total_cost_usd"),
+                     objective_usd=r.get("objective_usd"),
+                     unmet_unit_hours=r.get("unmet_unit_hours"),
+                     stranded_usd=r.get("stranded_usd"),
+                     wait_and_see_usd=w.get("objective_usd"), status=r.get("status"))
+                for s, r, w in zip(self.scenarios, self.chosen.results, self.wait_and_see)]
+
+
+def _consensus(scenarios, results: list[dict], offers) -> dict:
+    """Probability-weighted average of the scenarios' commitments, rounded down to whole
+    instances; below an offer's minimum: none."""
+    mean: dict = {}
+    for s, r in zip(scenarios, results):
+        for key, q in r.get("commitments", {}).items():
+            mean[key] = mean.get(key, 0.0) + s.probability * q
+    out = {}
+    for key, q in sorted(mean.items()):
+        o = offers[key[0]]
+        n = o.gpus_per_instance
+        gpus = int(math.floor(q / n + 1e-9)) * n
+        if gpus >= max(o.min_gpus, 1):
+            out[key] = gpus
+    return out
+
+
+def solve_stochastic(scenario: Scenario, scenarios: tuple[DemandScenario, ...],
+                     budget: Budget, runner, solver: str | None = None,
+                     gap: float | None = None, risk_aversion: float = 0.0,
+                     alpha: float = 0.9,
+                     progress: Callable[[str], None] | None = None) -> StochasticResult:
+    """The schedule of least expected cost (+ λ·CVaR_α) among the candidates, with the
+    wait-and-see bound (module docstring)."""
+    say = progress or (lambda text: None)
+    workers = runner.workers
+    probabilities = np.array([s.probability for s in scenarios])
+    apart = [apply(scenario, s) for s in scenarios]
+
+    def each(count: int, share: float) -> float:
+        return max(1.0, budget.share(share).left() * workers / max(count, 1))
+
+    # 1. wait and see, and the mean forecast's own plan
+    say(f"planning {len(scenarios)} scenarios alone and the mean forecast")
+    limit = each(len(scenarios) + 1, WAIT_SHARE)
+    solved = runner.map(solve_task, [(s, solver, limit, gap)
+                                     for s in [mean_forecast(scenario, scenarios), *apart]])
+    mean_result, wait = solved[0], solved[1:]
+    # 2. candidates
+    candidates = [Candidate("mean forecast", mean_result.get("commitments", {})),
+                  Candidate("consensus", _consensus(scenarios, wait, scenario.offer_by_key))]
+    totals = [sum(d.amount for d in s.demand) for s in apart]
+    order = sorted(range(len(scenarios)), key=lambda i: (totals[i], scenarios[i].name))
+    picks = min(max(0, MAX_CANDIDATES - len(candidates)), len(order))
+    spread = [order[len(order) // 2]] if picks == 1 else [
+        order[round(j * (len(order) - 1) / (picks - 1))] for j in range(picks)]
+    for i in spread:
+        candidates.append(Candidate(f"scenario {scenarios[i].name}",
+                                    wait[i].get("commitments", {})))
+    unique: list[Candidate] = []
+    for c in candidates:
+        if all(c.commitments != u.commitments for u in unique):
+            unique.append(c)
+    # 3. every candidate in every scenario
+    say(f"evaluating {len(unique)} commitment schedules in {len(scenarios)} scenarios")
+    limit = each(len(unique) * len(scenarios), EVALUATE_SHARE)
+    tasks = [(s, tuple(sorted(c.commitments.items())), solver, limit, gap)
+             for c in unique for s in apart]
+    results = runner.map(evaluate_task, tasks)
+    for i, c in enumerate(unique):
+        c.results = results[i * len(apart):(i + 1) * len(apart)]
+    # 4. choice
+    def value(c: Candidate) -> tuple[float, float, float]:
+        costs = c.costs()
+        expected = float(np.dot(costs, probabilities))
+        tail = cvar(costs, probabilities, alpha)
+        return expected + risk_aversion * tail, expected, tail
+
+    chosen = min(unique, key=lambda c: (value(c)[0], unique.index(c)))
+    objective, expected, tail = value(chosen)
+    mean_candidate = unique[0] if unique[0].commitments == candidates[0].commitments \
+        else next(u for u in unique if u.commitments == candidates[0].commitments)
+    ws_value = float(np.dot([w.get("objective_usd", math.inf) for w in wait], probabilities))
+    ws_bound = float(np.dot([w.get("bound_usd") if w.get("bound_usd") is not None
+                             else -math.inf for w in wait], probabilities))
+    bound = (1 + risk_aversion) * ws_bound if math.isfinite(ws_bound) else 0.0
+    bound = min(bound, objective)
+    return StochasticResult(
+        scenarios=scenarios, chosen=chosen, mean_plan=mean_candidate, candidates=unique,
+        wait_and_see=wait, risk_aversion=risk_aversion, alpha=alpha,
+        expected_cost_usd=expected, cvar_usd=tail, objective_usd=objective,
+        bound_usd=bound, gap=(objective - bound) / objective if objective > 0 else 0.0,
+        vss_usd=value(mean_candidate)[1] - expected, evpi_usd=expected - ws_value)
+
+
+def stochastic_json(result: StochasticResult) -> dict:
+    """The `stochastic` block of `solve --stochastic --json` (SPEC §4 v2)."""
+    def r(x, digits=2):
+        return None if x is None or not math.isfinite(x) else round(float(x), digits)
+
+    return {
+        "expected_cost_usd": r(result.expected_cost_usd),
+        "cvar_usd": r(result.cvar_usd),
+        "cvar_alpha": result.alpha,
+        "risk_aversion": result.risk_aversion,
+        "objective_usd": r(result.objective_usd),
+        "bound_usd": r(result.bound_usd),
+        "mip_gap": r(result.gap, 8),
+        "vss_usd": r(result.vss_usd),
+        "evpi_usd": r(result.evpi_usd),
+        "schedule": result.chosen.name,
+        "candidates": [{"name": c.name,
+                        "expected_cost_usd": r(float(np.dot(
+                            c.costs(), [s.probability for s in result.scenarios])))}
+                       for c in result.candidates],
+        "scenarios": [{k: (r(v) if isinstance(v, float) and k != "probability" else v)
+                       for k, v in row.items()} for row in result.scenario_rows()],
+    }

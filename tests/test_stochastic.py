@@ -1,0 +1,127 @@
+"""Two-stage stochastic plans (SPEC §4 v2, `solve --stochastic`), hand-worked.
+
+hours_per_month 100, one month. One workload, 1 unit per GPU, 10 units forecast. Two
+equally likely scenarios: demand × 0.5 (5 GPUs) and × 1.5 (15 GPUs). A 1-month monthly
+commitment costs $2 per GPU-hour, on demand $3. With q committed GPUs:
+
+    low:  200 q (+ nothing on demand while q ≥ 5)
+    high: 200 q + 300 (15 − q)
+    expected (5 ≤ q ≤ 15): 100 q + 150 (15 − q) + 100 q = 2,250 + 50 q  → q = 5: $2,500
+
+(a newsvendor: a committed GPU pays when demand exceeds it with probability above 2/3).
+The mean forecast (10 GPUs) commits 10: low 2,000, high 2,000 + 1,500 = 3,500, expected
+$2,750: VSS = 2,750 − 2,500 = $250. Knowing the future: low 1,000, high 3,000, expected
+$2,000: EVPI = 2,500 − 2,000 = $500. CVaR at α = 0.5 is the high scenario's cost.
+With λ = 1: expected + CVaR = (2,250 + 50 q) + (4,500 − 100 q) = 6,750 − 50 q → q = 15,
+$6,000 (each scenario $3,000).
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from scenarios import scenario, write_csv
+from typer.testing import CliRunner
+
+from planner.cli import app
+from planner.cluster import Runner
+from planner.io.validate import load_scenario
+from planner.solve.budget import Budget
+from planner.stochastic import cvar, sample_scenarios, solve_stochastic
+
+NEWSVENDOR = scenario(
+    settings={"hours_per_month": 100},
+    offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 3},
+            {"region": "r1", "gpu": "A", "term": "monthly", "usd_per_gpu_hour": 2,
+             "commit_months": 1}],
+    throughput=[{"workload": "w", "gpu": "A", "units_per_gpu": 1}],
+    demand_scenarios=[{"scenario": "low", "probability": 0.5, "multiplier": 0.5},
+                      {"scenario": "high", "probability": 0.5, "multiplier": 1.5}])
+
+
+def _solve(tmp_path, *args):
+    folder = write_csv(tmp_path / "s", NEWSVENDOR)
+    res = CliRunner().invoke(app, ["solve", str(folder), "--stochastic", "--json",
+                                   "-o", str(tmp_path / "plan.xlsx"), *args])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout)
+
+
+def test_the_newsvendor_commits_for_the_low_scenario(tmp_path):
+    out = _solve(tmp_path)
+    st = out["stochastic"]
+    assert st["expected_cost_usd"] == pytest.approx(2500)
+    assert st["vss_usd"] == pytest.approx(250)
+    assert st["evpi_usd"] == pytest.approx(500)
+    assert st["cvar_alpha"] == 0.9
+    rows = {s["name"]: s for s in st["scenarios"]}
+    assert rows["low"]["total_cost_usd"] == pytest.approx(1000)
+    assert rows["high"]["total_cost_usd"] == pytest.approx(4000)
+    assert rows["low"]["stranded_usd"] == pytest.approx(0)
+    assert {r["probability"] for r in rows.values()} == {0.5}
+    assert sum(r["probability"] * r["total_cost_usd"] for r in rows.values()) == \
+        pytest.approx(st["expected_cost_usd"])
+    assert st["bound_usd"] == pytest.approx(2000)  # wait and see: a valid lower bound
+    assert [c["gpus"] for c in out["commitments"]] == [5]
+    assert set(st) >= {"expected_cost_usd", "cvar_usd", "cvar_alpha", "vss_usd", "evpi_usd",
+                       "scenarios"}
+
+
+def test_risk_aversion_commits_for_the_high_scenario(tmp_path):
+    out = _solve(tmp_path, "--risk-aversion", "1", "--cvar-alpha", "0.5")
+    st = out["stochastic"]
+    assert st["cvar_usd"] == pytest.approx(3000) and st["expected_cost_usd"] == \
+        pytest.approx(3000)
+    assert [c["gpus"] for c in out["commitments"]] == [15]
+    # the Risk sheet states the same figures
+    from openpyxl import load_workbook
+
+    ws = load_workbook(tmp_path / "plan.xlsx")["Risk"]
+    labels = {row[0]: row[1] for row in ws.iter_rows(min_col=1, max_col=2, values_only=True)
+              if isinstance(row[0], str)}
+    assert labels["Value of the stochastic solution (VSS)"] == pytest.approx(st["vss_usd"])
+    assert labels["Risk aversion λ"] == 1
+
+
+def test_probabilities_that_do_not_sum_to_one_are_bad_input(tmp_path):
+    bad = dict(NEWSVENDOR, demand_scenarios=[
+        {"scenario": "low", "probability": 0.5, "multiplier": 0.5},
+        {"scenario": "high", "probability": 0.6, "multiplier": 1.5},
+        {"scenario": "high", "probability": 0.4, "workload": "w", "multiplier": 1.5}])
+    folder = write_csv(tmp_path / "s", bad)
+    res = CliRunner().invoke(app, ["validate", str(folder)])
+    assert res.exit_code == 2
+    assert "sum to 1.1" in " ".join(res.output.split())
+    assert "probability 0.6 on row 3" in " ".join(res.output.split())
+
+
+def test_stochastic_needs_scenarios(tmp_path):
+    plain = {k: v for k, v in NEWSVENDOR.items() if k != "demand_scenarios"}
+    folder = write_csv(tmp_path / "s", plain)
+    res = CliRunner().invoke(app, ["solve", str(folder), "--stochastic",
+                                   "-o", str(tmp_path / "p.xlsx")])
+    assert res.exit_code == 2 and "--samples" in res.output
+
+
+def test_cvar_is_the_mean_of_the_worst_tail():
+    # four equally likely costs 1, 2, 3, 10: the worst 25 % is 10; the worst 50 % (3+10)/2
+    assert cvar([1, 2, 3, 10], [0.25] * 4, 0.75) == pytest.approx(10)
+    assert cvar([1, 2, 3, 10], [0.25] * 4, 0.5) == pytest.approx(6.5)
+    assert cvar([1, 2, 3, 10], [0.25] * 4, 0.0) == pytest.approx(4)
+
+
+def test_samples_are_seeded_and_the_cluster_gives_the_sequential_result(tmp_path):
+    s = load_scenario(write_csv(tmp_path / "s", NEWSVENDOR))
+    draws = sample_scenarios(s, 6, 0.3, seed=4)
+    assert draws == sample_scenarios(s, 6, 0.3, seed=4)
+    assert draws != sample_scenarios(s, 6, 0.3, seed=5)
+    assert sum(d.probability for d in draws) == pytest.approx(1)
+    with Runner() as alone:
+        one = solve_stochastic(s, draws, Budget(60), alone)
+    with Runner(jobs=2, processes=False) as cluster:  # an in-process Dask cluster
+        two = solve_stochastic(s, draws, Budget(60), cluster)
+    assert one.chosen.commitments == two.chosen.commitments
+    assert one.expected_cost_usd == pytest.approx(two.expected_cost_usd, rel=1e-12)
+    assert [r["total_cost_usd"] for r in one.scenario_rows()] == \
+        [r["total_cost_usd"] for r in two.scenario_rows()]
