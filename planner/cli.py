@@ -604,7 +604,10 @@ def whatif(
     stress: str = typer.Option("-0.2,+0.2", "--stress",
                                help="demand changes for the stress test of each policy's "
                                     "commitments ('' to skip)"),
-    jobs: int = typer.Option(0, "--jobs", min=0, help="worker processes (0: one per core)"),
+    jobs: int = typer.Option(0, "--jobs", min=0, help="local Dask workers (0: one per core)"),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler",
+                                            help="an existing Dask cluster's scheduler "
+                                                 "address, instead of local workers"),
     output: Optional[Path] = typer.Option(None, "-o", "--output",
                                           help="workbook (default reports/whatif.xlsx)"),
     as_json: bool = typer.Option(False, "--json", help="print {\"policies\": [...]} on stdout"),
@@ -664,7 +667,7 @@ def whatif(
 
     interrupt.set_stage(f"solving the what-if variants (0 done, {jobs} worker(s))")
     variants = run_whatif(s, policies, scales, per_workload, stress_scales, jobs, solver,
-                          gap=gap, progress=progress,
+                          gap=gap, progress=progress, scheduler=scheduler,
                           budget=budget.share(1.0, keep=_report_seconds(s) * len(policies)))
     if all(v.plan is None for v in variants):
         err.print("[red]no plan found for any policy[/]")

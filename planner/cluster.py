@@ -47,15 +47,16 @@ class Runner:
             self.cluster.close()
 
     def map(self, fn: Callable, tasks: Iterable,
-            done: Callable[[int, int], None] | None = None) -> list:
-        """fn(task) for every task, in the tasks' order; `done(count, total)` after each."""
+            done: Callable[[int, int, int], None] | None = None) -> list:
+        """fn(task) for every task, in the tasks' order; `done(index, count, total)` after
+        each (index: the task's place in `tasks`)."""
         tasks = list(tasks)
         if self.client is None:
             results = []
             for task in tasks:
                 results.append(fn(task))
                 if done:
-                    done(len(results), len(tasks))
+                    done(len(results) - 1, len(results), len(tasks))
             return results
         from distributed import as_completed
 
@@ -64,8 +65,9 @@ class Runner:
         results: list = [None] * len(tasks)
         count = 0
         for future in as_completed(futures):
-            results[index[future.key]] = future.result()
+            i = index[future.key]
+            results[i] = future.result()
             count += 1
             if done:
-                done(count, len(tasks))
+                done(i, count, len(tasks))
         return results

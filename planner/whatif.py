@@ -7,19 +7,17 @@ keeps the commitments a policy's plan signs at the base demand level and re-opti
 pay-as-you-go capacity under lower and higher demand: what stranded commitments cost when
 demand falls, and what on-demand top-up costs when it rises.
 
-Variants run in worker processes (`jobs`); each is deterministic, so the results are the
-same as running them one by one.
+Variants run on Dask workers (`jobs` local ones, or an existing cluster); each is
+deterministic, so the results are the same as running them one by one.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import multiprocessing
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
-from planner.interrupt import ignore_in_workers
+from planner.cluster import Runner
 from planner.io.scenario import Scenario
 from planner.io.schema import PAY_AS_YOU_GO, TERMS
 from planner.model.builder import Restrictions
@@ -130,10 +128,12 @@ def run_whatif(scenario: Scenario, policies: list[Policy], demand_scales: list[f
                solver: str | None = None, time_limit: float | None = None,
                gap: float | None = None,
                progress: Callable[[Variant, int, int], None] | None = None,
-               budget: Budget | None = None) -> list[Variant]:
-    """Solve every (policy, demand level); stress-test each policy at the base level.
-    `budget`: the time for all of them (each solve gets an equal share of it, `jobs` at
-    a time); else `time_limit` per solve."""
+               budget: Budget | None = None,
+               scheduler: str | None = None) -> list[Variant]:
+    """Solve every (policy, demand level); stress-test each policy at the base level, on
+    `jobs` local Dask workers or the cluster at `scheduler` (planner.cluster; the results
+    are the same in any case). `budget`: the time for all of them (each solve gets an
+    equal share of it, `jobs` at a time); else `time_limit` per solve."""
     base = 1.0 if 1.0 in demand_scales else demand_scales[0]
     variants = [Variant(p, d) for p in policies for d in demand_scales]
     if budget is not None:
@@ -141,25 +141,12 @@ def run_whatif(scenario: Scenario, policies: list[Policy], demand_scales: list[f
         time_limit = max(1.0, budget.left() * max(1, jobs) / solves)
     tasks = [(scenario, v.policy, v.demand_scale, per_workload, stress_scales, solver,
               time_limit, gap, base) for v in variants]
-    done = 0
-    if jobs <= 1:
-        results = []
-        for v, task in zip(variants, tasks):
-            results.append(_solve_variant(task))
-            done += 1
-            if progress:
-                progress(v, done, len(variants))
-    else:
-        ctx = multiprocessing.get_context("spawn")  # no solver state crosses a fork
-        with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx,
-                                 initializer=ignore_in_workers) as pool:
-            futures = [pool.submit(_solve_variant, t) for t in tasks]
-            results = []
-            for v, f in zip(variants, futures):
-                results.append(f.result())
-                done += 1
-                if progress:
-                    progress(v, done, len(variants))
+    def done(index: int, count: int, total: int) -> None:
+        if progress:
+            progress(variants[index], count, total)
+
+    with Runner(jobs, scheduler) as runner:
+        results = runner.map(_solve_variant, tasks, done)
     for v, (plan, status, stress) in zip(variants, results):
         v.plan, v.status, v.stress = plan, status, stress
         if plan is not None:
