@@ -77,6 +77,9 @@ def _check_solver_options(solver, time_limit, gap) -> None:
             raise typer.Exit(EXIT_BAD_INPUT)
 
 
+FORMATS = ("table", "csv", "json")
+
+
 def _status(text: str):
     """A spinner on stderr saying what runs, which Ctrl-C also names."""
     interrupt.set_stage(text)
@@ -124,24 +127,41 @@ def validate(scenario: Path = typer.Argument(..., help="folder of CSV files or .
 @app.command()
 @_guard
 def latency(scenario: Path = typer.Argument(..., help="folder of CSV files or .xlsx"),
-            site: str = typer.Argument(..., help="a site of the network map")):
+            site: str = typer.Argument(..., help="a site of the network map (any case)"),
+            fmt: str = typer.Option("table", "--format", help="table, csv or json")):
     """List the transit latency from SITE to every region, nearest first."""
+    import csv
+
     from planner.model.graph import region_latencies
 
-    s = _load(scenario)
-    if site not in s.site_by_name:
-        err.print(f"[red]error:[/] unknown site '{site}'; sites are: "
-                  + ", ".join(sorted(s.site_by_name)))
+    if fmt not in FORMATS:
+        err.print(f"[red]error:[/] --format must be one of {', '.join(FORMATS)}, not '{fmt}'")
         raise typer.Exit(EXIT_BAD_INPUT)
+    s = _load(scenario)
+    site = _named(site, s.site_by_name, "site")
+    rows = [{**row, "latency_ms": None if row["latency_ms"] == float("inf")
+             else row["latency_ms"], "path": " → ".join(row["path"])}
+            for row in region_latencies(s, site)]
+    columns = ["region", "provider", "site", "jurisdiction", "country", "latency_ms", "path"]
+    if fmt == "json":
+        sys.stdout.write(json.dumps([{c: r[c] for c in columns} for r in rows], indent=2)
+                         + "\n")
+        return
+    if fmt == "csv":
+        writer = csv.DictWriter(sys.stdout, fieldnames=columns, extrasaction="ignore",
+                                lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+        return
     table = Table(title=f"Transit latency from {site}")
-    for col in ("region", "provider", "site", "jurisdiction", "country", "latency ms", "path"):
-        table.add_column(col, justify="right" if col == "latency ms" else "left")
-    for row in region_latencies(s, site):
+    for col in columns:
+        table.add_column(col.replace("_", " "), justify="right" if col == "latency_ms"
+                         else "left", no_wrap=col != "path")
+    for row in rows:
         ms = row["latency_ms"]
-        table.add_row(row["region"], row["provider"], row["site"], row["jurisdiction"],
-                      row["country"], "unreachable" if ms == float("inf") else f"{ms:g}",
-                      " → ".join(row["path"]))
-    Console().print(table)
+        table.add_row(*[str(row[c]) for c in columns[:5]],
+                      "unreachable" if ms is None else f"{ms:g}", row["path"])
+    Console(width=max(160, Console().width)).print(table)  # piped: names in full
 
 
 def _named(name: str | None, names, what: str) -> str | None:
@@ -157,7 +177,6 @@ def _named(name: str | None, names, what: str) -> str | None:
     return found
 
 
-FORMATS = ("table", "csv", "json")
 HEADINGS = {"usd_per_gpu_hour": "$/GPU-h", "effective_usd_per_gpu_hour": "effective $/GPU-h",
             "commit_months": "months", "gpus_per_instance": "GPUs/instance",
             "max_gpus": "max GPUs", "lead_time_days": "lead days", "price_date": "price date",
@@ -291,8 +310,10 @@ def template(file: Path = typer.Argument(..., help="the .xlsx file to write")):
 def throughput(
     scenario: Path = typer.Argument(..., help="scenario folder whose gpus.csv to read and "
                                     "whose throughput.csv to write"),
-    models: Path = typer.Argument(Path("models"), help="folder of model profiles with "
-                                  "workloads.csv (workload, model, precision, mode)"),
+    models: Optional[Path] = typer.Argument(None, help="folder of model profiles with "
+                                            "workloads.csv (workload, model, precision, "
+                                            "mode); default: models/ here, else the "
+                                            "shipped one"),
 ):
     """Derive the throughput table from AI model profiles (see models/README.md)."""
     from planner.io.load import load_raw
@@ -301,6 +322,14 @@ def throughput(
     from planner.io.schema import TABLES_BY_NAME
     from planner.io.validate import _Collector, _typed_rows
 
+    if models is None:
+        here = Path("models")
+        models = here if (here / "workloads.csv").exists() else \
+            Path(__file__).resolve().parent.parent / "models"
+    if not (models / "workloads.csv").exists():
+        err.print(f"[red]error:[/] {models} has no workloads.csv (workload, model, "
+                  "precision, mode)")
+        raise typer.Exit(EXIT_BAD_INPUT)
     raw = load_raw(scenario)
     table = raw.tables.get("gpus")
     if table is None:

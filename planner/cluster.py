@@ -36,7 +36,8 @@ class Runner:
             self.client = Client(self.scheduler)
         else:
             self.cluster = LocalCluster(n_workers=self.jobs, threads_per_worker=1,
-                                        processes=self.processes, dashboard_address=None)
+                                        processes=self.processes,
+                                        dashboard_address=":0")  # any free port
             self.client = Client(self.cluster)
         return self
 

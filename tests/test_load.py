@@ -132,3 +132,13 @@ def test_transit_latency_is_the_shortest_path(tmp_path):
     assert res.exit_code == 0 and "rd" in res.output and "25" in res.output
     res = CliRunner().invoke(app, ["latency", str(tmp_path / "g"), "zz"])
     assert res.exit_code == 2 and "unknown site" in res.output
+    # any case; JSON and CSV for scripts, paths in full
+    res = CliRunner().invoke(app, ["latency", str(tmp_path / "g"), "A", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    import json
+
+    assert [(r["region"], r["latency_ms"], r["path"]) for r in json.loads(res.stdout)] == [
+        ("ra", 0, "a"), ("rd", 25, "a → b → c → d")]
+    res = CliRunner().invoke(app, ["latency", str(tmp_path / "g"), "a", "--format", "csv"])
+    assert res.stdout.splitlines()[0] == "region,provider,site,jurisdiction,country," \
+        "latency_ms,path"

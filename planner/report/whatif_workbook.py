@@ -16,6 +16,7 @@ from planner.report.plan import COST_KEYS
 from planner.report.workbook import (
     NUM,
     PCT,
+    RATE,
     USD,
     F,
     Sheet,
@@ -133,8 +134,8 @@ def write_whatif_workbook(scenario: Scenario, variants: list[Variant], path: str
 
     be = Sheet(wb, "Break-even", [
         ("Offer", None), ("Region", None), ("GPU", None), ("Term", None),
-        ("Commit months", "0"), ("USD per GPU-hour", USD), ("Upfront per GPU", USD),
-        ("On-demand USD per GPU-hour", USD), ("Break-even utilization", PCT)],
+        ("Commit months", "0"), ("USD per GPU-hour", RATE), ("Upfront per GPU", USD),
+        ("On-demand USD per GPU-hour", RATE), ("Break-even utilization", PCT)],
         notes={"Break-even utilization": "= (months × hours × rate + upfront) / (months × "
                "hours × on-demand rate): below this utilization on-demand is cheaper"})
     b = be.col

@@ -37,6 +37,7 @@ from planner.report.economics import (
 from planner.report.plan import COST_KEYS, Plan
 
 USD = '"$"#,##0.00'
+RATE = '"$"#,##0.0000'  # prices per GPU-hour or GB: four decimals, so a hand check holds
 USD0 = '"$"#,##0'
 PCT = "0.0%"
 NUM = "#,##0.###"
@@ -68,6 +69,17 @@ def criterion(text: str) -> str:
     named '=4+4' would match the text '4+4' (and 'a*' every name starting with a)."""
     escaped = text.replace("~", "~~").replace("*", "~*").replace("?", "~?")
     return '"=' + escaped.replace('"', '""') + '"'
+
+
+def _shown_width(value, fmt: str | None) -> int:
+    """Characters a value takes as its format shows it, and a margin."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if fmt in (USD, RATE, USD0):
+            decimals = {USD: 2, RATE: 4, USD0: 0}[fmt]
+            return len(f"${value:,.{decimals}f}") + 3
+        if fmt == NUM:
+            return len(f"{value:,.3f}") + 3
+    return len(str(value)) + 2
 
 
 class Sheet:
@@ -109,7 +121,8 @@ class Sheet:
             else:
                 text_cell(cell, v)
                 if v is not None:
-                    self.widths[j - 1] = max(self.widths[j - 1], min(len(str(v)) + 2, 50))
+                    self.widths[j - 1] = max(self.widths[j - 1],
+                                             min(_shown_width(v, self.formats[j - 1]), 50))
             fmt = self.formats[j - 1]
             if fmt:
                 cell.number_format = fmt
@@ -118,7 +131,9 @@ class Sheet:
     def finish(self) -> None:
         for j, w in enumerate(self.widths, start=1):
             fmt = self.formats[j - 1]
-            self.ws.column_dimensions[get_column_letter(j)].width = max(w, 12 if fmt else 8)
+            # money columns also hold formulas and totals: room for $999,999,999.00
+            least = 18 if fmt in (USD, RATE) else 12 if fmt else 8
+            self.ws.column_dimensions[get_column_letter(j)].width = max(w, least)
         last = get_column_letter(len(self.columns))
         self.ws.auto_filter.ref = f"A1:{last}{max(self.row, 2)}"
 
@@ -223,7 +238,7 @@ def plan_sheet(wb, plan: Plan, title: str = "Plan") -> Sheet:
     sh = Sheet(wb, title, [
         ("Month", None), ("Month #", "0"), ("Segment", "0"), ("Hours", NUM),
         ("Workload", None), ("Region", None), ("Provider", None), ("GPU", None),
-        ("Term", None), ("Contract", None), ("GPUs", NUM), ("USD per GPU-hour", USD),
+        ("Term", None), ("Contract", None), ("GPUs", NUM), ("USD per GPU-hour", RATE),
         ("GPU-hours", NUM), ("Cost", USD), ("Solver cost", USD),
     ], notes={
         "Segment": "hours of the month in which every workload is at a fixed level "
@@ -252,7 +267,7 @@ def commitments_sheet(wb, plan: Plan, plans: Sheet, title: str = "Commitments") 
         ("Contract", None), ("Kind", None), ("Region", None), ("Provider", None),
         ("GPU", None), ("Term", None), ("Commit months", "0"), ("Contracts", "0"),
         ("Start month", None), ("End month", None), ("Start #", "0"), ("End #", "0"),
-        ("GPUs", "0"), ("USD per GPU-hour", USD), ("Monthly payment", USD),
+        ("GPUs", "0"), ("USD per GPU-hour", RATE), ("Monthly payment", USD),
         ("Upfront per GPU", USD), ("Upfront", USD), ("Total obligation", USD),
         ("Months in horizon", "0"), ("Beyond horizon", USD), ("Counted payments", USD),
         ("Counted upfront", USD), ("Counted cost", USD), ("Used GPU-hours", NUM),
@@ -333,7 +348,7 @@ def commitments_sheet(wb, plan: Plan, plans: Sheet, title: str = "Commitments") 
 def _egress_sheet(wb, plan: Plan) -> Sheet:
     sh = Sheet(wb, "Egress", [
         ("Month", None), ("Month #", "0"), ("Segment", "0"), ("Workload", None),
-        ("Region", None), ("Provider", None), ("GB", NUM), ("USD per GB", USD), ("Cost", USD),
+        ("Region", None), ("Provider", None), ("GB", NUM), ("USD per GB", RATE), ("Cost", USD),
     ])
     st = plan.scenario.settings
     regions = plan.scenario.region_by_name
@@ -690,9 +705,10 @@ def _focus_sheet(wb, plan: Plan) -> None:
     """The plan's charges in FOCUS 1.2 columns, as `solve --focus` writes them."""
     from planner.report.focus import COLUMNS, focus_rows
 
-    money = ("ListUnitPrice", "ListCost", "BilledCost", "EffectiveCost")
-    sh = Sheet(wb, "FOCUS", [(c, USD if c in money else NUM if c.endswith("Quantity")
-                               else None) for c in COLUMNS],
+    money = ("ListCost", "BilledCost", "EffectiveCost")
+    sh = Sheet(wb, "FOCUS", [(c, USD if c in money else RATE if c == "ListUnitPrice"
+                               else NUM if c.endswith("Quantity") else None)
+                              for c in COLUMNS],
                notes={"EffectiveCost": "sums to the plan's total cost (nominal): commitments "
                                        "amortized over their GPU-hours, used and unused"})
     for row in focus_rows(plan):
