@@ -3,6 +3,10 @@
 Run from the repository root:  python tools/build_default_scenario.py
 then derive throughput:         planner throughput data models
 
+Lambda's and Nebius's on-demand (and Nebius's spot) prices come from the SkyPilot catalogs
+in ../shared/external through `planner market import` (data/market/ holds its tables);
+everything no catalog carries is entered here with its source.
+
 Every priced row carries its source; where a figure is derived (reserved rates from
 published discount ranges, regional premiums, median spot prices) the source says how.
 The network map is the Azure P95 round-trip matrix (2026-07-30), symmetrised by taking
@@ -170,12 +174,8 @@ def offers() -> list[dict]:
             "derived: on-demand × 0.72 (Flex CUD 1-yr ~28 % off)", commit_months=12)
         add(region, "H100", "reserved", 10.98 * p * 0.54,
             "derived: on-demand × 0.54 (Flex CUD 3-yr ~46 % off)", commit_months=36)
-    lam = "lambda.ai via SkyPilot lambda catalog @0f407038 and api-evangelist 2026-09-20"
-    for region in ("lambda-us-east-1", "lambda-us-west-1", "lambda-europe-central-1",
-                   "lambda-asia-northeast-1"):
-        for gpu, price in (("H100", 3.99), ("B200", 6.69), ("A100-80GB", 2.79)):
-            add(region, gpu, "on_demand", price, f"{lam}: 8-GPU instances",
-                max_gpus=64)  # on-demand stock is limited; 64 GPUs assumed
+    # Lambda and Nebius on demand (and Nebius spot) come from their SkyPilot catalogs
+    # through `planner market import` (import_catalogs below), not from here.
     cw = "coreweave.com/pricing via api-evangelist 2026-09-20"
     for region in ("coreweave-us-east", "coreweave-us-central", "coreweave-gb-london"):
         for gpu, od, spot in (("H100", 6.155, 2.46), ("H200", 6.305, 2.62),
@@ -191,10 +191,6 @@ def offers() -> list[dict]:
             add(region, gpu, "reserved", od * 0.40,
                 "derived: on-demand × 0.40 (CoreWeave reserved 'up to 60 %' off, 3 yr)",
                 commit_months=36)
-    neb = "Nebius price page snapshot 2026-08/09 (market-facts B1)"
-    for region in ("nebius-eu-north1", "nebius-eu-west1", "nebius-us-central1"):
-        for gpu, od in (("H100", 3.85), ("H200", 4.50), ("B200", 7.15), ("L40S", 1.55)):
-            add(region, gpu, "on_demand", od, neb, max_gpus=256)
     rp = "runpod.io/pricing 2026-09-25 (silybench), community cloud"
     for region in ("runpod-us", "runpod-eu"):
         for gpu, od in (("H100", 2.69), ("H200", 3.59), ("B200", 5.98), ("A100-80GB", 1.39),
@@ -336,6 +332,49 @@ def write(name: str, rows: list[dict], columns: list[str]) -> None:
             w.writerow({c: ("" if r.get(c) is None else r.get(c)) for c in columns})
 
 
+# -- Lambda and Nebius from the public catalogs -----------------------------------------
+CATALOG = ROOT.parent / "shared" / "external" / "skypilot-catalog"
+CATALOG_DATE = "2026-11-01"  # when the catalog files beside us were taken
+# what the catalogs do not say: capacity and spot interruptions (market/rules.csv)
+MARKET_RULES = [
+    {"provider": "lambda", "term": "on_demand", "max_gpus": 64,
+     "source": "on-demand stock is limited; 64 GPUs per type assumed"},
+    {"provider": "nebius", "term": "on_demand", "max_gpus": 256,
+     "source": "256 GPUs per type assumed"},
+    {"provider": "nebius", "term": "spot", "max_gpus": 64, "interruption_rate": 0.15,
+     "source": "preemptible: 64 GPUs and 15 % of throughput lost to interruptions assumed "
+               "(as the hyperscalers' spot)"},
+]
+# catalog GPU types the scenario does not model
+NOT_MODELLED = ("A10", "A100", "A6000", "GH200", "RTX6000", "V100")
+
+
+def import_catalogs() -> None:
+    """Lambda's and Nebius's prices through the importer, as a user would refresh them."""
+    import datetime as dt
+
+    from planner.io.market import import_market
+
+    market = DATA / "market"
+    market.mkdir(exist_ok=True)
+    write_to = {"rules": (MARKET_RULES, ["provider", "gpu", "term", "commit_months",
+                                         "discount", "max_gpus", "interruption_rate",
+                                         "source"]),
+                "gpus": ([{"catalog_gpu": g, "gpu": "-"} for g in NOT_MODELLED],
+                         ["catalog_gpu", "gpu"])}
+    for name, (rows, columns) in write_to.items():
+        with (market / f"{name}.csv").open("w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=columns)
+            w.writeheader()
+            w.writerows(rows)
+    (market / "regions.csv").unlink(missing_ok=True)
+    changes, issues = import_market(DATA, CATALOG, None, dt.date.fromisoformat(CATALOG_DATE))
+    for issue in issues:
+        print(issue)
+    print(f"catalogs: {len(changes.added)} offers imported; regions not in the scenario: "
+          f"{', '.join(changes.unplaced_regions)}")
+
+
 def main() -> None:
     DATA.mkdir(exist_ok=True)
     write("settings", [{"key": k, "value": v} for k, v in SETTINGS], ["key", "value"])
@@ -350,7 +389,8 @@ def main() -> None:
           ["region", "provider", "site", "egress_usd_per_gb"])
     write("offers", offers(), ["region", "gpu", "term", "usd_per_gpu_hour", "commit_months",
                                "upfront_usd_per_gpu", "lead_time_days", "max_gpus", "min_gpus",
-                               "interruption_rate", "source"])
+                               "interruption_rate", "gpus_per_instance", "source",
+                               "price_date"])
     cols = ["workload", "kind", "latency_slo_ms", "residency", "allow_spot", "max_spot_share",
             "peak_to_average", "peak_hours_share", "egress_gb_per_unit_hour", "single_region",
             "pool", "unmet_penalty_usd_per_unit_hour"]
@@ -364,6 +404,7 @@ def main() -> None:
     write("demand", demand(), ["workload", "period", "amount", "site"])
     write("existing", EXISTING, ["region", "gpu", "gpus", "start_month", "end_month",
                                  "usd_per_gpu_hour"])
+    import_catalogs()
     print(f"wrote {DATA}; now run: planner throughput data models")
 
 

@@ -4,8 +4,8 @@ price catalogs (planner.io.catalog), keeping the user's own rows and edits.
 What the catalogs do not say comes from three small tables the user edits, in the
 scenario's `market/` folder (outside the scenario's own tables):
 
-* `market/gpus.csv` (catalog_gpu, gpu): the catalog's GPU names mapped to the scenario's;
-  a name not listed is used as the catalog spells it.
+* `market/gpus.csv` (catalog_gpu, gpu): the catalog's GPU names mapped to the scenario's
+  (`-`: not imported); a name not listed is used as the catalog spells it.
 * `market/regions.csv` (cloud, catalog_region, region, site, egress_usd_per_gb): where each
   catalog region is. A region not listed and not in the scenario as `<cloud>-<region>` is
   appended there with its site blank, for the user to place; its prices are not imported
@@ -13,8 +13,8 @@ scenario's `market/` folder (outside the scenario's own tables):
 * rules (`--rules FILE`, else `market/rules.csv`): terms the catalogs do not carry — for a
   provider (blank: every one) and GPU type (blank: every one), a commitment term's
   commit_months, discount off the on-demand rate, upfront, lead time, min and max GPUs,
-  with its source; for on_demand or spot, the capacity (max_gpus) and lead time of the
-  imported offers.
+  with its source; for on_demand or spot, the capacity (max_gpus), lead time and (spot)
+  interruption rate of the imported offers.
 
 One offer per region, GPU type and term: of a catalog's instance types the cheapest per
 GPU (then the fewest GPUs per instance), sold in whole instances of its GPU count.
@@ -39,11 +39,13 @@ from planner.io.issues import Issue
 from planner.io.schema import COMMITMENT_TERMS, PAY_AS_YOU_GO, TABLES_BY_NAME
 
 CATALOG_MARK, RULE_MARK = "catalog:", "rule:"
+SKIP = "-"  # a GPU mapped to this in market/gpus.csv is not imported
 MARKET_FOLDER = "market"
 ALIAS_COLUMNS = ("catalog_gpu", "gpu")
 REGION_COLUMNS = ("cloud", "catalog_region", "region", "site", "egress_usd_per_gb")
 RULE_COLUMNS = ("provider", "gpu", "term", "commit_months", "discount",
-                "upfront_usd_per_gpu", "lead_time_days", "min_gpus", "max_gpus", "source")
+                "upfront_usd_per_gpu", "lead_time_days", "min_gpus", "max_gpus",
+                "interruption_rate", "source")
 
 
 @dataclass
@@ -142,8 +144,10 @@ def import_market(scenario: Path, catalog: Path, rules: Path | None,
 
     alias = {r["catalog_gpu"]: r["gpu"] for r in aliases.rows
              if r.get("catalog_gpu") and r.get("gpu")}
+    skipped = {name for name, gpu in alias.items() if gpu == SKIP}
     memory = read_metadata(catalog, issues)
-    prices = read_catalog(catalog, set(memory) | set(alias), issues)
+    prices = [p for p in read_catalog(catalog, set(memory) | set(alias), issues)
+              if p.catalog_gpu not in skipped]
     if any(i.severity == "error" for i in issues):
         return Changes(), issues
     changes = Changes()
@@ -199,8 +203,8 @@ def import_market(scenario: Path, catalog: Path, rules: Path | None,
                "price_date": price_date.isoformat()}
         for rule in rule_rows:
             if _applies(rule, p.cloud, gpu) and rule["term"] == term:
-                for c in ("lead_time_days", "max_gpus"):
-                    if rule.get(c):
+                for c in ("lead_time_days", "max_gpus", "interruption_rate"):
+                    if rule.get(c) and (c != "interruption_rate" or term == "spot"):
                         row[c] = rule[c]
         fresh[_key(row)] = row
         if term == "on_demand":
@@ -239,19 +243,20 @@ def _rules(table: _Table, issues: list[Issue]) -> list[dict]:
         if term not in (*PAY_AS_YOU_GO, *COMMITMENT_TERMS):
             problems.append(("term", f"'{row.get('term', '')}' is not a term"))
         numbers = ("discount", "upfront_usd_per_gpu", "lead_time_days", "min_gpus",
-                   "max_gpus", "commit_months")
+                   "max_gpus", "commit_months", "interruption_rate")
         for c in numbers:
             text = row.get(c, "")
             if text:
                 try:
                     x = float(text)
-                    ok = math.isfinite(x) and x >= 0 and (c != "discount" or x < 1)
+                    ok = math.isfinite(x) and x >= 0 and (
+                        c not in ("discount", "interruption_rate") or x < 1)
                 except ValueError:
                     ok = False
                 if not ok:
-                    problems.append((c, f"'{text}' is not "
-                                        + ("a share below 1" if c == "discount"
-                                           else "a non-negative number")))
+                    share = c in ("discount", "interruption_rate")
+                    problems.append((c, f"'{text}' is not " + (
+                        "a share below 1" if share else "a non-negative number")))
         if term in COMMITMENT_TERMS:
             if not row.get("commit_months") or float(row.get("commit_months") or 0) < 1:
                 problems.append(("commit_months", "a commitment rule needs commit_months ≥ 1"))

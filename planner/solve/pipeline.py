@@ -8,23 +8,32 @@ passes through the same tables, and the gap is taken on what the plan can change
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from dataclasses import dataclass, field
 
 from planner.io.scenario import Scenario
-from planner.model.builder import COMMITTED, ModelBuilder, Restrictions
+from planner.model.builder import ModelBuilder, Restrictions
 from planner.model.candidates import find_candidates
 from planner.model.graph import Transit
 from planner.model.solution import Solution
 from planner.report.plan import Plan, extract_plan
 from planner.solve.budget import Budget
+from planner.solve.instances import (
+    INSTANCE_SHARE,
+    REPAIR_CELLS,
+    WHOLE_MARKET_SHARE,
+    cheapest,
+    whole_instances,
+    without_instances,
+)
 from planner.solve.whole import SolveResult, _version, honest_gap, solve
 
 # Supply cells up to which a model is solved whole: branch and bound proves the
 # optimum of such models in about a second; at the default scenario's 40 k cells HiGHS
 # took over 200 s for its root node alone (benchmarks/README.md).
 WHOLE_CELLS = 3000
-EPS = 1e-9
+EXTRACT_SECONDS = 2.0  # kept back for turning the chosen plan into tables
 
 
 @dataclass
@@ -72,19 +81,32 @@ def plan_scenario(scenario: Scenario, solver: str | None = None,
     else:
         from planner.solve.decompose.method import decompose
 
-        outcome = decompose(builder, budget, rounds, progress)
-        seconds["decomposition"] = time.perf_counter() - t
+        # offers sold in instances: a share of the time is kept to make the plan whole
+        # by branch and bound, where the model is small enough for it to help
+        instances = any(o.gpus_per_instance > 1 for o in scenario.offers)
+        repair = instances and builder.cell_count <= REPAIR_CELLS
+        twice = instances and not repair and (rounds is None or rounds.single is not None)
+        share = INSTANCE_SHARE if repair else WHOLE_MARKET_SHARE if twice else 1.0
+        outcome = decompose(builder, budget.share(share), rounds, progress)
         solution, objective = outcome.solution, outcome.objective
-        if any(o.gpus_per_instance > 1 for o in scenario.offers):
-            solution, objective = _whole_instances(builder, solution, objective, solver,
-                                                   budget, threads)
+        done = outcome.rounds
+        if instances:
+            solution, objective = whole_instances(builder, solution, solver, budget,
+                                                  threads, repair)
+        if twice:
+            other = without_instances(builder, budget.share(1.0, keep=EXTRACT_SECONDS),
+                                      None if rounds is None else rounds.single, progress)
+            if other is not None:
+                done = dataclasses.replace(done, single=other[1])
+                solution, objective = cheapest(builder, [solution, other[0]])
+        seconds["decomposition"] = time.perf_counter() - t
         value = honest_gap(objective, outcome.bound, builder.unservable_usd)
         result = SolveResult(
             solver="highs", status="optimal" if value <= gap else "feasible",
             termination=outcome.termination, has_solution=True,
             objective=objective, bound=outcome.bound, gap=value,
             seconds=seconds["decomposition"], version=_version("highs"),
-            rounds=str(outcome.rounds), unservable_usd=builder.unservable_usd)
+            rounds=str(done), unservable_usd=builder.unservable_usd)
     plan = None
     if result.has_solution:
         t = time.perf_counter()
@@ -111,31 +133,6 @@ def _whole(builder: ModelBuilder, solver: str, budget: Budget, gap: float,
         objective=raw.objective, bound=bound, gap=value, seconds=raw.seconds,
         version=raw.version, unservable_usd=builder.unservable_usd)
     return Solution.of_model(model), result
-
-
-def _whole_instances(builder: ModelBuilder, solution: Solution, objective: float,
-                     solver: str, budget: Budget,
-                     threads: int | None) -> tuple[Solution, float]:
-    """The decomposition plans GPUs one by one (its bound, a relaxation of whole
-    instances, stays valid); where offers are sold in instances of several GPUs, the plan
-    is made again by branch and bound over the cells the decomposition used, with every
-    rule, whole instances included. Its objective is returned with it."""
-    cells = {key for key, x in solution.supply.items() if x > EPS}
-    # a workload on instances may do better with part of its GPUs elsewhere: all of its
-    # sources are open to it again
-    on_instances = {w for (w, r, g, src, m, k) in cells
-                    if src in builder.payg_offer
-                    and builder.payg_offer[src].gpus_per_instance > 1}
-    on_instances |= {w for (w, r, g, src, m, k) in cells if src == COMMITTED
-                     and any(o.gpus_per_instance > 1
-                             for o in builder.commit_offers.get((r, g), []))}
-    for w in sorted(on_instances):
-        cells.update(builder.cells_of(w, builder.sources.get(w, {})))
-    model = builder.build(cells=cells)
-    raw = solve(model, solver, max(budget.left(), 1.0), 1e-4, threads)
-    if not raw.has_solution:
-        raise RuntimeError("no plan in whole instances over the decomposition's cells")
-    return Solution.of_model(model), raw.objective
 
 
 def export_model(run: Run, path) -> None:
