@@ -399,6 +399,9 @@ def _report_seconds(scenario) -> float:
 # share the rest): they are what its savings are stated against, not the plan itself,
 # and at 200x40x24 the plan's first master LP alone takes some 20 s of a 60 s budget.
 PLAN_SHARE = 0.8
+# solve --stochastic --samples: the share of the time for choosing the schedule, the rest
+# for evaluating it on fresh samples (drawn with the seed + FRESH_SEED)
+OUT_OF_SAMPLE_SHARE, FRESH_SEED = 0.8, 1_000_003
 
 
 @app.command()
@@ -543,6 +546,7 @@ def _solve_stochastic(s, budget, keep, out, as_json, focus, solver, gap, samples
     from planner.solve.pipeline import plan_scenario
     from planner.stochastic import (
         mean_forecast,
+        out_of_sample,
         sample_scenarios,
         solve_stochastic,
         stochastic_json,
@@ -558,10 +562,16 @@ def _solve_stochastic(s, budget, keep, out, as_json, focus, solver, gap, samples
     final = keep + max(2.0, 0.1 * budget.left())  # the mean forecast's plan, the workbook
     with _status(f"planning {len(scenarios)} demand scenarios") as status:
         with Runner(jobs, scheduler) as runner:
+            say = lambda text: (status.update(text), interrupt.set_stage(text))  # noqa: E731
             result = solve_stochastic(
-                s, scenarios, budget.share(1.0, final), runner, solver, gap, risk_aversion,
-                alpha, progress=lambda text: (status.update(text),
-                                              interrupt.set_stage(text)))
+                s, scenarios, budget.share(OUT_OF_SAMPLE_SHARE if samples else 1.0, final),
+                runner, solver, gap, risk_aversion, alpha, progress=say)
+            if samples is not None:  # the schedule on samples it was not chosen on
+                say(f"evaluating the schedule on {samples} fresh samples")
+                fresh = sample_scenarios(s, samples, spread, seed + FRESH_SEED, correlation)
+                result.out_of_sample = out_of_sample(result, s, fresh,
+                                                     budget.share(1.0, final), runner,
+                                                     solver, gap)
     fixed = Restrictions(fixed_commitments=dict(result.chosen.commitments))
     with _status("planning the mean forecast under the schedule"):
         run = plan_scenario(mean_forecast(s, scenarios), solver, gap=gap,
@@ -586,7 +596,11 @@ def _solve_stochastic(s, budget, keep, out, as_json, focus, solver, gap, samples
     err.print(f"stochastic over {len(scenarios)} scenarios ({result.chosen.name} schedule): "
               f"expected ${result.expected_cost_usd:,.0f}, CVaR{alpha:g} "
               f"${result.cvar_usd:,.0f}, gap {result.gap:.2%} over the wait-and-see bound; "
-              f"VSS ${result.vss_usd:,.0f}, EVPI ${result.evpi_usd:,.0f}; "
+              f"VSS ${result.vss_usd:,.0f}, EVPI ${result.evpi_usd:,.0f}"
+              + ("" if result.out_of_sample is None else
+                 f"; on {result.out_of_sample['samples']} fresh samples "
+                 f"${result.out_of_sample['expected_cost_usd']:,.0f} "
+                 f"({result.out_of_sample['difference_usd']:+,.0f})") + "; "
               f"{time.perf_counter() - started:.1f} s; wrote {out}")
     if as_json:
         data = plan_json(plan)

@@ -19,7 +19,9 @@ The method, each step for a reason:
    Uryasev: CVaR_α = min_t t + E[(cost − t)⁺] / (1 − α), exact for discrete scenarios).
 
 VSS = expected cost of the mean-forecast schedule − the chosen one's (≥ 0: it is a
-candidate); EVPI = the chosen one's − the wait-and-see expected cost.
+candidate); EVPI = the chosen one's − the wait-and-see expected cost. With sampled
+scenarios the chosen schedule is also evaluated on fresh samples (`out_of_sample`), and
+the difference stated.
 """
 
 from __future__ import annotations
@@ -149,6 +151,7 @@ class StochasticResult:
     gap: float
     vss_usd: float
     evpi_usd: float
+    out_of_sample: dict | None = None  # the schedule on fresh samples (out_of_sample)
 
     def scenario_rows(self) -> list[dict]:
         return [dict(name=s.name, probability=s.probability,
@@ -245,6 +248,24 @@ def solve_stochastic(scenario: Scenario, scenarios: tuple[DemandScenario, ...],
         vss_usd=value(mean_candidate)[1] - expected, evpi_usd=expected - ws_value)
 
 
+def out_of_sample(result: StochasticResult, scenario: Scenario,
+                  fresh: tuple[DemandScenario, ...], budget: Budget, runner,
+                  solver: str | None = None, gap: float | None = None) -> dict:
+    """The chosen schedule evaluated on `fresh` scenarios it was not chosen on: their
+    expected objective, and how far it lies from the in-sample one (sample average
+    approximation's check that the samples were enough)."""
+    limit = max(1.0, budget.left() * runner.workers / max(len(fresh), 1))
+    commitments = tuple(sorted(result.chosen.commitments.items()))
+    results = runner.map(evaluate_task, [(apply(scenario, s), commitments, solver, limit, gap)
+                                         for s in fresh])
+    costs = np.array([r.get("objective_usd", math.inf) for r in results])
+    probabilities = np.array([s.probability for s in fresh])
+    expected = float(np.dot(costs, probabilities))
+    return {"samples": len(fresh), "expected_cost_usd": expected,
+            "cvar_usd": cvar(costs, probabilities, result.alpha),
+            "difference_usd": expected - result.expected_cost_usd}
+
+
 def stochastic_json(result: StochasticResult) -> dict:
     """The `stochastic` block of `solve --stochastic --json` (SPEC §4 v2)."""
     def r(x, digits=2):
@@ -261,6 +282,8 @@ def stochastic_json(result: StochasticResult) -> dict:
         "vss_usd": r(result.vss_usd),
         "evpi_usd": r(result.evpi_usd),
         "schedule": result.chosen.name,
+        "out_of_sample": None if result.out_of_sample is None else {
+            k: (r(v) if isinstance(v, float) else v) for k, v in result.out_of_sample.items()},
         "candidates": [{"name": c.name,
                         "expected_cost_usd": r(float(np.dot(
                             c.costs(), [s.probability for s in result.scenarios])))}

@@ -125,3 +125,25 @@ def test_samples_are_seeded_and_the_cluster_gives_the_sequential_result(tmp_path
     assert one.expected_cost_usd == pytest.approx(two.expected_cost_usd, rel=1e-12)
     assert [r["total_cost_usd"] for r in one.scenario_rows()] == \
         [r["total_cost_usd"] for r in two.scenario_rows()]
+
+
+def test_sampled_scenarios_are_checked_out_of_sample(tmp_path):
+    # 4 samples choose the schedule; 4 fresh ones (the seed + FRESH_SEED) evaluate it. On a
+    # sample with multiplier f the schedule of q GPUs costs 200 q + 300 max(0, 10 f − q)
+    # (whole GPUs: the excess is served by ceil(10 f − q) on-demand GPUs).
+    import math
+
+    from planner.cli import FRESH_SEED
+
+    out = _solve(tmp_path, "--samples", "4", "--demand-spread", "0.3", "--seed", "2")
+    st = out["stochastic"]
+    q = sum(c["gpus"] for c in out["commitments"])
+    s = load_scenario(write_csv(tmp_path / "again", NEWSVENDOR))
+    fresh = sample_scenarios(s, 4, 0.3, seed=2 + FRESH_SEED)
+    expected = sum(d.probability * (200 * q + 300 * max(0, math.ceil(
+        10 * d.multiplier("w", 0) - q - 1e-9))) for d in fresh)
+    check = st["out_of_sample"]
+    assert check["samples"] == 4
+    assert check["expected_cost_usd"] == pytest.approx(expected)
+    assert check["difference_usd"] == pytest.approx(expected - st["expected_cost_usd"],
+                                                    abs=0.02)

@@ -52,6 +52,13 @@ def risk_sheet(wb, result) -> None:
         ("Value of the stochastic solution (VSS)", result.vss_usd, USD),
         ("Expected value of perfect information (EVPI)", result.evpi_usd, USD),
     ]
+    if result.out_of_sample is not None:
+        check = result.out_of_sample
+        lines += [
+            (f"Out of sample: expected cost on {check['samples']} fresh samples",
+             check["expected_cost_usd"], USD),
+            ("  difference to the expected cost above", check["difference_usd"], USD),
+        ]
     for label, value, fmt in lines:
         ws.cell(r, 1, label).font = BOLD
         cell = ws.cell(r, 2)
