@@ -705,9 +705,16 @@ def whatif(
                     start=started)
 
     def progress(v, done, total):
-        err.print(f"[{done}/{total}] {v.label}: {v.status or 'solved'}")
+        stress = f", {len(v.stress)} stress test(s)" if v.stress else ""
+        err.print(f"[{done}/{total}] {v.label}: {v.status or 'solved'}{stress} "
+                  f"({budget.elapsed():.0f} s)")
         interrupt.set_stage(f"solving the what-if variants ({done} of {total} done)")
 
+    variants_count = len(policies) * len(scales)
+    stress_count = len(policies) * len(stress_scales)
+    where = f"the cluster at {scheduler}" if scheduler else f"{jobs} local worker(s)"
+    err.print(f"solving {variants_count} variant(s) and {stress_count} stress test(s) on "
+              f"{where} within {budget.left():.0f} s")
     interrupt.set_stage(f"solving the what-if variants (0 done, {jobs} worker(s))")
     variants = run_whatif(s, policies, scales, per_workload, stress_scales, jobs, solver,
                           gap=gap, progress=progress, scheduler=scheduler,

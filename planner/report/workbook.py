@@ -10,6 +10,7 @@ so a failed run leaves an earlier workbook intact.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import tempfile
 from collections import defaultdict
@@ -38,6 +39,7 @@ from planner.report.plan import COST_KEYS, Plan
 
 USD = '"$"#,##0.00'
 RATE = '"$"#,##0.0000'  # prices per GPU-hour or GB: four decimals, so a hand check holds
+MONTH = "yyyy-mm"  # months are dates (their first day), shown as 2027-01
 USD0 = '"$"#,##0'
 PCT = "0.0%"
 NUM = "#,##0.###"
@@ -54,6 +56,13 @@ class F:
     """A formula; `{r}` stands for the row it is written in."""
 
     text: str
+
+
+def month_date(st, index: int) -> dt.date:
+    """The first day of month `index` of the horizon (negative: before it), a date."""
+    y, m = st.start_month
+    total = y * 12 + (m - 1) + index
+    return dt.date(total // 12, total % 12 + 1, 1)
 
 
 def text_cell(cell, value) -> None:
@@ -79,6 +88,8 @@ def _shown_width(value, fmt: str | None) -> int:
             return len(f"${value:,.{decimals}f}") + 3
         if fmt == NUM:
             return len(f"{value:,.3f}") + 3
+    if isinstance(value, dt.date):
+        return 10  # yyyy-mm and a margin
     return len(str(value)) + 2
 
 
@@ -236,7 +247,7 @@ def settings_block(wb: Workbook, ws, st) -> None:
 
 def plan_sheet(wb, plan: Plan, title: str = "Plan") -> Sheet:
     sh = Sheet(wb, title, [
-        ("Month", None), ("Month #", "0"), ("Segment", "0"), ("Hours", NUM),
+        ("Month", MONTH), ("Month #", "0"), ("Segment", "0"), ("Hours", NUM),
         ("Workload", None), ("Region", None), ("Provider", None), ("GPU", None),
         ("Term", None), ("Contract", None), ("GPUs", NUM), ("USD per GPU-hour", RATE),
         ("GPU-hours", NUM), ("Cost", USD), ("Solver cost", USD),
@@ -247,9 +258,11 @@ def plan_sheet(wb, plan: Plan, title: str = "Plan") -> Sheet:
         "Contract": "pay-as-you-go offer, or the commitment / existing contract drawn on",
         "Cost": "= GPUs × hours × rate; committed rows are part of the commitment's payment",
     })
+    st = plan.scenario.settings
     line = line_names(plan)  # renewals are one line of the Commitments sheet
     for a in plan.assignments.itertuples():
-        sh.add([a.month_label, int(a.month), int(a.segment), a.hours, a.workload, a.region,
+        sh.add([month_date(st, int(a.month)), int(a.month), int(a.segment), a.hours,
+                a.workload, a.region,
                 a.provider, a.gpu, a.term, line.get(a.contract, a.contract), a.gpus,
                 a.usd_per_gpu_hour,
                 F(f"={sh.col('GPUs')}{{r}}*{sh.col('Hours')}{{r}}"),
@@ -266,7 +279,7 @@ def commitments_sheet(wb, plan: Plan, plans: Sheet, title: str = "Commitments") 
     sh = Sheet(wb, title, [
         ("Contract", None), ("Kind", None), ("Region", None), ("Provider", None),
         ("GPU", None), ("Term", None), ("Commit months", "0"), ("Contracts", "0"),
-        ("Start month", None), ("End month", None), ("Start #", "0"), ("End #", "0"),
+        ("Start month", MONTH), ("End month", MONTH), ("Start #", "0"), ("End #", "0"),
         ("GPUs", "0"), ("USD per GPU-hour", RATE), ("Monthly payment", USD),
         ("Upfront per GPU", USD), ("Upfront", USD), ("Total obligation", USD),
         ("Months in horizon", "0"), ("Beyond horizon", USD), ("Counted payments", USD),
@@ -317,7 +330,8 @@ def commitments_sheet(wb, plan: Plan, plans: Sheet, title: str = "Commitments") 
                                 f'{c("Commit months")}{{r}})')
         sh.add([
             line_name(line), k.kind, k.region, k.provider, k.gpu, k.term,
-            int(k.commit_months), len(line), k.start_month, last.end_month, int(k.start),
+            int(k.commit_months), len(line), month_date(st, int(k.start)),
+            month_date(st, int(last.end)), int(k.start),
             int(last.end), int(k.gpus), k.usd_per_gpu_hour,
             F(f"={c('GPUs')}{{r}}*HoursPerMonth*{c('USD per GPU-hour')}{{r}}"),
             upfront_per_gpu,
@@ -347,13 +361,14 @@ def commitments_sheet(wb, plan: Plan, plans: Sheet, title: str = "Commitments") 
 
 def _egress_sheet(wb, plan: Plan) -> Sheet:
     sh = Sheet(wb, "Egress", [
-        ("Month", None), ("Month #", "0"), ("Segment", "0"), ("Workload", None),
+        ("Month", MONTH), ("Month #", "0"), ("Segment", "0"), ("Workload", None),
         ("Region", None), ("Provider", None), ("GB", NUM), ("USD per GB", RATE), ("Cost", USD),
     ])
     st = plan.scenario.settings
     regions = plan.scenario.region_by_name
     for e in plan.egress.itertuples():
-        sh.add([st.month(int(e.month)), int(e.month), int(e.segment), e.workload, e.region,
+        sh.add([month_date(st, int(e.month)), int(e.month), int(e.segment), e.workload,
+                e.region,
                 e.provider, e.gb, regions[e.region].egress_usd_per_gb,
                 F(f"={sh.col('GB')}{{r}}*{sh.col('USD per GB')}{{r}}")])
     sh.finish()
@@ -367,7 +382,7 @@ def _costs_sheet(wb, plan: Plan, ps: Sheet, cs: Sheet, es: Sheet) -> Sheet:
     last_month = max([st.horizon_months - 1, *plan.commitments["end"].astype(int).tolist()])
     term_cols = [(t, USD) for t in COST_KEYS]
     sh = Sheet(wb, "Costs", [
-        ("Month", None), ("Month #", "0"), ("In horizon", None), *term_cols,
+        ("Month", MONTH), ("Month #", "0"), ("In horizon", None), *term_cols,
         ("egress", USD), ("Total", USD), ("Discount factor", "0.0000"),
         ("Discounted total", USD), ("", None),
         *[(f"{p}", USD) for p in providers], ("Total by provider", USD),
@@ -381,7 +396,7 @@ def _costs_sheet(wb, plan: Plan, ps: Sheet, cs: Sheet, es: Sheet) -> Sheet:
     first = None
     for m in range(0, last_month + 1):
         inside = m < st.horizon_months
-        row = [st.month(m), m, "yes" if inside else "no"]
+        row = [month_date(st, m), m, "yes" if inside else "no"]
         for term in COST_KEYS:
             if term in PAY_AS_YOU_GO:
                 row.append(F(f"=SUMIFS({ps.rng('Cost')},{ps.rng('Month #')},$B{{r}},"
@@ -469,7 +484,7 @@ def _service_sheet(wb, plan: Plan) -> None:
             ms = transit.latency(f.site, region.site)
             worst[key] = ms if worst[key] is None else max(worst[key], ms)
     sh = Sheet(wb, "Service", [
-        ("Workload", None), ("Kind", None), ("Month", None), ("Demand (average)", NUM),
+        ("Workload", None), ("Kind", None), ("Month", MONTH), ("Demand (average)", NUM),
         ("Served (average)", NUM), ("Unmet (average)", NUM), ("Unmet unit-hours", NUM),
         ("Worst transit ms", NUM), ("SLO ms", NUM), ("SLO headroom ms", NUM),
         ("Jurisdictions used", None),
@@ -486,7 +501,7 @@ def _service_sheet(wb, plan: Plan) -> None:
                 continue
             slo = w.latency_slo_ms
             sh.add([
-                w.workload, w.kind, st.month(m), demand[key], served[key], unmet[key],
+                w.workload, w.kind, month_date(st, m), demand[key], served[key], unmet[key],
                 F(f"={c('Unmet (average)')}{{r}}*HoursPerMonth"),
                 worst[key], slo,
                 F(f'=IF(OR({c("SLO ms")}{{r}}="",{c("Worst transit ms")}{{r}}=""),"",'
