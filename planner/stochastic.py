@@ -152,6 +152,7 @@ class StochasticResult:
     vss_usd: float
     evpi_usd: float
     out_of_sample: dict | None = None  # the schedule on fresh samples (out_of_sample)
+    overhead_s: float = 0.0  # seconds a solve took beyond its time limit
 
     def scenario_rows(self) -> list[dict]:
         return [dict(name=s.name, probability=s.probability,
@@ -192,14 +193,20 @@ def solve_stochastic(scenario: Scenario, scenarios: tuple[DemandScenario, ...],
     probabilities = np.array([s.probability for s in scenarios])
     apart = [apply(scenario, s) for s in scenarios]
 
+    overhead = [0.0]  # seconds a solve takes beyond its time limit (build, plan tables)
+
     def each(count: int, share: float) -> float:
-        return max(1.0, budget.share(share).left() * workers / max(count, 1))
+        slot = budget.share(share).left() * workers / max(count, 1)
+        return max(1.0, slot - overhead[0])
 
     # 1. wait and see, and the mean forecast's own plan
     say(f"planning {len(scenarios)} scenarios alone and the mean forecast")
     limit = each(len(scenarios) + 1, WAIT_SHARE)
+    started = budget.elapsed()
     solved = runner.map(solve_task, [(s, solver, limit, gap)
                                      for s in [mean_forecast(scenario, scenarios), *apart]])
+    waves = math.ceil((len(scenarios) + 1) / workers)
+    overhead[0] = max(0.0, (budget.elapsed() - started) / waves - limit)
     mean_result, wait = solved[0], solved[1:]
     # 2. candidates
     candidates = [Candidate("mean forecast", mean_result.get("commitments", {})),
@@ -245,7 +252,8 @@ def solve_stochastic(scenario: Scenario, scenarios: tuple[DemandScenario, ...],
         wait_and_see=wait, risk_aversion=risk_aversion, alpha=alpha,
         expected_cost_usd=expected, cvar_usd=tail, objective_usd=objective,
         bound_usd=bound, gap=(objective - bound) / objective if objective > 0 else 0.0,
-        vss_usd=value(mean_candidate)[1] - expected, evpi_usd=expected - ws_value)
+        vss_usd=value(mean_candidate)[1] - expected, evpi_usd=expected - ws_value,
+        overhead_s=overhead[0])
 
 
 def out_of_sample(result: StochasticResult, scenario: Scenario,
@@ -254,7 +262,7 @@ def out_of_sample(result: StochasticResult, scenario: Scenario,
     """The chosen schedule evaluated on `fresh` scenarios it was not chosen on: their
     expected objective, and how far it lies from the in-sample one (sample average
     approximation's check that the samples were enough)."""
-    limit = max(1.0, budget.left() * runner.workers / max(len(fresh), 1))
+    limit = max(1.0, budget.left() * runner.workers / max(len(fresh), 1) - result.overhead_s)
     commitments = tuple(sorted(result.chosen.commitments.items()))
     results = runner.map(evaluate_task, [(apply(scenario, s), commitments, solver, limit, gap)
                                          for s in fresh])
