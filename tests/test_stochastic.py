@@ -147,3 +147,31 @@ def test_sampled_scenarios_are_checked_out_of_sample(tmp_path):
     assert check["expected_cost_usd"] == pytest.approx(expected)
     assert check["difference_usd"] == pytest.approx(expected - st["expected_cost_usd"],
                                                     abs=0.02)
+
+
+def _slow_square(x: int) -> int:
+    import time
+
+    time.sleep(0.3)
+    return x * x
+
+
+def test_a_worker_lost_mid_run_has_its_tasks_run_again(tmp_path):
+    # Two worker processes; one is killed while tasks run. Every result comes back once,
+    # in the tasks' order (Dask reschedules the lost worker's tasks; the nanny restarts it).
+    import os
+    import signal
+    import threading
+
+    with Runner(jobs=2) as runner:
+        pids = list(runner.client.run(os.getpid).values())
+
+        def kill_one():
+            os.kill(pids[0], signal.SIGKILL)
+
+        threading.Timer(1.0, kill_one).start()
+        done = []
+        results = runner.map(_slow_square, range(24), lambda i, c, t: done.append(i))
+        assert pids[0] not in runner.client.run(os.getpid).values()  # it did die
+    assert results == [x * x for x in range(24)]
+    assert sorted(done) == list(range(24))  # each reported once
