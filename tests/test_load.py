@@ -142,3 +142,21 @@ def test_transit_latency_is_the_shortest_path(tmp_path):
     res = CliRunner().invoke(app, ["latency", str(tmp_path / "g"), "a", "--format", "csv"])
     assert res.stdout.splitlines()[0] == "region,provider,site,jurisdiction,country," \
         "latency_ms,path"
+
+
+def test_shipped_scenario_and_model_profiles_are_found_from_anywhere(tmp_path, monkeypatch):
+    import shutil
+    from pathlib import Path
+
+    from planner.cli import default_scenario
+
+    data = Path(__file__).resolve().parents[1] / "data"
+    shutil.copytree(data, tmp_path / "mine")
+    monkeypatch.chdir(tmp_path)  # no data/ or models/ here
+    assert default_scenario() == data
+    res = CliRunner().invoke(app, ["throughput", "mine"])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "mine" / "throughput.csv").read_text() == \
+        (data / "throughput.csv").read_text()
+    res = CliRunner().invoke(app, ["throughput", "mine", str(tmp_path / "nowhere")])
+    assert res.exit_code == 2 and "workloads.csv" in res.output

@@ -1,0 +1,19 @@
+"""The `planner` command line (SPEC §4). It only calls the stages in order.
+
+Exit status: 0 solved (optimal, or feasible at the time limit, which is said), 2 bad input,
+3 no plan found within the limits, 1 an unexpected error. Progress and listings go to
+stderr; stdout carries only the JSON of --json.
+
+Each command lives in a module of this package (inputs, market, solve, whatif), on the one
+`app` of planner.cli.common.
+"""
+
+from planner.cli import solve, whatif, inputs, market  # noqa: F401, I001 (they register, in this order)
+from planner.cli.common import app, default_scenario
+from planner.cli.solve import FRESH_SEED
+
+__all__ = ["app", "default_scenario", "FRESH_SEED", "main"]
+
+
+def main():  # pragma: no cover - console entry
+    app()

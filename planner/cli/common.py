@@ -1,0 +1,185 @@
+"""What every command shares: the app, stderr, exit statuses, loading a scenario with its
+problems listed, output paths checked before any work, names matched in any case, and
+the guard that turns Ctrl-C and unexpected errors into one line and an exit status."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from planner import interrupt
+from planner.io.issues import Issue, ScenarioError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Plan GPU procurement at least cost: what to buy, where, on which term.")
+# Not a terminal (a log, CI, a pipe): wide enough that a problem stays on one line.
+err = Console(stderr=True, highlight=False,
+              width=None if sys.stderr.isatty() or os.environ.get("COLUMNS") else 200)
+
+EXIT_OK, EXIT_ERROR, EXIT_BAD_INPUT, EXIT_NO_PLAN = 0, 1, 2, 3
+SOLVER_OPTION = typer.Option(None, "--solver", help="highs (default) or cbc")
+GAP_OPTION = typer.Option(None, "--gap", help="relative MIP gap (default: the setting)")
+
+
+def default_scenario() -> Path:
+    """`data/` of the working directory if it holds a scenario, else the one shipped."""
+    here = Path("data")
+    if (here / "settings.csv").exists():
+        return here
+    return Path(__file__).resolve().parents[2] / "data"
+
+
+def _print_issues(issues: list[Issue], scenario: str) -> None:
+    if issues:
+        table = Table(title=f"Problems in {scenario}", show_lines=False, expand=False)
+        for col in ("", "table", "row", "column", "problem"):
+            table.add_column(col, overflow="fold")
+        for i in issues:
+            mark = "[red]error[/]" if i.severity == "error" else "[yellow]warning[/]"
+            table.add_row(mark, i.table, "" if i.row is None else str(i.row),
+                          i.column or "", i.message)
+        err.print(table)
+    errors = sum(1 for i in issues if i.severity == "error")
+    warnings = len(issues) - errors
+    verdict = "[red]not valid[/]" if errors else "[green]valid[/]"
+    err.print(f"{scenario}: {verdict} — {errors} error(s), {warnings} warning(s)")
+
+
+def _load(path: Path):
+    from planner.io.validate import load_scenario
+
+    try:
+        scenario = load_scenario(path)
+    except ScenarioError as e:
+        _print_issues(e.issues, str(path))
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    return scenario
+
+
+def _check_solver_options(solver, time_limit, gap) -> None:
+    if solver is not None and solver not in ("highs", "cbc"):
+        err.print(f"[red]error:[/] --solver must be highs or cbc, not '{solver}'")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    for name, value in (("--time-limit", time_limit), ("--gap", gap)):
+        if value is not None and value < 0:
+            err.print(f"[red]error:[/] {name} must not be negative")
+            raise typer.Exit(EXIT_BAD_INPUT)
+
+
+FORMATS = ("table", "csv", "json")
+
+
+def _status(text: str):
+    """A spinner on stderr saying what runs, which Ctrl-C also names."""
+    interrupt.set_stage(text)
+    return err.status(text)
+
+
+def _guard(fn):
+    """Unexpected errors exit 1 with one line; bad input has already exited 2."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        try:
+            return interrupt.run(fn, *args, **kwargs)  # Ctrl-C: exit 130 at once
+        except (typer.Exit, typer.Abort, KeyboardInterrupt):
+            raise
+        except BrokenPipeError:  # `planner offers … | head`: the reader has all it wants
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise typer.Exit(EXIT_OK) from None
+        except Exception as e:  # noqa: BLE001 - the last line of defence
+            err.print(f"[red]unexpected error:[/] {type(e).__name__}: {e}")
+            if "PLANNER_DEBUG" in os.environ:
+                raise
+            raise typer.Exit(EXIT_ERROR) from None
+
+    return wrapper
+
+
+def _named(name: str | None, names, what: str) -> str | None:
+    """`name` as the scenario spells it (names match whatever their case); exit 2 when
+    there is no such one."""
+    if name is None:
+        return None
+    found = {n.casefold(): n for n in names}.get(name.casefold())
+    if found is None:
+        err.print(f"[red]error:[/] unknown {what} '{name}'; {what}s are: "
+                  + ", ".join(sorted(names)))
+        raise typer.Exit(EXIT_BAD_INPUT)
+    return found
+
+
+HEADINGS = {"usd_per_gpu_hour": "$/GPU-h", "effective_usd_per_gpu_hour": "effective $/GPU-h",
+            "commit_months": "months", "gpus_per_instance": "GPUs/instance",
+            "max_gpus": "max GPUs", "lead_time_days": "lead days", "price_date": "price date",
+            "rtt_ms": "RTT ms"}
+
+
+def _shown(column: str, value) -> str:
+    if value is None:
+        return ""
+    if column.startswith(("usd", "effective")):
+        return f"{value:.4f}"
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _writable(path: Path) -> str | None:
+    """Why `path` cannot be written, or None (a missing folder is created: SPEC §4 v2)."""
+    if path.is_dir():
+        return "is a directory"
+    parent = path.parent
+    for folder in (parent, *parent.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                return f"{folder} is not a directory"
+            break
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        import tempfile
+
+        with tempfile.NamedTemporaryFile(dir=parent, prefix=".planner-", delete=True):
+            pass
+    except OSError as e:
+        return e.strerror or str(e)
+    if path.exists() and not os.access(path, os.W_OK):
+        return "permission denied"
+    return None
+
+
+def _check_outputs(*paths: Optional[Path]) -> None:
+    for path in paths:
+        if path is None:
+            continue
+        why = _writable(path)
+        if why is not None:
+            err.print(f"[red]error:[/] cannot write {path}: {why}")
+            raise typer.Exit(EXIT_BAD_INPUT)
+
+
+def _report_seconds(scenario) -> float:
+    """Seconds kept back from the solve for the plan's tables and workbook: measured at
+    ~0.35 ms per demand cell (1000x100x36: 234 k cells, 69 s; benchmarks/README.md)."""
+    from planner.model.candidates import make_segments
+
+    cells = len(scenario.demand) * len(make_segments(scenario))
+    return 1.0 + 0.0004 * cells
+
+
+# Share of the solve's time the plan gets when the comparison plans are solved too (they
+# share the rest): they are what its savings are stated against, not the plan itself,
+# and at 200x40x24 the plan's first master LP alone takes some 20 s of a 60 s budget.
+def _numbers(text: str, option: str) -> list[float]:
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        err.print(f"[red]error:[/] {option} takes numbers separated by commas, not '{text}'")
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+
+

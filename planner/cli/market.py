@@ -1,0 +1,171 @@
+"""Commands about the market: latency, offers, market import."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from planner.cli.common import (
+    EXIT_BAD_INPUT,
+    FORMATS,
+    HEADINGS,
+    _guard,
+    _load,
+    _named,
+    _print_issues,
+    _shown,
+    app,
+    err,
+)
+
+
+@app.command()
+@_guard
+def latency(scenario: Path = typer.Argument(..., help="folder of CSV files or .xlsx"),
+            site: str = typer.Argument(..., help="a site of the network map (any case)"),
+            fmt: str = typer.Option("table", "--format", help="table, csv or json")):
+    """List the transit latency from SITE to every region, nearest first."""
+    import csv
+
+    from planner.model.graph import region_latencies
+
+    if fmt not in FORMATS:
+        err.print(f"[red]error:[/] --format must be one of {', '.join(FORMATS)}, not '{fmt}'")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    s = _load(scenario)
+    site = _named(site, s.site_by_name, "site")
+    rows = [{**row, "latency_ms": None if row["latency_ms"] == float("inf")
+             else row["latency_ms"], "path": " → ".join(row["path"])}
+            for row in region_latencies(s, site)]
+    columns = ["region", "provider", "site", "jurisdiction", "country", "latency_ms", "path"]
+    if fmt == "json":
+        sys.stdout.write(json.dumps([{c: r[c] for c in columns} for r in rows], indent=2)
+                         + "\n")
+        return
+    if fmt == "csv":
+        writer = csv.DictWriter(sys.stdout, fieldnames=columns, extrasaction="ignore",
+                                lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+        return
+    table = Table(title=f"Transit latency from {site}")
+    for col in columns:
+        table.add_column(col.replace("_", " "), justify="right" if col == "latency_ms"
+                         else "left", no_wrap=col != "path")
+    for row in rows:
+        ms = row["latency_ms"]
+        table.add_row(*[str(row[c]) for c in columns[:5]],
+                      "unreachable" if ms is None else f"{ms:g}", row["path"])
+    Console(width=max(160, Console().width)).print(table)  # piped: names in full
+
+
+@app.command()
+@_guard
+def offers(
+    scenario: Path = typer.Argument(..., help="folder of CSV files or .xlsx"),
+    gpu: Optional[str] = typer.Option(None, "--gpu", help="only this GPU type"),
+    region: Optional[str] = typer.Option(None, "--region", help="only this region"),
+    term: Optional[str] = typer.Option(None, "--term", help="only this term"),
+    origin: Optional[str] = typer.Option(None, "--from", help="a site: show the transit "
+                                         "latency from it to each offer's region"),
+    slo: Optional[float] = typer.Option(None, "--slo", min=0, help="with --from: only "
+                                        "offers within this many ms"),
+    fmt: str = typer.Option("table", "--format", help="table, csv or json"),
+):
+    """List the offers cheapest first: rate, effective rate with the upfront spread over
+    the term, capacity and lead time (like `sky show-gpus`)."""
+    import csv
+
+    from planner.io.schema import TERMS
+    from planner.report.offers import COLUMNS, offer_rows
+
+    if fmt not in FORMATS:
+        err.print(f"[red]error:[/] --format must be one of {', '.join(FORMATS)}, not '{fmt}'")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    if slo is not None and origin is None:
+        err.print("[red]error:[/] --slo needs --from SITE")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    s = _load(scenario)
+    rows = offer_rows(s, gpu=_named(gpu, [g.gpu for g in s.gpus], "GPU type"),
+                      region=_named(region, s.region_by_name, "region"),
+                      term=_named(term, TERMS, "term"),
+                      origin=_named(origin, s.site_by_name, "site"), slo_ms=slo)
+    columns = [*COLUMNS, *(["rtt_ms"] if origin is not None else [])]
+    if fmt == "json":
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+    elif fmt == "csv":
+        writer = csv.DictWriter(sys.stdout, fieldnames=columns, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    else:  # the sources are long: in csv and json
+        shown = [c for c in columns if c != "source"]
+        table = Table(title=f"Offers in {s.name}, cheapest first"
+                      + (f" (from {origin})" if origin else ""))
+        for col in shown:
+            table.add_column(HEADINGS.get(col, col), justify="left" if col in (
+                "gpu", "provider", "region", "term") else "right", no_wrap=True)
+        for r in rows:
+            table.add_row(*[_shown(col, r[col]) for col in shown])
+        Console(width=max(160, Console().width)).print(table)
+    err.print(f"{len(rows)} offer(s)")
+
+
+market_app = typer.Typer(no_args_is_help=True,
+                         help="Build a scenario's market from published price catalogs.")
+app.add_typer(market_app, name="market")
+
+
+@market_app.command("import")
+@_guard
+def market_import(
+    scenario: Path = typer.Argument(..., help="scenario folder of CSV files (its gpus, "
+                                    "regions and offers are written)"),
+    catalog: Path = typer.Option(..., "--catalog", help="catalog folder in SkyPilot's "
+                                 "layout: <cloud>/vms.csv, common/metadata.csv"),
+    rules: Optional[Path] = typer.Option(None, "--rules", help="terms the catalogs do not "
+                                         "carry (default: SCENARIO/market/rules.csv)"),
+    price_date: Optional[str] = typer.Option(None, "--price-date", help="date the prices "
+                                             "were read, YYYY-MM-DD (default: today)"),
+):
+    """Add or refresh gpus, regions and offers from price catalogs, keeping your own rows
+    and edits; print what changed."""
+    import datetime as dt
+
+    from planner.io.market import import_market
+
+    if scenario.exists() and not scenario.is_dir():
+        err.print(f"[red]error:[/] {scenario} is not a scenario folder (market import "
+                  "writes CSV tables)")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    try:
+        when = dt.date.fromisoformat(price_date) if price_date else dt.date.today()
+    except ValueError:
+        err.print(f"[red]error:[/] --price-date '{price_date}' is not a date (YYYY-MM-DD)")
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    changes, issues = import_market(scenario, catalog, rules, when)
+    if issues:
+        _print_issues(issues, str(catalog))
+    if any(i.severity == "error" for i in issues):
+        raise typer.Exit(EXIT_BAD_INPUT)
+    for title, items in (("added", changes.added), ("removed", changes.removed),
+                         ("price up", changes.price_up), ("price down", changes.price_down),
+                         ("kept (your own row)", changes.kept_yours),
+                         ("GPU types added", changes.gpus_added),
+                         ("regions added", changes.regions_added)):
+        if items:
+            err.print(f"[bold]{title}[/] ({len(items)}): " + ", ".join(items))
+    if changes.unplaced_regions:
+        err.print(f"[yellow]regions with no site[/] ({len(changes.unplaced_regions)}), "
+                  f"not imported — give each its site in "
+                  f"{scenario / 'market' / 'regions.csv'}: "
+                  + ", ".join(changes.unplaced_regions))
+    err.print(f"{scenario}: {len(changes.added)} added, {len(changes.removed)} removed, "
+              f"{len(changes.price_up)} price(s) up, {len(changes.price_down)} down")
+
+

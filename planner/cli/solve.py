@@ -1,0 +1,240 @@
+"""`planner solve`, deterministic or stochastic (SPEC §4)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from planner import interrupt
+from planner.cli.common import (
+    EXIT_BAD_INPUT,
+    EXIT_ERROR,
+    EXIT_NO_PLAN,
+    GAP_OPTION,
+    SOLVER_OPTION,
+    _check_outputs,
+    _check_solver_options,
+    _guard,
+    _load,
+    _report_seconds,
+    _status,
+    app,
+    default_scenario,
+    err,
+)
+
+PLAN_SHARE = 0.8
+# solve --stochastic --samples: the share of the time for choosing the schedule, the rest
+# for evaluating it on fresh samples (drawn with the seed + FRESH_SEED)
+OUT_OF_SAMPLE_SHARE, FRESH_SEED = 0.8, 1_000_003
+
+
+@app.command()
+@_guard
+def solve(
+    scenario: Optional[Path] = typer.Argument(None, help="folder of CSVs or .xlsx; "
+                                              "default: the scenario in data/"),
+    output: Optional[Path] = typer.Option(None, "-o", "--output",
+                                          help="workbook to write (default reports/plan.xlsx)"),
+    as_json: bool = typer.Option(False, "--json", help="print the plan as JSON on stdout"),
+    solver: Optional[str] = SOLVER_OPTION,
+    time_limit: Optional[float] = typer.Option(
+        None, "--time-limit", help="seconds for the whole command, comparison plans and "
+                                   "workbook included (default: the scenario's setting)"),
+    gap: Optional[float] = GAP_OPTION,
+    export_model: Optional[Path] = typer.Option(None, "--export-model",
+                                                help="write the model as MPS"),
+    threads: int = typer.Option(1, "--threads", min=0,
+                                help="solver threads (0: the solver's choice); the plan is "
+                                     "the same whatever the count"),
+    baselines: bool = typer.Option(
+        True, "--baselines/--no-baselines",
+        help="also solve the comparison plans (pay-as-you-go only, single GPU type, one "
+             "provider on demand) for the savings, within the same time limit"),
+    rounds: Optional[str] = typer.Option(
+        None, "--rounds", help="rebuild a decomposition's plan round for round: the "
+                               "'rounds' of an earlier run's JSON (A+B+C+I)"),
+    focus: Optional[Path] = typer.Option(
+        None, "--focus", help="also write the plan's costs as FinOps FOCUS 1.2 charges "
+                              "(CSV); the workbook's FOCUS sheet holds the same rows"),
+    stochastic: bool = typer.Option(
+        False, "--stochastic", help="one commitment schedule for several demand scenarios "
+                                    "(the demand_scenarios table, or --samples)"),
+    samples: Optional[int] = typer.Option(None, "--samples", min=1,
+                                          help="with --stochastic: draw this many scenarios"),
+    demand_spread: float = typer.Option(0.2, "--demand-spread", min=0,
+                                        help="sampled demand: 1 + spread × a standard normal"),
+    seed: int = typer.Option(0, "--seed", help="seed of the samples"),
+    correlation: float = typer.Option(0.5, "--correlation", min=0, max=1,
+                                      help="share of the samples' variation common to all "
+                                           "workloads"),
+    risk_aversion: float = typer.Option(0.0, "--risk-aversion", min=0,
+                                        help="λ: minimize expected cost + λ·CVaR"),
+    cvar_alpha: float = typer.Option(0.9, "--cvar-alpha", min=0, max=0.999,
+                                     help="α of CVaR: the worst (1 − α) of the scenarios"),
+    jobs: int = typer.Option(1, "--jobs", min=1, help="with --stochastic: local Dask workers"),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler",
+                                            help="with --stochastic: an existing Dask "
+                                                 "cluster's scheduler address"),
+):
+    """Solve a scenario at least cost and write the finance workbook."""
+    from planner.baselines import not_run, solve_baselines
+    from planner.check import check_plan
+    from planner.report.json_out import plan_json
+    from planner.report.workbook import write_workbook
+    from planner.solve.budget import Budget
+    from planner.solve.decompose.method import Rounds
+    from planner.solve.pipeline import export_model as write_mps
+    from planner.solve.pipeline import plan_scenario
+
+    started = time.perf_counter()
+    _check_solver_options(solver, time_limit, gap)
+    fixed_rounds = None
+    if rounds is not None:
+        try:
+            fixed_rounds = Rounds.parse(rounds)
+        except ValueError as e:
+            err.print(f"[red]error:[/] --rounds: {e}")
+            raise typer.Exit(EXIT_BAD_INPUT) from None
+    path = scenario or default_scenario()
+    out = output or Path("reports/plan.xlsx")
+    _check_outputs(out, export_model, focus)
+    with _status(f"loading {path}"):
+        s = _load(path)
+    for w in s.warnings:
+        err.print(f"[yellow]{w}[/]")
+    budget = Budget(time_limit if time_limit is not None else s.settings.time_limit_s,
+                    start=started)
+    keep = _report_seconds(s)
+    if stochastic:
+        _solve_stochastic(s, budget, keep, out, as_json, focus, solver, gap, samples,
+                          demand_spread, seed, correlation, risk_aversion, cvar_alpha, jobs,
+                          scheduler, started)
+        return
+    with _status("planning") as status:
+        def progress(dual):
+            status.update(f"planning: round {dual.rounds}, LP {dual.master_value:,.0f}, "
+                          f"bound {dual.best:,.0f} ({budget.elapsed():.0f} s)")
+
+        run = plan_scenario(s, solver, gap=gap, threads=threads or None,
+                            budget=budget.share(PLAN_SHARE if baselines else 1.0, keep),
+                            rounds=fixed_rounds, progress=progress)
+    if run.plan is None:
+        err.print(f"[red]no plan: the solver failed[/] ({run.result.termination})")
+        raise typer.Exit(EXIT_NO_PLAN)
+    plan = run.plan
+    problems = check_plan(s, plan)
+    if problems:
+        err.print("[red]the plan fails the independent check:[/]")
+        for p in problems[:20]:
+            err.print(f"  {p}")
+        raise typer.Exit(EXIT_ERROR)
+    if baselines:
+        with _status("solving the comparison plans"):
+            compare = solve_baselines(s, solver, gap, run, budget.share(1.0, keep),
+                                      threads or None)
+    else:
+        compare = not_run(s, run)
+    if export_model is not None:
+        write_mps(run, export_model)
+        err.print(f"model written to {export_model}")
+    with _status(f"writing {out}"):
+        write_workbook(plan, out, baselines=compare, seconds=run.seconds)
+    if focus is not None:
+        from planner.report.focus import focus_rows, write_focus_csv
+
+        write_focus_csv(focus_rows(plan), focus)
+        err.print(f"FOCUS charges written to {focus}")
+    t = plan.totals
+    res = plan.result
+    gap_text = "" if res.gap is None else f"; gap {res.gap:.2%} over bound ${res.bound:,.0f}"
+    note = "" if res.status == "optimal" else f" [yellow]({res.termination}{gap_text})[/]"
+    err.print(f"{res.status}{note}: total ${t['total_cost_usd']:,.0f}, "
+              f"unmet {t['unmet_unit_hours']:,.1f} unit-hours "
+              f"({t['unservable_unit_hours']:,.1f} no offer can serve), "
+              f"{len(plan.commitments)} commitment(s); {time.perf_counter() - started:.1f} s"
+              + (f", rounds {res.rounds}" if res.rounds else "") + f"; wrote {out}")
+    if as_json:
+        data = plan_json(plan, baselines=compare)
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+
+
+def _solve_stochastic(s, budget, keep, out, as_json, focus, solver, gap, samples, spread,
+                      seed, correlation, risk_aversion, alpha, jobs, scheduler, started):
+    """`solve --stochastic`: the schedule for every scenario (planner.stochastic), the
+    plan of the mean forecast under it in the workbook, with a Risk sheet."""
+    from planner.check import check_plan
+    from planner.cluster import Runner
+    from planner.model.builder import Restrictions
+    from planner.report.json_out import plan_json
+    from planner.report.workbook import write_workbook
+    from planner.solve.pipeline import plan_scenario
+    from planner.stochastic import (
+        mean_forecast,
+        out_of_sample,
+        sample_scenarios,
+        solve_stochastic,
+        stochastic_json,
+    )
+
+    if samples is not None:
+        scenarios = sample_scenarios(s, samples, spread, seed, correlation)
+    elif s.demand_scenarios:
+        scenarios = s.demand_scenarios
+    else:
+        err.print("[red]error:[/] --stochastic needs a demand_scenarios table or --samples N")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    final = keep + max(2.0, 0.1 * budget.left())  # the mean forecast's plan, the workbook
+    with _status(f"planning {len(scenarios)} demand scenarios") as status:
+        with Runner(jobs, scheduler) as runner:
+            say = lambda text: (status.update(text), interrupt.set_stage(text))  # noqa: E731
+            result = solve_stochastic(
+                s, scenarios, budget.share(OUT_OF_SAMPLE_SHARE if samples else 1.0, final),
+                runner, solver, gap, risk_aversion, alpha, progress=say)
+            if samples is not None:  # the schedule on samples it was not chosen on
+                say(f"evaluating the schedule on {samples} fresh samples")
+                fresh = sample_scenarios(s, samples, spread, seed + FRESH_SEED, correlation)
+                result.out_of_sample = out_of_sample(result, s, fresh,
+                                                     budget.share(1.0, final), runner,
+                                                     solver, gap)
+    fixed = Restrictions(fixed_commitments=dict(result.chosen.commitments))
+    with _status("planning the mean forecast under the schedule"):
+        run = plan_scenario(mean_forecast(s, scenarios), solver, gap=gap,
+                            budget=budget.share(1.0, keep), restrictions=fixed)
+    if run.plan is None:
+        err.print(f"[red]no plan: the solver failed[/] ({run.result.termination})")
+        raise typer.Exit(EXIT_NO_PLAN)
+    plan = run.plan
+    problems = check_plan(plan.scenario, plan, restricted=True)
+    if problems:
+        err.print("[red]the plan fails the independent check:[/]")
+        for p in problems[:20]:
+            err.print(f"  {p}")
+        raise typer.Exit(EXIT_ERROR)
+    with _status(f"writing {out}"):
+        write_workbook(plan, out, seconds=run.seconds, baselines_skipped="--stochastic",
+                       risk=result)
+    if focus is not None:
+        from planner.report.focus import focus_rows, write_focus_csv
+
+        write_focus_csv(focus_rows(plan), focus)
+    err.print(f"stochastic over {len(scenarios)} scenarios ({result.chosen.name} schedule): "
+              f"expected ${result.expected_cost_usd:,.0f}, CVaR{alpha:g} "
+              f"${result.cvar_usd:,.0f}, gap {result.gap:.2%} over the wait-and-see bound; "
+              f"VSS ${result.vss_usd:,.0f}, EVPI ${result.evpi_usd:,.0f}"
+              + ("" if result.out_of_sample is None else
+                 f"; on {result.out_of_sample['samples']} fresh samples "
+                 f"${result.out_of_sample['expected_cost_usd']:,.0f} "
+                 f"({result.out_of_sample['difference_usd']:+,.0f})") + "; "
+              f"{time.perf_counter() - started:.1f} s; wrote {out}")
+    if as_json:
+        data = plan_json(plan)
+        data["stochastic"] = stochastic_json(result)
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+
+

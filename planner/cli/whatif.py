@@ -1,0 +1,132 @@
+"""`planner whatif`: one solve per policy and demand level, and stress tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from planner import interrupt
+from planner.cli.common import (
+    EXIT_BAD_INPUT,
+    EXIT_NO_PLAN,
+    GAP_OPTION,
+    SOLVER_OPTION,
+    _check_outputs,
+    _check_solver_options,
+    _guard,
+    _load,
+    _numbers,
+    _report_seconds,
+    _status,
+    app,
+    err,
+)
+
+
+@app.command()
+@_guard
+def whatif(
+    scenario: Path = typer.Argument(..., help="folder of CSVs or .xlsx"),
+    policy: Optional[list[str]] = typer.Option(
+        None, "--policy", help="NAME=TERMS, e.g. r12=spot,on_demand,monthly,reserved:12 "
+        "(repeatable; default: payg, monthly, r12, all)"),
+    demand_scale: str = typer.Option("1.0", "--demand-scale",
+                                     help="demand levels to solve each policy at, e.g. "
+                                          "0.8,1.0,1.2"),
+    scale_workload: Optional[list[str]] = typer.Option(
+        None, "--scale-workload", help="WORKLOAD=FACTOR on top of --demand-scale (repeatable)"),
+    stress: str = typer.Option("-0.2,+0.2", "--stress",
+                               help="demand changes for the stress test of each policy's "
+                                    "commitments ('' to skip)"),
+    jobs: int = typer.Option(0, "--jobs", min=0, help="local Dask workers (0: one per core)"),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler",
+                                            help="an existing Dask cluster's scheduler "
+                                                 "address, instead of local workers"),
+    output: Optional[Path] = typer.Option(None, "-o", "--output",
+                                          help="workbook (default reports/whatif.xlsx)"),
+    as_json: bool = typer.Option(False, "--json", help="print {\"policies\": [...]} on stdout"),
+    solver: Optional[str] = SOLVER_OPTION,
+    time_limit: Optional[float] = typer.Option(
+        None, "--time-limit", help="seconds for the whole command, every solve and the "
+                                   "workbook included (default: the scenario's setting)"),
+    gap: Optional[float] = GAP_OPTION,
+):
+    """Compare commitment policies and demand levels side by side in one workbook."""
+    from planner.report.whatif_workbook import write_whatif_workbook
+    from planner.solve.budget import Budget
+    from planner.whatif import (
+        DEFAULT_POLICIES,
+        Policy,
+        PolicyError,
+        parse_policy,
+        run_whatif,
+        variant_summary,
+    )
+
+    started = time.perf_counter()
+    _check_solver_options(solver, time_limit, gap)
+    try:
+        policies = [parse_policy(p) for p in (policy or DEFAULT_POLICIES)]
+    except PolicyError as e:
+        err.print(f"[red]error:[/] --policy {e}")
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    names = [p.name for p in policies]
+    if len(set(names)) != len(names):
+        err.print("[red]error:[/] two policies have the same name")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    if not any(set(p.terms) <= {"spot", "on_demand"} for p in policies):
+        policies.append(Policy("payg-reference", {"spot": None, "on_demand": None}))
+    scales = _numbers(demand_scale, "--demand-scale")
+    stress_scales = tuple(1.0 + x for x in _numbers(stress, "--stress"))
+    if not scales or any(x < 0 for x in scales) or any(x < 0 for x in stress_scales):
+        err.print("[red]error:[/] demand scales must be numbers ≥ 0 (stress above −1)")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    s = _load(scenario)
+    per_workload: dict[str, float] = {}
+    for item in scale_workload or []:
+        name, _, factor = item.partition("=")
+        if name not in s.workload_by_name:
+            err.print(f"[red]error:[/] --scale-workload: unknown workload '{name}'")
+            raise typer.Exit(EXIT_BAD_INPUT)
+        per_workload[name] = _numbers(factor, "--scale-workload")[0] if factor else 1.0
+    jobs = jobs or os.cpu_count() or 1
+    out = output or Path("reports/whatif.xlsx")
+    _check_outputs(out)
+    budget = Budget(time_limit if time_limit is not None else s.settings.time_limit_s,
+                    start=started)
+
+    def progress(v, done, total):
+        stress = f", {len(v.stress)} stress test(s)" if v.stress else ""
+        err.print(f"[{done}/{total}] {v.label}: {v.status or 'solved'}{stress} "
+                  f"({budget.elapsed():.0f} s)")
+        interrupt.set_stage(f"solving the what-if variants ({done} of {total} done)")
+
+    variants_count = len(policies) * len(scales)
+    stress_count = len(policies) * len(stress_scales)
+    where = f"the cluster at {scheduler}" if scheduler else f"{jobs} local worker(s)"
+    err.print(f"solving {variants_count} variant(s) and {stress_count} stress test(s) on "
+              f"{where} within {budget.left():.0f} s")
+    interrupt.set_stage(f"solving the what-if variants (0 done, {jobs} worker(s))")
+    variants = run_whatif(s, policies, scales, per_workload, stress_scales, jobs, solver,
+                          gap=gap, progress=progress, scheduler=scheduler,
+                          budget=budget.share(1.0, keep=_report_seconds(s) * len(policies)))
+    if all(v.plan is None for v in variants):
+        err.print("[red]no plan found for any policy[/]")
+        raise typer.Exit(EXIT_NO_PLAN)
+    with _status(f"writing {out}"):
+        write_whatif_workbook(s, variants, out, stress_scales)
+    for v in variants:
+        total = f"${v.plan.totals['total_cost_usd']:,.0f}" if v.plan else "no plan"
+        err.print(f"{v.label:>24}: {total} ({v.status})")
+    err.print(f"wrote {out}")
+    if as_json:
+        sys.stdout.write(json.dumps({"policies": [variant_summary(v) for v in variants]},
+                                    indent=2, default=float) + "\n")
+
+
