@@ -95,3 +95,25 @@ def test_the_table_shows_rates_to_four_decimals(tmp_path):
     res = _offers(tmp_path)
     assert res.exit_code == 0, res.output
     assert "1.0000" in res.stdout and "1.5000" in res.stdout and "4 offer(s)" in res.output
+
+
+def test_for_a_workload_cheapest_per_unit_within_its_rules(tmp_path):
+    # w serves 1 unit per GPU on A only (no throughput on B: west's $0.50 is out), with a
+    # 50 ms SLO: from ny, east (0 ms) is in reach; from sf it is 80 ms away: nothing is.
+    # A's offers per unit: reserved 1.50 (with its upfront), monthly 2.00, on demand 3.00.
+    market = dict(MARKET, workloads=[{"workload": "w", "kind": "inference",
+                                      "latency_slo_ms": 50}],
+                  demand=[{"workload": "w", "period": "2027-01", "amount": 1, "site": "ny"}])
+    folder = write_csv(tmp_path / "slo", market)
+
+    def listed(*args):
+        res = CliRunner().invoke(app, ["offers", str(folder), "--format", "json", *args])
+        assert res.exit_code == 0, res.output
+        return json.loads(res.stdout)
+
+    rows = listed("--workload", "W", "--from", "NY")
+    assert [(r["gpu"], r["term"], r["usd_per_unit_hour"], r["rtt_ms"]) for r in rows] == [
+        ("A", "reserved", 1.5, 0), ("A", "monthly", 2.0, 0), ("A", "on_demand", 3.0, 0)]
+    assert listed("--workload", "w", "--from", "sf") == []
+    # --slo overrides the workload's own
+    assert len(listed("--workload", "w", "--from", "sf", "--slo", "100")) == 3

@@ -119,7 +119,7 @@ def _named(name: str | None, names, what: str) -> str | None:
 HEADINGS = {"usd_per_gpu_hour": "$/GPU-h", "effective_usd_per_gpu_hour": "effective $/GPU-h",
             "commit_months": "months", "gpus_per_instance": "GPUs/instance",
             "max_gpus": "max GPUs", "lead_time_days": "lead days", "price_date": "price date",
-            "rtt_ms": "RTT ms"}
+            "rtt_ms": "RTT ms", "usd_per_unit_hour": "$/unit-h"}
 
 
 def _shown(column: str, value) -> str:

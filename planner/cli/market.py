@@ -76,6 +76,10 @@ def offers(
                                          "latency from it to each offer's region"),
     slo: Optional[float] = typer.Option(None, "--slo", min=0, help="with --from: only "
                                         "offers within this many ms"),
+    workload: Optional[str] = typer.Option(
+        None, "--workload", help="only offers that can serve this workload (its GPU types, "
+                                 "jurisdictions, spot rule; with --from its latency SLO), "
+                                 "cheapest per unit of it first"),
     fmt: str = typer.Option("table", "--format", help="table, csv or json"),
 ):
     """List the offers cheapest first: rate, effective rate with the upfront spread over
@@ -95,8 +99,10 @@ def offers(
     rows = offer_rows(s, gpu=_named(gpu, [g.gpu for g in s.gpus], "GPU type"),
                       region=_named(region, s.region_by_name, "region"),
                       term=_named(term, TERMS, "term"),
-                      origin=_named(origin, s.site_by_name, "site"), slo_ms=slo)
-    columns = [*COLUMNS, *(["rtt_ms"] if origin is not None else [])]
+                      origin=_named(origin, s.site_by_name, "site"), slo_ms=slo,
+                      workload=_named(workload, s.workload_by_name, "workload"))
+    columns = [*COLUMNS, *(["rtt_ms"] if origin is not None else []),
+               *(["usd_per_unit_hour"] if workload is not None else [])]
     if fmt == "json":
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
     elif fmt == "csv":

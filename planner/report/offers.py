@@ -24,18 +24,33 @@ def effective_rate(offer, hours_per_month: float) -> float:
 
 def offer_rows(scenario: Scenario, gpu: str | None = None, region: str | None = None,
                term: str | None = None, origin: str | None = None,
-               slo_ms: float | None = None) -> list[dict]:
+               slo_ms: float | None = None, workload: str | None = None) -> list[dict]:
     """The offers matching the filters (names as the scenario spells them), cheapest
     effective rate first; with `origin` (a site) each row has its `rtt_ms`, and with
-    `slo_ms` only offers within it are listed."""
+    `slo_ms` only offers within it are listed. With `workload`: only offers that can serve
+    it (a GPU type with its throughput, a region in its jurisdictions, spot only if it may
+    use spot), within its latency SLO from `origin` unless `slo_ms` says otherwise, each
+    with `usd_per_unit_hour` (effective rate ÷ its units per GPU, spot derated), cheapest
+    per unit first."""
     hpm = scenario.settings.hours_per_month
     transit = Transit(scenario, [origin]) if origin is not None else None
     provider = {r.region: r.provider for r in scenario.regions}
+    w = scenario.workload_by_name[workload] if workload else None
+    if w is not None and slo_ms is None:
+        slo_ms = w.latency_slo_ms
+    sites = scenario.site_by_name
     rows = []
     for o in scenario.offers:
         if (gpu and o.gpu != gpu) or (region and o.region != region) \
                 or (term and o.term != term):
             continue
+        if w is not None:
+            place = sites[scenario.region_by_name[o.region].site]
+            if (w.workload, o.gpu) not in scenario.throughput_by_pair \
+                    or (o.term == "spot" and not w.allow_spot) \
+                    or (w.residency and place.jurisdiction not in w.residency
+                        and place.country not in w.residency):
+                continue
         row = {
             "gpu": o.gpu, "provider": provider[o.region], "region": o.region,
             "term": o.term, "usd_per_gpu_hour": o.usd_per_gpu_hour,
@@ -50,7 +65,11 @@ def offer_rows(scenario: Scenario, gpu: str | None = None, region: str | None = 
             if slo_ms is not None and ms > slo_ms + 1e-9:
                 continue
             row["rtt_ms"] = None if math.isinf(ms) else ms
+        if w is not None:
+            units = scenario.throughput_by_pair[(w.workload, o.gpu)].units_per_gpu * o.derate
+            row["usd_per_unit_hour"] = round(row["effective_usd_per_gpu_hour"] / units, 9)
         rows.append(row)
-    rows.sort(key=lambda r: (r["effective_usd_per_gpu_hour"], r["gpu"], r["region"],
-                             r["term"], r["commit_months"] or 0))
+    first = "usd_per_unit_hour" if w is not None else "effective_usd_per_gpu_hour"
+    rows.sort(key=lambda r: (r[first], r["gpu"], r["region"], r["term"],
+                             r["commit_months"] or 0))
     return rows
