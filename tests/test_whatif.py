@@ -112,6 +112,14 @@ def test_cli_whatif_json_and_workbook(tmp_path):
     total = ws.cell(2, head.index("Total cost") + 1).value
     assert isinstance(total, str) and total.startswith("=SUM(")
     assert ws.cell(4, head.index("Savings vs pay-as-you-go") + 1).value.startswith("=")
+    # progress counts every solve, stress tests included; --quiet turns it off
+    assert "solving 4 variant(s) and 4 stress test(s) on 1 local worker(s)" in res.output
+    assert "[1/4]" in res.output
+    quiet = CliRunner().invoke(app, [
+        "whatif", str(folder), "--policy", "payg=spot,on_demand", "--jobs", "1",
+        "-o", str(tmp_path / "quiet.xlsx"), "--quiet"])
+    assert quiet.exit_code == 0, quiet.output
+    assert "[1/1]" not in quiet.output and "solving" not in quiet.output
 
 
 def test_cli_whatif_bad_policy_exits_2(tmp_path):

@@ -75,10 +75,33 @@ def _check_solver_options(solver, time_limit, gap) -> None:
 FORMATS = ("table", "csv", "json")
 
 
+QUIET = {"on": False}  # --quiet: no progress on stderr (results and problems still)
+QUIET_OPTION = typer.Option(False, "--quiet", "-q", help="no progress on stderr")
+
+
+class _Silent:
+    """A spinner that shows nothing (--quiet)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> bool:
+        return False
+
+    def update(self, *args, **kwargs) -> None:
+        pass
+
+
 def _status(text: str):
     """A spinner on stderr saying what runs, which Ctrl-C also names."""
     interrupt.set_stage(text)
-    return err.status(text)
+    return _Silent() if QUIET["on"] else err.status(text)
+
+
+def _progress(text: str) -> None:
+    """A progress line on stderr, unless --quiet."""
+    if not QUIET["on"]:
+        err.print(text)
 
 
 def _guard(fn):

@@ -16,6 +16,8 @@ from planner.cli.common import (
     EXIT_ERROR,
     EXIT_NO_PLAN,
     GAP_OPTION,
+    QUIET,
+    QUIET_OPTION,
     SOLVER_OPTION,
     _check_outputs,
     _check_solver_options,
@@ -81,8 +83,10 @@ def solve(
     scheduler: Optional[str] = typer.Option(None, "--scheduler",
                                             help="with --stochastic: an existing Dask "
                                                  "cluster's scheduler address"),
+    quiet: bool = QUIET_OPTION,
 ):
     """Solve a scenario at least cost and write the finance workbook."""
+    QUIET["on"] = quiet
     from planner.baselines import not_run, solve_baselines
     from planner.check import check_plan
     from planner.report.json_out import plan_json

@@ -16,12 +16,15 @@ from planner.cli.common import (
     EXIT_BAD_INPUT,
     EXIT_NO_PLAN,
     GAP_OPTION,
+    QUIET,
+    QUIET_OPTION,
     SOLVER_OPTION,
     _check_outputs,
     _check_solver_options,
     _guard,
     _load,
     _numbers,
+    _progress,
     _report_seconds,
     _status,
     app,
@@ -56,8 +59,10 @@ def whatif(
         None, "--time-limit", help="seconds for the whole command, every solve and the "
                                    "workbook included (default: the scenario's setting)"),
     gap: Optional[float] = GAP_OPTION,
+    quiet: bool = QUIET_OPTION,
 ):
     """Compare commitment policies and demand levels side by side in one workbook."""
+    QUIET["on"] = quiet
     from planner.report.whatif_workbook import write_whatif_workbook
     from planner.solve.budget import Budget
     from planner.whatif import (
@@ -103,14 +108,14 @@ def whatif(
 
     def progress(v, done, total):
         stress = f", {len(v.stress)} stress test(s)" if v.stress else ""
-        err.print(f"[{done}/{total}] {v.label}: {v.status or 'solved'}{stress} "
+        _progress(f"[{done}/{total}] {v.label}: {v.status or 'solved'}{stress} "
                   f"({budget.elapsed():.0f} s)")
         interrupt.set_stage(f"solving the what-if variants ({done} of {total} done)")
 
     variants_count = len(policies) * len(scales)
     stress_count = len(policies) * len(stress_scales)
     where = f"the cluster at {scheduler}" if scheduler else f"{jobs} local worker(s)"
-    err.print(f"solving {variants_count} variant(s) and {stress_count} stress test(s) on "
+    _progress(f"solving {variants_count} variant(s) and {stress_count} stress test(s) on "
               f"{where} within {budget.left():.0f} s")
     interrupt.set_stage(f"solving the what-if variants (0 done, {jobs} worker(s))")
     variants = run_whatif(s, policies, scales, per_workload, stress_scales, jobs, solver,

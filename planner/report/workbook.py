@@ -432,16 +432,16 @@ def _costs_sheet(wb, plan: Plan, ps: Sheet, cs: Sheet, es: Sheet) -> Sheet:
                           f"=SUM({c(name)}{first}:{c(name)}{last})")
         cell.number_format, cell.font = USD, BOLD
     sh.total_row = total_row
-    # cost per month by term, stacked, over the horizon
+    # cost per month by term, stacked, over the whole table (commitments' months after
+    # the horizon included)
     chart = BarChart()
     chart.type, chart.grouping, chart.overlap = "col", "stacked", 100
     chart.title, chart.y_axis.title = "Cost per month by term", "USD"
     j0 = sh.columns.index(COST_KEYS[0]) + 1
     data = Reference(sh.ws, min_col=j0, max_col=j0 + len(COST_KEYS), min_row=1,
-                     max_row=first + st.horizon_months - 1)
+                     max_row=last)
     chart.add_data(data, titles_from_data=True)
-    chart.set_categories(Reference(sh.ws, min_col=1, min_row=first,
-                                   max_row=first + st.horizon_months - 1))
+    chart.set_categories(Reference(sh.ws, min_col=1, min_row=first, max_row=last))
     chart.width, chart.height = 24, 12
     sh.ws.add_chart(chart, f"A{total_row + 3}")
     return sh
