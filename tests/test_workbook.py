@@ -266,3 +266,36 @@ def test_diagnostics_lists_pruned_pairs_or_counts_them_per_reason(tmp_path, monk
     assert counted == [("w1", 3, reason), ("w2", 3, reason)]
     assert any("Pruned (workload, offer) pairs: 6, more than 5" in str(c.value)
                for row in ws.iter_rows() for c in row)
+
+
+def _rendered(value, fmt: str) -> str:
+    """A number as its cell format shows it (the formats the workbook uses)."""
+    if "0.0000" in fmt:
+        return f"${value:,.4f}"
+    if '"$"' in fmt:
+        return f"${value:,.0f}" if fmt.endswith("0") and ".00" not in fmt else f"${value:,.2f}"
+    if "%" in fmt:
+        return f"{value * 100:.1f}%"
+    if "#,##0.###" in fmt:
+        return f"{value:,.3f}"
+    return f"{value:g}"
+
+
+def test_no_number_renders_as_hashes(finance, tmp_path):
+    # Recalculated in LibreOffice, every number fits its column as its format shows it
+    # (a cell too narrow for its number shows ### at 100 % zoom).
+    from openpyxl.utils import get_column_letter
+
+    _, path = finance
+    values = load_workbook(_recalculated(path, tmp_path / "recalc"), data_only=True)
+    formats = load_workbook(path)
+    for name in ("Summary", "Plan", "Commitments", "Costs", "Service", "Egress", "FOCUS"):
+        ws, fs = values[name], formats[name]
+        for row in fs.iter_rows(min_row=2):
+            for cell in row:
+                value = ws.cell(cell.row, cell.column).value
+                if not isinstance(value, (int, float)) or isinstance(value, bool):
+                    continue
+                width = fs.column_dimensions[get_column_letter(cell.column)].width or 8.43
+                shown = _rendered(value, cell.number_format)
+                assert len(shown) <= width, (name, cell.coordinate, shown, width)
