@@ -33,3 +33,13 @@ def test_another_seed_another_market(tmp_path):
         CliRunner().invoke(app, ["generate", str(tmp_path / seed), "--workloads", "5",
                                  "--regions", "6", "--months", "2", "--seed", seed])
     assert (tmp_path / "1" / "offers.csv").read_text() != (tmp_path / "2" / "offers.csv").read_text()
+
+
+def test_generated_scenarios_validate_without_warnings(tmp_path):
+    # seed 5 at 20 × 10 once named Canada in a residency on a map without a Canadian site
+    from planner.io.generate import generate
+
+    for workloads, regions, months, seed in ((20, 10, 12, 5), (30, 6, 3, 11), (12, 20, 2, 3)):
+        folder = tmp_path / f"{workloads}x{regions}x{months}-{seed}"
+        generate(folder, workloads, regions, months, seed=seed)
+        assert load_scenario(folder).warnings == (), folder.name

@@ -141,7 +141,11 @@ def generate(out: Path, workloads: int, regions: int, months: int, seed: int = 0
                 row["residency"] = "UK"
             model = pool_model
         elif kind == "training":
-            row["residency"] = rng.choice(["", "US;CA", "EU"])
+            # only places the map has: a residency naming none would only be warned about
+            present = {x["country"] for x in sites} | {x["jurisdiction"] for x in sites}
+            row["residency"] = ";".join(
+                place for place in rng.choice(["", "US;CA", "EU"]).split(";")
+                if place in present)
             model = "train"
         else:
             share = rng.choice([0.1, 0.2, 0.25])
