@@ -41,6 +41,7 @@ from planner.solve.pipeline import plan_scenario
 MAX_CANDIDATES = 6
 # Shares of the budget: the wait-and-see solves, the evaluations, the final plan.
 WAIT_SHARE, EVALUATE_SHARE = 0.4, 0.85
+MIN_SOLVE_S = 2.0  # the least time limit worth giving an evaluation
 
 
 def sample_scenarios(scenario: Scenario, samples: int, spread: float, seed: int,
@@ -223,7 +224,11 @@ def solve_stochastic(scenario: Scenario, scenarios: tuple[DemandScenario, ...],
     for c in candidates:
         if all(c.commitments != u.commitments for u in unique):
             unique.append(c)
-    # 3. every candidate in every scenario
+    # 3. every candidate in every scenario: as many candidates as the time holds, each
+    # solve given at least MIN_SOLVE_S beyond its overhead (the mean forecast's first)
+    room = budget.share(EVALUATE_SHARE).left() * workers
+    fits = int(room // (len(scenarios) * (overhead[0] + MIN_SOLVE_S)))
+    unique = unique[:max(1, fits)]
     say(f"evaluating {len(unique)} commitment schedules in {len(scenarios)} scenarios")
     limit = each(len(unique) * len(scenarios), EVALUATE_SHARE)
     tasks = [(s, tuple(sorted(c.commitments.items())), solver, limit, gap)
@@ -240,8 +245,7 @@ def solve_stochastic(scenario: Scenario, scenarios: tuple[DemandScenario, ...],
 
     chosen = min(unique, key=lambda c: (value(c)[0], unique.index(c)))
     objective, expected, tail = value(chosen)
-    mean_candidate = unique[0] if unique[0].commitments == candidates[0].commitments \
-        else next(u for u in unique if u.commitments == candidates[0].commitments)
+    mean_candidate = unique[0]  # the mean forecast's schedule is always the first
     ws_value = float(np.dot([w.get("objective_usd", math.inf) for w in wait], probabilities))
     ws_bound = float(np.dot([w.get("bound_usd") if w.get("bound_usd") is not None
                              else -math.inf for w in wait], probabilities))
