@@ -18,7 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from bench import scenario_path  # the same scenarios as the solve benchmark (seed 1)
+
 # case: (scenario, samples, time limit s, workers)
 CASES = {
     "default-50-j1": ("default", 50, 300, 1),
@@ -26,18 +27,6 @@ CASES = {
     "default-50-j4": ("default", 50, 300, 4),
     "200x40x24-20": ("200x40x24", 20, 600, 2),
 }
-
-
-def scenario_path(name: str, workdir: Path) -> Path:
-    if name == "default":
-        return ROOT / "data"
-    folder = workdir / name
-    if not folder.exists():
-        from planner.io.generate import generate
-
-        w, r, m = (int(x) for x in name.split("x"))
-        generate(folder, w, r, m, seed=1)
-    return folder
 
 
 def run_case(case: str, workdir: Path) -> dict:

@@ -25,34 +25,48 @@ from planner.cli.common import (
 )
 
 
+def _check_format(fmt: str) -> None:
+    if fmt not in FORMATS:
+        err.print(f"[red]error:[/] --format must be one of {', '.join(FORMATS)}, not '{fmt}'")
+        raise typer.Exit(EXIT_BAD_INPUT)
+
+
+def _listed(rows: list[dict], columns: list[str], fmt: str) -> bool:
+    """Print `rows` as JSON or CSV on stdout when `fmt` asks; False: a table is wanted."""
+    import csv
+
+    if fmt == "json":
+        sys.stdout.write(json.dumps([{c: r[c] for c in columns} for r in rows], indent=2)
+                         + "\n")
+    elif fmt == "csv":
+        writer = csv.DictWriter(sys.stdout, fieldnames=columns, extrasaction="ignore",
+                                lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    return fmt != "table"
+
+
+def _wide(table: Table) -> None:
+    """Print a table on stdout in full, piped or not."""
+    Console(width=max(160, Console().width)).print(table)
+
+
 @app.command()
 @_guard
 def latency(scenario: Path = typer.Argument(..., help="folder of CSV files or .xlsx"),
             site: str = typer.Argument(..., help="a site of the network map (any case)"),
             fmt: str = typer.Option("table", "--format", help="table, csv or json")):
     """List the transit latency from SITE to every region, nearest first."""
-    import csv
-
     from planner.model.graph import region_latencies
 
-    if fmt not in FORMATS:
-        err.print(f"[red]error:[/] --format must be one of {', '.join(FORMATS)}, not '{fmt}'")
-        raise typer.Exit(EXIT_BAD_INPUT)
+    _check_format(fmt)
     s = _load(scenario)
     site = _named(site, s.site_by_name, "site")
     rows = [{**row, "latency_ms": None if row["latency_ms"] == float("inf")
              else row["latency_ms"], "path": " → ".join(row["path"])}
             for row in region_latencies(s, site)]
     columns = ["region", "provider", "site", "jurisdiction", "country", "latency_ms", "path"]
-    if fmt == "json":
-        sys.stdout.write(json.dumps([{c: r[c] for c in columns} for r in rows], indent=2)
-                         + "\n")
-        return
-    if fmt == "csv":
-        writer = csv.DictWriter(sys.stdout, fieldnames=columns, extrasaction="ignore",
-                                lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(rows)
+    if _listed(rows, columns, fmt):
         return
     table = Table(title=f"Transit latency from {site}")
     for col in columns:
@@ -62,7 +76,7 @@ def latency(scenario: Path = typer.Argument(..., help="folder of CSV files or .x
         ms = row["latency_ms"]
         table.add_row(*[str(row[c]) for c in columns[:5]],
                       "unreachable" if ms is None else f"{ms:g}", row["path"])
-    Console(width=max(160, Console().width)).print(table)  # piped: names in full
+    _wide(table)
 
 
 @app.command()
@@ -84,14 +98,10 @@ def offers(
 ):
     """List the offers cheapest first: rate, effective rate with the upfront spread over
     the term, capacity and lead time (like `sky show-gpus`)."""
-    import csv
-
     from planner.io.schema import TERMS
     from planner.report.offers import COLUMNS, offer_rows
 
-    if fmt not in FORMATS:
-        err.print(f"[red]error:[/] --format must be one of {', '.join(FORMATS)}, not '{fmt}'")
-        raise typer.Exit(EXIT_BAD_INPUT)
+    _check_format(fmt)
     if slo is not None and origin is None:
         err.print("[red]error:[/] --slo needs --from SITE")
         raise typer.Exit(EXIT_BAD_INPUT)
@@ -103,13 +113,7 @@ def offers(
                       workload=_named(workload, s.workload_by_name, "workload"))
     columns = [*COLUMNS, *(["rtt_ms"] if origin is not None else []),
                *(["usd_per_unit_hour"] if workload is not None else [])]
-    if fmt == "json":
-        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
-    elif fmt == "csv":
-        writer = csv.DictWriter(sys.stdout, fieldnames=columns, lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(rows)
-    else:  # the sources are long: in csv and json
+    if not _listed(rows, columns, fmt):  # a table; the sources are long: in csv and json
         shown = [c for c in columns if c != "source"]
         table = Table(title=f"Offers in {s.name}, cheapest first"
                       + (f" (from {origin})" if origin else ""))
@@ -118,7 +122,7 @@ def offers(
                 "gpu", "provider", "region", "term") else "right", no_wrap=True)
         for r in rows:
             table.add_row(*[_shown(col, r[col]) for col in shown])
-        Console(width=max(160, Console().width)).print(table)
+        _wide(table)
     err.print(f"{len(rows)} offer(s)")
 
 

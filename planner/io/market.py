@@ -28,12 +28,10 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import math
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from planner.interrupt import writing
+from planner.files import write_atomically
 from planner.io.catalog import CatalogPrice, read_catalog, read_metadata
 from planner.io.issues import Issue
 from planner.io.schema import COMMITMENT_TERMS, PAY_AS_YOU_GO, TABLES_BY_NAME
@@ -84,22 +82,14 @@ class _Table:
         return cls(path, columns, rows, newline)
 
     def write(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.stem}-", suffix=".csv",
-                                   dir=self.path.parent)
-        try:
-            with writing(tmp), os.fdopen(fd, "w", newline="", encoding="utf-8") as f:
+        def write(tmp: str) -> None:
+            with open(tmp, "w", newline="", encoding="utf-8") as f:
                 writer = csv.DictWriter(f, fieldnames=self.columns, extrasaction="ignore",
                                         lineterminator=self.newline)
                 writer.writeheader()
                 writer.writerows(self.rows)
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(tmp, 0o666 & ~umask)
-            os.replace(tmp, self.path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+
+        write_atomically(self.path, write)
 
 
 def _columns(table: str) -> tuple[str, ...]:

@@ -18,12 +18,10 @@ from __future__ import annotations
 
 import csv
 import datetime as dt
-import os
-import tempfile
 from collections import defaultdict
 from pathlib import Path
 
-from planner.interrupt import writing
+from planner.files import write_atomically
 from planner.report.economics import monthly_use
 from planner.report.plan import Plan
 
@@ -164,18 +162,10 @@ def focus_rows(plan: Plan) -> list[dict]:
 
 def write_focus_csv(rows: list[dict], path: Path) -> None:
     """The rows as CSV, written atomically (a failed run leaves an earlier file)."""
-    from planner.report.workbook import honour_umask
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".csv", dir=path.parent)
-    honour_umask(tmp)
-    try:
-        with writing(tmp), os.fdopen(fd, "w", newline="", encoding="utf-8") as f:
+    def write(tmp: str) -> None:
+        with open(tmp, "w", newline="", encoding="utf-8") as f:
             writer = csv.DictWriter(f, fieldnames=COLUMNS)
             writer.writeheader()
             writer.writerows(rows)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+
+    write_atomically(Path(path), write)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from openpyxl.chart import BarChart, Reference
 from openpyxl.styles import Font
 
-from planner.report.workbook import NUM, PCT, USD, F, Sheet, text_cell
+from planner.report.workbook import NUM, PCT, USD, F, Sheet, text_cell, value_cell
 
 BOLD = Font(bold=True)
 
@@ -61,13 +61,7 @@ def risk_sheet(wb, result) -> None:
         ]
     for label, value, fmt in lines:
         ws.cell(r, 1, label).font = BOLD
-        cell = ws.cell(r, 2)
-        if isinstance(value, str) and value.startswith("="):
-            cell.value = value
-        else:
-            text_cell(cell, value)
-        if fmt:
-            cell.number_format = fmt
+        value_cell(ws.cell(r, 2), value, fmt)
         r += 1
     ws.cell(r + 1, 1, "Candidate schedules (expected objective)").font = BOLD
     r += 2

@@ -11,8 +11,6 @@ so a failed run leaves an earlier workbook intact.
 from __future__ import annotations
 
 import datetime as dt
-import os
-import tempfile
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +23,7 @@ from openpyxl.styles import Alignment, Font, PatternFill
 from openpyxl.utils import get_column_letter
 from openpyxl.workbook.defined_name import DefinedName
 
-from planner.interrupt import writing
+from planner.files import write_atomically
 from planner.io.schema import PAY_AS_YOU_GO, TABLES
 from planner.report.economics import (
     effective_savings,
@@ -70,6 +68,17 @@ def text_cell(cell, value) -> None:
     cell.value = value
     if isinstance(value, str):
         cell.data_type = "s"
+
+
+def value_cell(cell, value, fmt: str | None = None) -> None:
+    """A figure of a label–value block: a formula the workbook wrote ('=…'), or a value
+    (text as text), with its number format."""
+    if isinstance(value, str) and value.startswith("="):
+        cell.value = value
+    else:
+        text_cell(cell, value)
+    if fmt:
+        cell.number_format = fmt
 
 
 def criterion(text: str) -> str:
@@ -165,26 +174,8 @@ def write_workbook(plan: Plan, path: str | Path, baselines: list | None = None,
 
 
 def save_atomically(wb: Workbook, path: Path) -> None:
-    """Save to a temporary file beside `path`, then rename: a failure leaves `path` as it
-    was."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".xlsx", dir=path.parent)
-    os.close(fd)
-    honour_umask(tmp)
-    try:
-        with writing(tmp):
-            wb.save(tmp)
-            os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
-def honour_umask(path) -> None:
-    """Give a file made by mkstemp (always 0600) the mode any new file gets (SPEC §4 v2)."""
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(path, 0o666 & ~umask)
+    """Save atomically (planner.files): a failure leaves `path` as it was."""
+    write_atomically(path, wb.save)
 
 
 def fit_to_page_width(ws) -> None:
@@ -648,17 +639,9 @@ def _summary(wb, ws, plan: Plan, costs: Sheet, ps: Sheet, cs: Sheet, es: Sheet,
     for label, value, fmt, solver in rows:
         if label is not None:
             ws.cell(r, 1, label).font = BOLD if not label.startswith("  ") else Font()
-            cell = ws.cell(r, 2)
-            if isinstance(value, str) and value.startswith("="):
-                cell.value = value
-            else:
-                text_cell(cell, value)
-            if fmt:
-                cell.number_format = fmt
+            value_cell(ws.cell(r, 2), value, fmt)
             if solver is not None:
-                text_cell(ws.cell(r, 3), solver)
-                if fmt:
-                    ws.cell(r, 3).number_format = fmt
+                value_cell(ws.cell(r, 3), solver, fmt)
             refs[label] = f"B{r}"
         r += 1
     parts = [refs[k] for k in ("Plan costs (sum of Plan)", "Idle committed capacity",
