@@ -41,12 +41,6 @@ def writing(tmp: str):
             _writing.discard(str(tmp))
 
 
-def ignore_in_workers() -> None:
-    """Initializer of worker processes: Ctrl-C is the parent's to handle (a group-wide
-    SIGINT would otherwise print a traceback from every worker)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
 def run(fn, *args, **kwargs):
     """`fn(*args, **kwargs)` in a worker thread; its result, or its exception re-raised
     here. On Ctrl-C: stop everything and exit 130."""
