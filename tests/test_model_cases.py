@@ -516,3 +516,43 @@ def test_decomposed_plans_keep_whole_instances(tmp_path):
     assert check_plan(s, run.plan) == []
     assert cost(run.plan) == pytest.approx(2200)
     assert run.result.bound <= 2200 + 1e-6
+
+
+def test_decomposition_fills_an_instance_another_pool_left_part_idle(tmp_path):
+    # Two workloads (two pools) in one month: x needs 6 GPUs, y 2. "big" sells 8-GPU
+    # instances at $2/GPU-hour, "small" single GPUs at $1.5 but only 2 of them. Placed
+    # pool by pool at the GPU price, x (the larger) takes small's two GPUs and four of
+    # big's, y two more of big's: 2 × 100 × 1.5 + 8 × 100 × 2 = 300 + 1,600 = $1,900,
+    # the instance paid whole. One instance for both, small unused: 8 × 100 × 2 = $1,600,
+    # the optimum (any use of small adds to the one instance x's demand needs anyway).
+    # The LP relaxation (GPUs one by one) is 2 × 150 + 6 × 200 = $1,500.
+    from scenarios import write_csv
+
+    from planner.io.validate import load_scenario
+    from planner.model.builder import ModelBuilder
+    from planner.model.candidates import find_candidates
+    from planner.report.plan import extract_plan
+    from planner.solve.budget import Budget
+    from planner.solve.decompose.method import decompose
+    from planner.solve.whole import SolveResult
+
+    folder = write_csv(tmp_path / "s", scenario(
+        settings=H, sites=INSTANCE_SITES, regions=regions(big="a", small="a"),
+        offers=[od("big", price=2, gpus_per_instance=8),
+                od("small", price=1.5, max_gpus=2)],
+        workloads=[{"workload": "x", "kind": "inference"},
+                   {"workload": "y", "kind": "inference"}],
+        throughput=[{"workload": w, "gpu": "A", "units_per_gpu": 1} for w in "xy"],
+        demand=flat("x", amount=6) + flat("y", amount=2)))
+    s = load_scenario(folder)
+    builder = ModelBuilder(s, find_candidates(s))
+    outcome = decompose(builder, Budget(20))
+    assert outcome.objective == pytest.approx(1600)
+    assert outcome.bound == pytest.approx(1500)
+    result = SolveResult(solver="highs", status="feasible", termination="",
+                         has_solution=True, objective=outcome.objective,
+                         bound=outcome.bound, gap=None, seconds=0.0)
+    plan = extract_plan(builder, outcome.solution, result)
+    assert check_plan(s, plan) == []
+    assert cost(plan) == pytest.approx(1600)
+    assert gpus_by(plan, "region") == {"big": 8}

@@ -1,11 +1,13 @@
 """Offers sold in whole instances (SPEC §2 v2: gpus_per_instance) in a decomposed plan.
 
-The decomposition plans GPUs one by one — a relaxation of whole instances, so its bound
-stays valid. Its plan is made whole here: commitments rounded up to whole instances
-(pay-as-you-go GPUs are paid in whole instances by the plan itself: planner.report.plan),
-then each partly used pay-as-you-go instance weighed against moving its last replicas
-to a single-GPU source (`drop_part_instances`); and, on models small enough for it, branch
-and bound over the cells the decomposition used. The cheapest plan is kept.
+The decomposition's bound prices GPUs one by one (a relaxation of whole instances, so it
+stays valid); its plan signs commitments in whole instances and pays pay-as-you-go GPUs
+in whole instances, its fix and optimize filling what one pool leaves idle of an
+instance with another's replicas (planner.solve.decompose). Here the plan is checked
+whole (commitments rounded up to instances, should any not be), each partly used
+pay-as-you-go instance weighed against moving its last replicas to a single-GPU source
+(`drop_part_instances`), and, on models small enough for it, branch and bound run over
+the cells the plan used. The cheapest plan is kept.
 """
 
 from __future__ import annotations
@@ -23,27 +25,21 @@ from planner.solve.whole import SolveResult, solve
 EPS = 1e-9
 # Where offers are sold in whole instances on a model of up to REPAIR_CELLS supply cells,
 # the decomposition gets INSTANCE_SHARE of the budget and branch and bound the rest (at
-# the default scenario's 40 k cells, 12 s of it found nothing near the rounded plan).
+# the default scenario's 40 k cells, 12 s of it found nothing near the decomposition's
+# plan).
 INSTANCE_SHARE = 0.75
 REPAIR_CELLS = 30_000
-# Larger: the decomposition runs twice, on the whole market (its bound, and a plan made
-# whole by rounding) and without the offers sold in instances (a plan that needs no
-# rounding), with this share of the budget for the first. At the default scenario the
-# second plan was $0.43 M (1.6 %) cheaper than the first rounded.
-WHOLE_MARKET_SHARE = 0.5
 
 
 def whole_instances(builder: ModelBuilder, solution: Solution, solver: str,
                      budget: Budget, threads: int | None,
                      repair: bool) -> tuple[Solution, float]:
-    """The decomposition plans GPUs one by one (its bound, a relaxation of whole
-    instances, stays valid). Where offers are sold in instances of several GPUs its plan
-    is made whole two ways, and the cheaper kept: commitments rounded up to whole
-    instances (pay-as-you-go GPUs are paid in whole instances by the plan itself), and —
-    where `repair` (a model of up to REPAIR_CELLS cells: at the default scenario's 40 k,
-    12 s of branch and bound found nothing near the rounded plan) — branch and bound over
-    the cells the decomposition used, with every source of the workloads on instances
-    reopened. Returns the plan and its objective."""
+    """`solution` (the decomposition's) made whole and improved where it can be, the
+    cheapest of: it with commitments rounded up to whole instances; that with part-used
+    pay-as-you-go instances emptied where single GPUs cost less; and — where `repair`
+    (a model of up to REPAIR_CELLS cells) — branch and bound over the cells it used,
+    with every source of the workloads on instances reopened. Returns the plan and its
+    objective."""
     found: list[Solution] = []
     rounded = rounded_up(builder, solution)
     if rounded is not None:
@@ -163,33 +159,6 @@ def drop_part_instances(builder: ModelBuilder, solution: Solution) -> Solution:
             used[(src, m, k)] -= gpus_here
             used[(src2, m, k)] += gpus
     return out
-
-
-def without_instances(builder: ModelBuilder, budget: Budget, rounds=None,
-                      progress=None):
-    """A plan by the decomposition on the market without the offers sold in instances,
-    as a plan of `builder`'s (whole market's) model: demand that market could not reach
-    becomes unmet there; with the decomposition's rounds. None if no offer is sold in
-    single GPUs."""
-    import dataclasses as dc
-
-    from planner.model.candidates import find_candidates
-    from planner.solve.decompose.method import decompose
-
-    s = builder.s
-    single = dc.replace(s, offers=tuple(o for o in s.offers if o.gpus_per_instance == 1))
-    if not single.offers:
-        return None
-    other = ModelBuilder(single, find_candidates(single, builder.c.transit),
-                         builder.restrictions)
-    outcome = decompose(other, budget, rounds, progress)
-    solution = dc.replace(outcome.solution, unmet=dict(outcome.solution.unmet))
-    # in the whole market's terms: what this market could not reach at all is unmet
-    for key, out in other.unservable.items():
-        extra = out - builder.unservable.get(key, 0.0)
-        if extra > EPS:
-            solution.unmet[key] = solution.unmet.get(key, 0.0) + extra
-    return solution, outcome.rounds
 
 
 def cheapest(builder: ModelBuilder, solutions: list[Solution]) -> tuple[Solution, float]:

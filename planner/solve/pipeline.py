@@ -8,7 +8,6 @@ passes through the same tables, and the gap is taken on what the plan can change
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from dataclasses import dataclass, field
 
@@ -19,14 +18,7 @@ from planner.model.graph import Transit
 from planner.model.solution import Solution
 from planner.report.plan import Plan, extract_plan
 from planner.solve.budget import Budget
-from planner.solve.instances import (
-    INSTANCE_SHARE,
-    REPAIR_CELLS,
-    WHOLE_MARKET_SHARE,
-    cheapest,
-    whole_instances,
-    without_instances,
-)
+from planner.solve.instances import INSTANCE_SHARE, REPAIR_CELLS, whole_instances
 from planner.solve.whole import SolveResult, _version, honest_gap, solve
 
 # Supply cells up to which a model is solved whole: branch and bound proves the
@@ -81,24 +73,18 @@ def plan_scenario(scenario: Scenario, solver: str | None = None,
     else:
         from planner.solve.decompose.method import decompose
 
-        # offers sold in instances: a share of the time is kept to make the plan whole
-        # by branch and bound, where the model is small enough for it to help
+        # offers sold in instances: the decomposition plans them in whole instances; a
+        # share of the time is kept for branch and bound over the cells its plan used,
+        # where the model is small enough for that to help
         instances = any(o.gpus_per_instance > 1 for o in scenario.offers)
         repair = instances and builder.cell_count <= REPAIR_CELLS
-        twice = instances and not repair and (rounds is None or rounds.single is not None)
-        share = INSTANCE_SHARE if repair else WHOLE_MARKET_SHARE if twice else 1.0
-        outcome = decompose(builder, budget.share(share), rounds, progress)
+        outcome = decompose(builder, budget.share(INSTANCE_SHARE if repair else 1.0),
+                            rounds, progress)
         solution, objective = outcome.solution, outcome.objective
         done = outcome.rounds
         if instances:
             solution, objective = whole_instances(builder, solution, solver, budget,
                                                   threads, repair)
-        if twice:
-            other = without_instances(builder, budget.share(1.0, keep=EXTRACT_SECONDS),
-                                      None if rounds is None else rounds.single, progress)
-            if other is not None:
-                done = dataclasses.replace(done, single=other[1])
-                solution, objective = cheapest(builder, [solution, other[0]])
         seconds["decomposition"] = time.perf_counter() - t
         value = honest_gap(objective, outcome.bound, builder.unservable_usd)
         result = SolveResult(

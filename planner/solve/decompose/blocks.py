@@ -76,6 +76,7 @@ class Commitments:
     min_gpus: np.ndarray  # [N]
     cap_row: np.ndarray  # [N] the offer's row among capped commitment offers, or −1
     caps: np.ndarray  # [C] max_gpus of each capped commitment offer
+    step: np.ndarray  # [N] GPUs signed at a time: the offer's gpus_per_instance
 
     def active(self, month: int) -> np.ndarray:
         """Indexes of the commitments whose GPUs are there in `month`."""
@@ -110,8 +111,21 @@ class Blocks:
         self.payg_offers = list(payg_index)
         self.committed_pairs = list(committed_index)
         self.payg_index, self.committed_index = payg_index, committed_index
-        self.payg_cap = np.array([b.payg_offer[o].max_gpus for o in self.payg_offers],
-                                 dtype=float)
+        # whole instances (SPEC §2 v2): no more than max_gpus paid, so at most the whole
+        # instances within it in use (the model's bound, and the plan's room)
+        self.payg_cap = np.array([b.payg_offer[o].max_gpus // b.payg_offer[o].gpus_per_instance
+                                  * b.payg_offer[o].gpus_per_instance
+                                  for o in self.payg_offers], dtype=float)
+        # pay-as-you-go offers sold in instances of n > 1 GPUs, capped or not: the plan
+        # pays each month and segment's GPUs in use rounded up to whole instances
+        self.instance_offers = sorted({src for w in b.sources for (_, _, src) in b.sources[w]
+                                       if src != COMMITTED
+                                       and b.payg_offer[src].gpus_per_instance > 1})
+        self.instance_index = {o: i for i, o in enumerate(self.instance_offers)}
+        self.instance_size = np.array([b.payg_offer[o].gpus_per_instance
+                                       for o in self.instance_offers], dtype=float)
+        self.instance_rate = np.array([b.payg_offer[o].usd_per_gpu_hour
+                                       for o in self.instance_offers])
         self.existing = np.zeros((len(self.committed_pairs), self.months))
         for (r, g, m), gpus in b.existing_gpus.items():
             if (r, g) in committed_index and m < self.months:
@@ -193,19 +207,22 @@ class Blocks:
         b = self.builder
         st = b.settings
         fixed = b.restrictions.fixed_commitments
-        offer, start, months, row, cost, lower, upper, least, cap_row = ([] for _ in range(9))
+        offer, start, months, row, cost, lower, upper, least, cap_row, step = (
+            [] for _ in range(10))
         caps: list[float] = []
         cap_of: dict[str, int] = {}
         for (r, g) in sorted(b.committed_used):
             for o in b.commit_offers.get((r, g), []):
                 up = max(math.ceil(b.busiest.get((r, g), 0.0) - 1e-9), o.min_gpus)
+                n = o.gpus_per_instance  # whole instances, as the model's bound
+                up = -(-up // n) * n
                 if o.max_gpus is not None:
-                    up = min(up, o.max_gpus)
+                    up = min(up, o.max_gpus // n * n)
                 if up <= 0 and fixed is None:
                     continue
                 if o.max_gpus is not None and o.key not in cap_of:
                     cap_of[o.key] = len(caps)
-                    caps.append(float(o.max_gpus))
+                    caps.append(float(o.max_gpus // n * n))
                 for t in range(o.first_month, self.months):
                     if fixed is not None and (o.key, t) not in fixed:
                         continue
@@ -220,6 +237,7 @@ class Blocks:
                     upper.append(up if q is None else q)
                     least.append(o.min_gpus)
                     cap_row.append(cap_of.get(o.key, -1))
+                    step.append(n)
         for (key, t), q in sorted((fixed or {}).items()):
             if (key, t) not in set(zip(offer, start)):  # signed, of no use to this variant
                 payments, upfront = counted_per_gpu(b.s.offer_by_key[key], t, st, True)
@@ -230,7 +248,8 @@ class Blocks:
             committed_row=np.array(row, dtype=np.int64), cost=np.array(cost),
             lower=np.array(lower, dtype=float), upper=np.array(upper, dtype=float),
             min_gpus=np.array(least, dtype=float),
-            cap_row=np.array(cap_row, dtype=np.int64), caps=np.array(caps))
+            cap_row=np.array(cap_row, dtype=np.int64), caps=np.array(caps),
+            step=np.array(step, dtype=float))
 
 
 def _arcs(wb: WorkloadBlocks) -> np.ndarray:

@@ -64,6 +64,8 @@ class Draft:
             self._add_commit(n, float(commit[n]))
         self.used_payg = np.zeros((len(b.payg_offers), b.months, b.segments))
         self.used_committed = np.zeros((len(b.committed_pairs), b.months, b.segments))
+        # GPUs in use on each offer sold in whole instances (capped or not)
+        self.used_instances = np.zeros((len(b.instance_offers), b.months, b.segments))
         self.pools: dict[tuple[int, int, str], PoolPlan] = {}
         self.priced: dict[int, np.ndarray] = {}  # workload → [J, M, K] cost at the prices
         self.members: dict[str, list[int]] = defaultdict(list)
@@ -106,8 +108,11 @@ class Draft:
             gpus = sign * n * b.builder.gpus_per_replica[(pool, g)]
             if src == COMMITTED:
                 self.used_committed[b.committed_index[(r, g)], m, k] += gpus
-            elif src in b.payg_index:
+                continue
+            if src in b.payg_index:
                 self.used_payg[b.payg_index[src], m, k] += gpus
+            if src in b.instance_index:
+                self.used_instances[b.instance_index[src], m, k] += gpus
 
     def set(self, pool: str, m: int, k: int, plan: PoolPlan) -> None:
         old = self.pools.get((m, k, pool))
@@ -141,7 +146,9 @@ class Draft:
             if cm.cap_row[n] >= 0:  # the offer's max_gpus in every month it is active
                 c = cm.cap_row[n]
                 room = min(room, cm.caps[c] - self.signed[c, int(cm.start[n]):end].max())
-            add = min(math.ceil(gpus - 1e-9), room)
+            step = cm.step[n]  # whole instances
+            room = math.floor(room / step + 1e-9) * step
+            add = min(math.ceil(gpus / step - 1e-9) * step, room)
             if add > 0 and self.commit[n] == 0 and add < cm.min_gpus[n]:
                 add = cm.min_gpus[n] if cm.min_gpus[n] <= room else 0  # a minimum order
             if add <= 0:
@@ -164,7 +171,8 @@ class Draft:
             months = slice(int(cm.start[n]), end)
             idle = float((self.committed[pair, months] - busy[pair, months]).min()) \
                 if end > cm.start[n] else self.commit[n]
-            cut = min(math.floor(idle + 1e-9), self.commit[n] - cm.lower[n])
+            cut = min(math.floor(idle / cm.step[n] + 1e-9) * cm.step[n],
+                      self.commit[n] - cm.lower[n])
             if cut <= 0:
                 continue
             left = self.commit[n] - cut
@@ -178,7 +186,22 @@ class Draft:
     def cost(self) -> float:
         b = self.b
         return (b.constant + float((self.commit * b.commitments.cost).sum())
-                + sum(p.cost for p in self.pools.values()))
+                + sum(p.cost for p in self.pools.values()) + self.idle_instances())
+
+    def idle_instances(self, rows=None, m=None, k=None) -> float:
+        """What the idle GPUs of part-used instances cost (pool plans count the GPUs in
+        use): on `rows` of the offers sold in instances in (m, k), or everywhere."""
+        b = self.b
+        if not len(b.instance_offers):
+            return 0.0
+        if rows is None:
+            used, size, rate, hd = (self.used_instances, b.instance_size[:, None, None],
+                                    b.instance_rate[:, None, None], b.hd[None])
+        else:
+            used, size, rate, hd = (self.used_instances[rows, m, k], b.instance_size[rows],
+                                    b.instance_rate[rows], b.hd[m, k])
+        idle = np.ceil(used / size - 1e-9) * size - used
+        return float((np.maximum(idle, 0.0) * rate * hd).sum())
 
     def solution(self) -> Solution:
         b = self.b

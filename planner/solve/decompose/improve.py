@@ -10,7 +10,11 @@ the pool's workloads share, spot within its share, or left unmet:
          Σ_{w,s} x[w,s,j] · GPUs per unit[j] / GPUs per replica ≤ n[src]   replicas
          n[src] ≤ room[src] / GPUs per replica                            capacity
          Σ_spot (1 − σ) x − Σ_other σ x ≤ 0                              spot share
-         n integer
+         GPUs per replica · n[src] − size · i[src] ≤ −others' GPUs    whole instances
+         n, i integer
+
+(offers sold in instances of several GPUs: their price on the instances i, so a pool
+fills what others left idle of an instance for nothing).
 
 HiGHS solves it in milliseconds from the current plan; the pool keeps the new plan only
 when it costs less. A node limit, not the clock, bounds each MIP, so the same rounds give
@@ -86,17 +90,30 @@ def replan_pool(draft: Draft, pool: str, m: int, k: int, choices: int = CHOICES[
             terms.append((c, 1.0))
             rows.append((level, level, terms))
     replicas: dict[int, tuple] = {}  # column → source key
+    instances: dict[int, tuple[int, float]] = {}  # column → (instance row, start value)
     for key, terms in loads.items():
         w, j = sample[key]
         wb = b.workloads[w]
         gpr = int(wb.gpus_per_replica[j])
-        room = draft.room(wb, j, m, k) + current.replicas.get(key, 0) * gpr
+        mine = current.replicas.get(key, 0) * gpr
+        room = draft.room(wb, j, m, k) + mine
         need = math.ceil(sum(per * level for _, per, level in terms) - 1e-9)
         upper = need if math.isinf(room) else min(need, int(math.floor(room + 1e-9)) // gpr)
         price = 0.0 if wb.committed_row[j] >= 0 else float(wb.price[j]) * gpr * hd
+        row = b.instance_index.get(key[2])
+        if row is not None:
+            price = 0.0  # paid by the instances below
         c = cols.add(price, float(max(upper, 0)), True)
         replicas[c] = key
         rows.append((-inf, 0.0, [(col, per) for col, per, _ in terms] + [(c, -1.0)]))
+        if row is not None:
+            # whole instances: the pool's GPUs and the other pools' in n · instances
+            size = float(b.instance_size[row])
+            others = float(draft.used_instances[row, m, k]) - mine
+            most = math.ceil((others + max(upper, 0) * gpr) / size - 1e-9)
+            i = cols.add(float(b.instance_rate[row]) * size * hd, float(most), True)
+            instances[i] = (row, math.ceil((others + mine) / size - 1e-9))
+            rows.append((-inf, -others, [(c, float(gpr)), (i, -size)]))
     for terms in spot.values():
         rows.append((-inf, 0.0, terms))
 
@@ -127,6 +144,8 @@ def replan_pool(draft: Draft, pool: str, m: int, k: int, choices: int = CHOICES[
         start[c] = current.unmet.get(key, 0.0)
     for c, key in replicas.items():
         start[c] = current.replicas.get(key, 0)
+    for c, (_, value) in instances.items():
+        start[c] = value
     solution = highspy.HighsSolution()
     solution.col_value = start
     h.setSolution(solution)
@@ -139,9 +158,13 @@ def replan_pool(draft: Draft, pool: str, m: int, k: int, choices: int = CHOICES[
         served={key: float(x[c]) for c, key in arcs.items() if x[c] > 1e-9},
         unmet={key: float(x[c]) for c, key in unmet.items() if x[c] > 1e-9})
     plan.cost = draft.pool_cost(pool, m, k, plan)
-    if plan.cost >= current.cost - 1e-7 * max(1.0, current.cost):
-        return False
+    # the idle GPUs of part-used instances change with the pool's plan
+    touched = sorted({row for row, _ in instances.values()})
+    before = current.cost + draft.idle_instances(touched, m, k)
     draft.set(pool, m, k, plan)
+    if plan.cost + draft.idle_instances(touched, m, k) >= before - 1e-7 * max(1.0, before):
+        draft.set(pool, m, k, current)
+        return False
     return True
 
 

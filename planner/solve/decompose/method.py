@@ -19,7 +19,6 @@ the same plan on any machine.
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from dataclasses import dataclass
 
@@ -71,23 +70,15 @@ class Rounds:
     bound: int = 0
     choice: int = 0
     improve: int = 0
-    # the second decomposition's, on the market without offers sold in whole instances
-    # (planner.solve.instances): written after a "/"
-    single: "Rounds | None" = None
 
     def __str__(self) -> str:
-        own = f"{self.ascent}+{self.bound}+{self.choice}+{self.improve}"
-        return own if self.single is None else f"{own}/{self.single}"
+        return f"{self.ascent}+{self.bound}+{self.choice}+{self.improve}"
 
     @classmethod
     def parse(cls, text: str) -> "Rounds":
-        first, slash, second = text.partition("/")
-        if slash:
-            return dataclasses.replace(cls.parse(first), single=cls.parse(second))
         parts = text.split("+")
         if len(parts) not in (3, 4) or not all(re.fullmatch(r"\s*\d+\s*", p) for p in parts):
-            raise ValueError("rounds are written A+B+C+I (four whole numbers; a second "
-                             f"decomposition's after a /), not {text!r}")
+            raise ValueError(f"rounds are written A+B+C+I (four whole numbers), not {text!r}")
         return cls(*([0] * (4 - len(parts))), *(int(p) for p in parts))
 
 

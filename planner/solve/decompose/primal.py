@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from planner.solve.decompose.dual import DualBound, plan_pair
@@ -152,7 +154,7 @@ def rounded_commitments(dual: DualBound) -> np.ndarray:
     give way)."""
     cm = dual.blocks.commitments
     lp = dual.master.values[:dual.master.n_commit]
-    q = np.floor(lp + 1.0 - ROUND_UP_FROM)
+    q = np.floor(lp / cm.step + 1.0 - ROUND_UP_FROM) * cm.step  # whole instances
     small = (q > 0) & (q < cm.min_gpus)
     q[small] = np.where(lp[small] >= cm.min_gpus[small] / 2, cm.min_gpus[small], 0.0)
     q = np.clip(np.maximum(q, cm.lower), cm.lower, cm.upper)
@@ -164,7 +166,7 @@ def rounded_commitments(dual: DualBound) -> np.ndarray:
             for n in sorted(active.tolist(), key=lambda n: -int(cm.start[n])):
                 if over <= 0:
                     break
-                cut = min(over, q[n] - cm.lower[n])
+                cut = min(math.ceil(over / cm.step[n]) * cm.step[n], q[n] - cm.lower[n])
                 if 0 < q[n] - cut < cm.min_gpus[n]:
                     cut = q[n] - cm.lower[n]
                 q[n] -= cut
