@@ -333,3 +333,23 @@ def test_the_master_dual_signs_match_the_lagrangian(tmp_path):
     m = dual.master
     assert dual.lagrangian(m.y_payg, m.y_committed) == pytest.approx(m.objective)
     assert np.all(m.y_payg >= 0) and np.all(m.y_committed >= 0)
+
+
+def test_progress_tells_the_best_plan_and_bound_as_they_improve(tmp_path):
+    """Every round reports its step, the bound and the cheapest whole plan so far: the
+    bound never falls, the plan never rises, the bound stays under every plan, and the
+    last plan reported is the outcome's (or dearer: unmet demand is filled after)."""
+    generate(tmp_path / "g", 8, 6, 3, 1)
+    s = load_scenario(tmp_path / "g")
+    reports = []
+    outcome = decompose(ModelBuilder(s, find_candidates(s)), Budget(10),
+                        progress=lambda p: reports.append((p.step, p.bound, p.plan, str(p))))
+    steps = [step for step, *_ in reports]
+    assert steps[0] == "plan at first prices" and "LP round" in steps
+    plans = [plan for _, _, plan, _ in reports]
+    assert all(a >= b - 1e-6 for a, b in zip(plans, plans[1:]))
+    bounds = [bound for _, bound, _, _ in reports if np.isfinite(bound)]
+    assert all(a <= b + 1e-6 for a, b in zip(bounds, bounds[1:]))
+    assert max(bounds) <= min(plans) + 1e-6
+    assert outcome.objective <= plans[-1] + 1e-6
+    assert "best plan" in reports[-1][3] and "gap" in reports[-1][3]

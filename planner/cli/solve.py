@@ -121,9 +121,8 @@ def solve(
                           scheduler, started)
         return
     with _status("planning") as status:
-        def progress(dual):
-            status.update(f"planning: round {dual.rounds}, LP {dual.master_value:,.0f}, "
-                          f"bound {dual.best:,.0f} ({budget.elapsed():.0f} s)")
+        def progress(report):
+            status.update(f"planning: {report} ({budget.elapsed():.0f} s)")
 
         run = plan_scenario(s, solver, gap=gap, threads=threads or None,
                             budget=budget.share(PLAN_SHARE if baselines else 1.0, keep),

@@ -83,6 +83,31 @@ class Rounds:
 
 
 @dataclass
+class Progress:
+    """What a progress callback is told, after each round of any step: the step, the
+    rounds done, the master LP's value (None before it, or without one), the best proven
+    bound and the cheapest whole plan so far (None before the first)."""
+
+    step: str
+    rounds: Rounds
+    lp: float | None
+    bound: float
+    plan: float | None
+
+    def __str__(self) -> str:
+        parts = [f"{self.step} {self.rounds}"]
+        if self.lp is not None:
+            parts.append(f"LP {self.lp:,.0f}")
+        if np.isfinite(self.bound):
+            parts.append(f"bound {self.bound:,.0f}")
+        if self.plan is not None:
+            parts.append(f"best plan {self.plan:,.0f}")
+            if np.isfinite(self.bound) and self.plan > 0:
+                parts.append(f"gap {max(0.0, 1 - self.bound / self.plan):.2%}")
+        return ", ".join(parts)
+
+
+@dataclass
 class Outcome:
     solution: Solution
     objective: float
@@ -106,6 +131,7 @@ def decompose(builder: ModelBuilder, budget: Budget, rounds: Rounds | None = Non
                            master_arcs(dual), all_pairs(dual))
         if guided.cost() <= greedy.cost():
             draft = guided
+        run.planned(draft.cost(), "LP-guided plan", dual)
     if not solved or (not dual.converged
                       and run.bound < (1.0 - ASCENT_WORTH) * dual.master_value):
         # the master did not reach the LP relaxation, and its bound is well under the
@@ -135,7 +161,20 @@ class _Run:
         self.done = Rounds()
         self.prices = first_prices(blocks)
         self.bound = -np.inf
+        self.plan: float | None = None  # the cheapest whole plan's cost so far
         self.keep = 0.0  # seconds kept back after the master's rounds
+
+    def tell(self, step: str, dual=None) -> None:
+        """Report progress: the step, rounds, master LP, bound and best plan."""
+        if self.progress:
+            bound = self.bound if dual is None else max(self.bound, dual.best)
+            lp = None if dual is None else dual.master_value
+            self.progress(Progress(step, self.done, lp, bound, self.plan))
+
+    def planned(self, cost: float, step: str, dual=None) -> None:
+        """A whole plan costing `cost` exists (the cheapest is kept by the caller)."""
+        self.plan = cost if self.plan is None else min(self.plan, cost)
+        self.tell(step, dual)
 
     def more(self, step: str, until: float) -> bool:
         """Whether another round of `step` may start: under its count when replaying,
@@ -157,6 +196,7 @@ class _Run:
         # time kept back for the LP-guided plan (about the greedy one's) and some fix
         # and optimize: a master round the clock would push past it is not started
         self.keep = 2.0 * (self.budget.elapsed() - started) + 0.05 * self.budget.seconds
+        self.planned(greedy.cost(), "plan at first prices")
         return greedy
 
     def master(self, greedy: Draft) -> DualBound | None:
@@ -179,8 +219,7 @@ class _Run:
             if not dual.step(seconds):
                 break
             setattr(self.done, step, getattr(self.done, step) + 1)
-            if self.progress:
-                self.progress(dual)
+            self.tell("LP round" if step == "bound" else "LP of the choice", dual)
         dual.master.restart()  # however the step ended: the same start for the next
         self.bound = max(self.bound, dual.best)
 
@@ -206,7 +245,8 @@ class _Run:
         while not ascent.stopped and self.more("ascent", until):
             ascent.step()
             self.done.ascent += 1
-        self.bound = max(self.bound, ascent.best)
+            self.bound = max(self.bound, ascent.best)
+            self.tell("ascent")
 
     def improve(self, draft: Draft, dual: DualBound | None) -> None:
         """Fix and optimize: pools planned again alone, those furthest above the master
@@ -218,7 +258,10 @@ class _Run:
                     break
                 replan_pool(draft, pool, m, k, choices)
                 self.done.improve += 1
+                if self.done.improve % 50 == 0:
+                    self.planned(draft.cost(), "improving")
             draft.trim_commitments()
+            self.planned(draft.cost(), "improving")
 
 
 def _by_excess(draft, dual: DualBound | None) -> list[tuple[int, int, str]]:
