@@ -697,6 +697,12 @@ def _summary(wb, ws, plan: Plan, costs: Sheet, ps: Sheet, cs: Sheet, es: Sheet,
     ws.column_dimensions["C"].width = 18
     ws.column_dimensions["D"].width = 24
     ws.column_dimensions["E"].width = 14
+    # the comparison plans' totals, status, gap and unmet demand: as wide as they show
+    # (an AWS-only plan leaves a billion unit-hours unmet)
+    for col, least in (("C", 18), ("F", 10), ("G", 10), ("H", 20)):
+        shown = [_shown_width(c.value, c.number_format) for c in ws[col]
+                 if c.value is not None and not str(c.value).startswith("=")]
+        ws.column_dimensions[col].width = max([least, *shown])
 
 
 def _focus_sheet(wb, plan: Plan) -> None:

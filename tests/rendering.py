@@ -1,0 +1,60 @@
+"""Workbooks as a reader sees them: recalculated by LibreOffice, numbers as their cell
+formats show them, and the cells too narrow for them (### at 100 % zoom)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from openpyxl import load_workbook
+from openpyxl.utils import get_column_letter
+
+
+def recalculated(path: Path, out: Path) -> Path:
+    """`path` recalculated by LibreOffice (headless), written into the new folder `out`."""
+    soffice = shutil.which("soffice") or shutil.which("libreoffice")
+    if soffice is None:
+        if os.environ.get("CI"):
+            pytest.fail("LibreOffice is required in CI (.ci/run installs it)")
+        pytest.skip("LibreOffice (soffice) is not installed")
+    out.mkdir()
+    subprocess.run([soffice, "--headless", "--calc", "--convert-to", "xlsx", "--outdir",
+                    str(out), str(path)], check=True, capture_output=True, timeout=180,
+                   env={**os.environ, "HOME": str(out)})
+    return out / path.name
+
+
+def rendered(value, fmt: str) -> str:
+    """A number as its cell format shows it (the formats the workbooks use)."""
+    if "0.0000" in fmt:
+        return f"${value:,.4f}"
+    if '"$"' in fmt:
+        return f"${value:,.0f}" if fmt.endswith("0") and ".00" not in fmt else f"${value:,.2f}"
+    if "%" in fmt:
+        return f"{value * 100:.1f}%"
+    if "#,##0.###" in fmt:
+        return f"{value:,.3f}"
+    return f"{value:g}"
+
+
+def too_narrow(path: Path, recalculated_path: Path) -> list[tuple]:
+    """Every number of every sheet wider, as shown, than its column:
+    [(sheet, cell, as shown, width)]."""
+    values = load_workbook(recalculated_path, data_only=True)
+    formats = load_workbook(path)
+    found = []
+    for name in formats.sheetnames:
+        ws, fs = values[name], formats[name]
+        for row in fs.iter_rows(min_row=2):
+            for cell in row:
+                value = ws.cell(cell.row, cell.column).value
+                if not isinstance(value, (int, float)) or isinstance(value, bool):
+                    continue
+                width = fs.column_dimensions[get_column_letter(cell.column)].width or 8.43
+                shown = rendered(value, cell.number_format)
+                if len(shown) > width:
+                    found.append((name, cell.coordinate, shown, width))
+    return found
