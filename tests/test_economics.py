@@ -107,7 +107,8 @@ def test_workbook_shows_the_economics_and_reconciles_with_renewals_on_one_line(t
     # would cost 2 × 1,700): six contracts of 2 GPUs, one line. Recalculated, the Summary
     # still reconciles to the cent.
     from openpyxl import load_workbook
-    from test_workbook import _recalculated, _summary
+    from rendering import recalculated
+    from test_workbook import _summary
 
     from planner.report.workbook import write_workbook
 
@@ -122,7 +123,7 @@ def test_workbook_shows_the_economics_and_reconciles_with_renewals_on_one_line(t
     assert plan.totals["total_cost_usd"] == pytest.approx(3500)
     path = tmp_path / "plan.xlsx"
     write_workbook(plan, path)
-    wb = load_workbook(_recalculated(path, tmp_path / "recalc"), data_only=True)
+    wb = load_workbook(recalculated(path, tmp_path / "recalc"), data_only=True)
     s = _summary(wb["Summary"])
     t = plan.totals
     assert s["Total cost (nominal)"][0] == pytest.approx(t["total_cost_usd"], rel=1e-9)
@@ -149,3 +150,43 @@ def test_workbook_shows_the_economics_and_reconciles_with_renewals_on_one_line(t
     assert reserved["Term utilization"] == pytest.approx(1.0)
     assert reserved["Monthly saving"] == pytest.approx(400)
     assert reserved["Break-even month"] == 2 and reserved["Term idle cost"] == pytest.approx(0)
+
+
+def test_renewals_whose_gpus_change_are_one_line_that_reconciles(tmp_path):
+    # Two GPUs in months 0–2, three in months 3–5, on a 1-month monthly term at $1 (on
+    # demand $5): six contracts, 2, 2, 2, 3, 3, 3 GPUs, one line. GPU-months 2 × 3 + 3 × 3
+    # = 15: obligation 15 × 100 × 1 = $1,500, on average $250 a month; the same use on
+    # demand 1,500 × 5 = $7,500: saving (7,500 − 1,500) / 6 = $1,000 a month, from month
+    # 1. Recalculated, the line's money is its contracts' and the Summary reconciles.
+    from openpyxl import load_workbook
+    from rendering import recalculated
+    from test_workbook import _summary
+
+    from planner.report.workbook import write_workbook
+
+    plan = solve_tables(tmp_path, scenario(
+        settings=H, throughput=ONE,
+        demand=[*demand(range(3), amount=2), *demand(range(3, 6), amount=3)],
+        offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 5},
+                {"region": "r1", "gpu": "A", "term": "monthly", "usd_per_gpu_hour": 1,
+                 "commit_months": 1}]))
+    assert sorted(plan.contracts["gpus"]) == [2, 2, 2, 3, 3, 3]
+    [line] = schedule_lines(plan)
+    assert len(line) == 6
+    path = tmp_path / "plan.xlsx"
+    write_workbook(plan, path)
+    wb = load_workbook(recalculated(path, tmp_path / "recalc"), data_only=True)
+    ws = wb["Commitments"]
+    head = [c.value for c in ws[1]]
+    [row] = [dict(zip(head, r)) for r in ws.iter_rows(min_row=2, values_only=True)]
+    assert (row["Contracts"], row["GPUs"], row["GPU-months"]) == (6, 3, 15)
+    assert row["Total obligation"] == pytest.approx(1500)
+    assert row["Monthly payment"] == pytest.approx(250)
+    assert row["Utilization"] == pytest.approx(1.0)
+    assert row["Monthly saving"] == pytest.approx(1000)
+    assert row["Break-even month"] == 1 and row["Term idle cost"] == pytest.approx(0)
+    assert wb.sheetnames.index("Contracts") == wb.sheetnames.index("Commitments") + 1
+    s = _summary(wb["Summary"])
+    assert s["Total cost (nominal)"][0] == pytest.approx(1500)
+    assert s["Difference to total (should be 0)"][0] == pytest.approx(0, abs=1e-6)
+    assert s["Commitment obligation (new)"][0] == pytest.approx(1500)

@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 
 from planner.cli import app
 from planner.report import workbook as report
+from planner.report.economics import line_name, schedule_lines
 from planner.report.workbook import write_workbook
 
 # Every cost line at once: prorated tail, discounting, upfronts, existing contracts, spot,
@@ -99,12 +100,23 @@ def test_libreoffice_recalculation_reconciles_with_the_solver(finance, tmp_path)
     for row in plan_ws.iter_rows(min_row=2, values_only=True):
         assert row[head.index("Cost")] == pytest.approx(row[head.index("Solver cost")],
                                                         rel=1e-9, abs=1e-9)
-    # Commitments: utilization as the plan computed it
+    # Commitments: each line's utilization as the plan computed it for its contracts
     cws = wb["Commitments"]
     head = [c.value for c in cws[1]]
     got = {r[0]: r[head.index("Utilization")] for r in cws.iter_rows(min_row=2, values_only=True)}
+    for line in schedule_lines(plan):
+        used = sum(c.used_gpu_hours for c in line)
+        available = sum(c.available_gpu_hours for c in line)
+        assert got[line_name(line)] == pytest.approx(used / available if available else 0,
+                                                     rel=1e-9, abs=1e-12)
+    # every contract on the Contracts sheet, under its line
+    kws = wb["Contracts"]
+    head = [c.value for c in kws[1]]
+    rows = {r[0]: r for r in kws.iter_rows(min_row=2, values_only=True)}
+    assert set(rows) == set(plan.contracts["contract"])
     for c in plan.contracts.itertuples():
-        assert got[c.contract] == pytest.approx(c.utilization, rel=1e-9, abs=1e-12)
+        assert rows[c.contract][head.index("Total obligation")] == pytest.approx(
+            c.obligation_usd, rel=1e-9)
 
 
 def test_sheets_formulas_and_finance_formatting(finance):

@@ -67,32 +67,35 @@ def monthly_use(plan: Plan) -> dict[str, dict[int, list[float]]]:
 
 
 def line_economics(plan: Plan, contracts: list, use=None) -> dict:
-    """Economics of one line of the schedule: a contract, or contiguous contracts of one
-    offer with the same GPUs (`contracts`: rows of plan.contracts, in order)."""
+    """Economics of one line of the schedule: a contract, or contiguous renewals of one
+    offer, whatever GPUs each signs (`contracts`: rows of plan.contracts, in order)."""
     st = plan.scenario.settings
     use = monthly_use(plan) if use is None else use
     last = st.horizon_months - 1
     # an existing contract's months before the horizon are not the plan's
     start, end = max(int(contracts[0].start), 0), int(contracts[-1].end)
-    gpus, rate = float(contracts[0].gpus), float(contracts[0].usd_per_gpu_hour)
+    rate = float(contracts[0].usd_per_gpu_hour)
     upfront = float(sum(c.upfront_usd for c in contracts))
+    gpus: dict[int, float] = defaultdict(float)  # month -> GPUs committed on the line
     series = defaultdict(lambda: [0.0, 0.0])
     for c in contracts:
+        for m in range(max(int(c.start), 0), int(c.end) + 1):
+            gpus[m] += float(c.gpus)
         for m, (hours, payg) in use.get(c.contract, {}).items():
             series[m][0] += hours
             series[m][1] += payg
-    used = payg_total = 0.0
+    used = payg_total = term_hours = 0.0
     cumulative, break_even = 0.0, None
-    committed_hours = gpus * st.hours_per_month
     for j, m in enumerate(range(start, end + 1), start=1):
         hours, payg = series[min(m, last)]  # after the horizon: its last month again
+        committed_hours = gpus[m] * st.hours_per_month
         used += hours
         payg_total += payg
+        term_hours += committed_hours
         cumulative += payg - committed_hours * rate
         if break_even is None and cumulative >= upfront - 1e-6:
             break_even = j
     months = end - start + 1
-    term_hours = committed_hours * months
     return {
         "utilization": used / term_hours if term_hours > 0 else 0.0,
         "used_gpu_hours_term": used,
@@ -105,31 +108,33 @@ def line_economics(plan: Plan, contracts: list, use=None) -> dict:
 
 
 def schedule_lines(plan: Plan) -> list[list]:
-    """The commitment schedule's lines: contiguous contracts of one offer with the same
-    GPUs and no upfront payment (a monthly term renewed month after month) on one line,
-    every other contract on its own; existing contracts first, each on its own."""
+    """The commitment schedule's lines: contiguous contracts of one offer with no upfront
+    payment (a monthly term renewed month after month, whatever GPUs each month signs) on
+    one line, every other contract on its own; existing contracts first, each on its
+    own."""
     rows = list(plan.contracts.itertuples())
     lines: list[list] = []
-    open_chain: dict[tuple, list] = {}  # (offer, gpus) -> the line its next month joins
-    for c in sorted(rows, key=lambda c: (c.kind != "existing", c.offer, c.gpus, c.start)):
-        key = (c.offer, c.gpus)
-        chain = open_chain.get(key)
+    open_chain: dict[str, list] = {}  # offer -> the line its next contract may join
+    for c in sorted(rows, key=lambda c: (c.kind != "existing", c.offer, c.start, c.gpus)):
+        chain = open_chain.get(c.offer)
         if (c.kind == "new" and c.upfront_usd == 0 and chain is not None
                 and int(chain[-1].end) + 1 == int(c.start)):
             chain.append(c)
             continue
         lines.append([c])
         if c.kind == "new" and c.upfront_usd == 0:
-            open_chain[key] = lines[-1]
+            open_chain[c.offer] = lines[-1]
     order = {c.contract: i for i, c in enumerate(rows)}
     return sorted(lines, key=lambda line: order[line[0].contract])
 
 
 def line_name(line: list) -> str:
-    """A schedule line's name: its contract's, or the first and last of its renewals."""
+    """A schedule line's name: its contract's, or its first contract's and how many
+    renewals follow it ("new 7 + 20 renewals"; contract numbers in between may belong
+    to other lines)."""
     if len(line) == 1:
         return line[0].contract
-    return f"{line[0].contract} to {line[-1].contract.split()[-1]}"
+    return f"{line[0].contract} + {len(line) - 1} renewal{'s' if len(line) > 2 else ''}"
 
 
 def line_names(plan: Plan) -> dict[str, str]:

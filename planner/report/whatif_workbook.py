@@ -21,6 +21,7 @@ from planner.report.workbook import (
     F,
     Sheet,
     commitments_sheet,
+    contracts_sheet,
     plan_sheet,
     print_setup,
     save_atomically,
@@ -154,6 +155,9 @@ def write_whatif_workbook(scenario: Scenario, variants: list[Variant], path: str
         if v.plan is None:
             continue
         plans = plan_sheet(wb, v.plan, _sheet_title(v.label, "Plan", taken))
-        commitments_sheet(wb, v.plan, plans, _sheet_title(v.label, "Commitments", taken))
+        contracts = contracts_sheet(wb, v.plan, _sheet_title(v.label, "Contracts", taken))
+        commitments_sheet(wb, v.plan, plans, contracts,
+                          _sheet_title(v.label, "Commitments", taken))
+        wb.move_sheet(contracts.ws, offset=1)
     print_setup(wb)
     save_atomically(wb, Path(path))

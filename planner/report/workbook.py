@@ -209,9 +209,11 @@ def _build(plan: Plan, baselines: list, seconds: dict, baselines_skipped: str) -
     settings_block(wb, summary, st)
 
     plans = plan_sheet(wb, plan)
-    commitments = commitments_sheet(wb, plan, plans)
+    contracts = contracts_sheet(wb, plan)
+    commitments = commitments_sheet(wb, plan, plans, contracts)
+    wb.move_sheet(contracts.ws, offset=1)  # the schedule first, its contracts after
     egress = _egress_sheet(wb, plan)
-    costs = _costs_sheet(wb, plan, plans, commitments, egress)
+    costs = _costs_sheet(wb, plan, plans, contracts, egress)
     _service_sheet(wb, plan)
     _diagnostics_sheet(wb, plan)
     _focus_sheet(wb, plan)
@@ -263,16 +265,77 @@ def plan_sheet(wb, plan: Plan, title: str = "Plan") -> Sheet:
     return sh
 
 
-def commitments_sheet(wb, plan: Plan, plans: Sheet, title: str = "Commitments") -> Sheet:
-    """What to sign, one line per contract — contiguous renewals of one offer with the
-    same GPUs on one line — with its economics (planner.report.economics)."""
+def contracts_sheet(wb, plan: Plan, title: str = "Contracts") -> Sheet:
+    """Every contract, one row each — what each month's commitment payments are summed
+    from (the Costs sheet) — and the line of the Commitments sheet it belongs to."""
+    st = plan.scenario.settings
+    sh = Sheet(wb, title, [
+        ("Contract", None), ("Line", None), ("Kind", None), ("Region", None),
+        ("Provider", None), ("GPU", None), ("Term", None), ("Commit months", "0"),
+        ("Start month", MONTH), ("End month", MONTH), ("Start #", "0"), ("End #", "0"),
+        ("GPUs", "0"), ("USD per GPU-hour", RATE), ("Monthly payment", USD),
+        ("Upfront per GPU", USD), ("Upfront", USD), ("Total obligation", USD),
+        ("Months in horizon", "0"), ("Beyond horizon", USD), ("Counted payments", USD),
+        ("Counted upfront", USD), ("Counted cost", USD), ("Available GPU-hours", NUM),
+    ], notes={
+        "Line": "the line of the Commitments sheet (renewals of one offer are one line)",
+        "Kind": "new: to sign; existing: already signed (sunk cost)",
+        "Start #": "month index from the start of the horizon (0 = first month)",
+        "Total obligation": "monthly payment × months from start to end + upfront, whatever "
+                            "the tail policy",
+        "Beyond horizon": "payments for months after the horizon",
+        "Counted cost": "what the plan's total counts: the whole obligation under tail policy "
+                        "full; under prorate only the months inside the horizon (existing "
+                        "contracts: months inside the horizon)",
+        "Available GPU-hours": "GPUs × months in horizon × hours per month",
+    })
+    c = sh.col
+    offers = plan.scenario.offer_by_key
+    line = line_names(plan)
+    for k in plan.contracts.itertuples():
+        upfront_per_gpu = offers[k.offer].upfront_usd_per_gpu if k.kind == "new" else 0.0
+        inside = sum(1 for m in st.months if k.start <= m <= k.end)
+        span = f"({c('End #')}{{r}}-{c('Start #')}{{r}}+1)"
+        if k.kind == "existing":
+            counted = F(f"={c('Monthly payment')}{{r}}*{c('Months in horizon')}{{r}}")
+            counted_upfront = 0.0
+        else:
+            counted = F(f'=IF(TailPolicy="full",{c("Monthly payment")}{{r}}*{span},'
+                        f'{c("Monthly payment")}{{r}}*{c("Months in horizon")}{{r}})')
+            counted_upfront = F(f'=IF(TailPolicy="full",{c("Upfront")}{{r}},'
+                                f'{c("Upfront")}{{r}}*{c("Months in horizon")}{{r}}/'
+                                f'{c("Commit months")}{{r}})')
+        sh.add([
+            k.contract, line[k.contract], k.kind, k.region, k.provider, k.gpu, k.term,
+            int(k.commit_months), month_date(st, int(k.start)), month_date(st, int(k.end)),
+            int(k.start), int(k.end), int(k.gpus), k.usd_per_gpu_hour,
+            F(f"={c('GPUs')}{{r}}*HoursPerMonth*{c('USD per GPU-hour')}{{r}}"),
+            upfront_per_gpu,
+            F(f"={c('GPUs')}{{r}}*{c('Upfront per GPU')}{{r}}"),
+            F(f"={c('Monthly payment')}{{r}}*{span}+{c('Upfront')}{{r}}"),
+            inside,
+            F(f"={c('Monthly payment')}{{r}}*MAX(0,{c('End #')}{{r}}-HorizonMonths+1)"
+              if k.kind == "new" else "=0"),
+            counted, counted_upfront,
+            F(f"={c('Counted payments')}{{r}}+{c('Counted upfront')}{{r}}"),
+            F(f"={c('GPUs')}{{r}}*{c('Months in horizon')}{{r}}*HoursPerMonth"),
+        ])
+    sh.finish()
+    return sh
+
+
+def commitments_sheet(wb, plan: Plan, plans: Sheet, contracts: Sheet,
+                      title: str = "Commitments") -> Sheet:
+    """What to sign, one line per contract — contiguous renewals of one offer on one
+    line, whatever GPUs each signs — its money summed from the Contracts sheet, with its
+    economics (planner.report.economics)."""
     st = plan.scenario.settings
     sh = Sheet(wb, title, [
         ("Contract", None), ("Kind", None), ("Region", None), ("Provider", None),
         ("GPU", None), ("Term", None), ("Commit months", "0"), ("Contracts", "0"),
         ("Start month", MONTH), ("End month", MONTH), ("Start #", "0"), ("End #", "0"),
-        ("GPUs", "0"), ("USD per GPU-hour", RATE), ("Monthly payment", USD),
-        ("Upfront per GPU", USD), ("Upfront", USD), ("Total obligation", USD),
+        ("GPUs", "0"), ("GPU-months", "0"), ("USD per GPU-hour", RATE),
+        ("Monthly payment", USD), ("Upfront", USD), ("Total obligation", USD),
         ("Months in horizon", "0"), ("Beyond horizon", USD), ("Counted payments", USD),
         ("Counted upfront", USD), ("Counted cost", USD), ("Used GPU-hours", NUM),
         ("Available GPU-hours", NUM), ("Utilization", PCT), ("Used cost", USD),
@@ -280,11 +343,15 @@ def commitments_sheet(wb, plan: Plan, plans: Sheet, title: str = "Commitments") 
         ("Monthly saving", USD), ("Break-even month", "0"),
     ], notes={
         "Kind": "new: to sign; existing: already signed (sunk cost)",
-        "Contracts": "contracts on this line: a term renewed month after month with the same "
-                     "GPUs is one line",
+        "Contracts": "contracts on this line (each on the Contracts sheet): a term renewed "
+                     "month after month is one line, whatever GPUs each month signs",
         "Start #": "month index from the start of the horizon (0 = first month)",
-        "Total obligation": "monthly payment × months from start to end + upfront, whatever "
-                            "the tail policy",
+        "GPUs": "the most GPUs the line holds in any month",
+        "GPU-months": "GPUs × months, summed over the line's contracts",
+        "Monthly payment": "payments ÷ months from start to end: the average where the "
+                           "line's GPUs change from month to month",
+        "Total obligation": "its contracts' monthly payments × their months + upfronts, "
+                            "whatever the tail policy",
         "Beyond horizon": "payments for months after the horizon",
         "Counted cost": "what the plan's total counts: the whole obligation under tail policy "
                         "full; under prorate only the months inside the horizon (existing "
@@ -301,40 +368,33 @@ def commitments_sheet(wb, plan: Plan, plans: Sheet, title: str = "Commitments") 
                             "covers the upfront payment; blank: never",
     })
     c = sh.col
-    pc = plans
-    offers = plan.scenario.offer_by_key
+    pc, kc = plans, contracts
     use = monthly_use(plan)
     for line in schedule_lines(plan):
         k, last = line[0], line[-1]
         e = line_economics(plan, line, use)
-        upfront_per_gpu = offers[k.offer].upfront_usd_per_gpu if k.kind == "new" else 0.0
         inside = sum(1 for m in st.months if k.start <= m <= last.end)
-        span = f"({c('End #')}{{r}}-{c('Start #')}{{r}}+1)"
-        if k.kind == "existing":
-            counted = F(f"={c('Monthly payment')}{{r}}*{c('Months in horizon')}{{r}}")
-            counted_upfront = 0.0
-        else:
-            counted = F(f'=IF(TailPolicy="full",{c("Monthly payment")}{{r}}*{span},'
-                        f'{c("Monthly payment")}{{r}}*{c("Months in horizon")}{{r}})')
-            counted_upfront = F(f'=IF(TailPolicy="full",{c("Upfront")}{{r}},'
-                                f'{c("Upfront")}{{r}}*{c("Months in horizon")}{{r}}/'
-                                f'{c("Commit months")}{{r}})')
+        held: dict[int, int] = defaultdict(int)
+        for x in line:
+            for m in range(int(x.start), int(x.end) + 1):
+                held[m] += int(x.gpus)
+
+        def summed(column: str) -> F:
+            return F(f"=SUMIFS({kc.rng(column)},{kc.rng('Line')},{c('Contract')}{{r}})")
+
         sh.add([
             line_name(line), k.kind, k.region, k.provider, k.gpu, k.term,
             int(k.commit_months), len(line), month_date(st, int(k.start)),
-            month_date(st, int(last.end)), int(k.start),
-            int(last.end), int(k.gpus), k.usd_per_gpu_hour,
-            F(f"={c('GPUs')}{{r}}*HoursPerMonth*{c('USD per GPU-hour')}{{r}}"),
-            upfront_per_gpu,
-            F(f"={c('GPUs')}{{r}}*{c('Upfront per GPU')}{{r}}"),
-            F(f"={c('Monthly payment')}{{r}}*{span}+{c('Upfront')}{{r}}"),
-            inside,
-            F(f"={c('Monthly payment')}{{r}}*MAX(0,{c('End #')}{{r}}-HorizonMonths+1)"
-              if k.kind == "new" else "=0"),
-            counted, counted_upfront,
+            month_date(st, int(last.end)), int(k.start), int(last.end), max(held.values()),
+            sum(int(x.gpus) * (int(x.end) - int(x.start) + 1) for x in line),
+            k.usd_per_gpu_hour,
+            F(f"={c('GPU-months')}{{r}}*HoursPerMonth*{c('USD per GPU-hour')}{{r}}/"
+              f"({c('End #')}{{r}}-{c('Start #')}{{r}}+1)"),
+            summed("Upfront"), summed("Total obligation"), inside, summed("Beyond horizon"),
+            summed("Counted payments"), summed("Counted upfront"),
             F(f"={c('Counted payments')}{{r}}+{c('Counted upfront')}{{r}}"),
             F(f"=SUMIFS({pc.rng('GPU-hours')},{pc.rng('Contract')},{c('Contract')}{{r}})"),
-            F(f"={c('GPUs')}{{r}}*{c('Months in horizon')}{{r}}*HoursPerMonth"),
+            summed("Available GPU-hours"),
             F(f"=IF({c('Available GPU-hours')}{{r}}>0,{c('Used GPU-hours')}{{r}}/"
               f"{c('Available GPU-hours')}{{r}},0)"),
             F(f"=SUMIFS({pc.rng('Cost')},{pc.rng('Contract')},{c('Contract')}{{r}})"),
