@@ -345,7 +345,7 @@ def test_progress_tells_the_best_plan_and_bound_as_they_improve(tmp_path):
     outcome = decompose(ModelBuilder(s, find_candidates(s)), Budget(10),
                         progress=lambda p: reports.append((p.step, p.bound, p.plan, str(p))))
     steps = [step for step, *_ in reports]
-    assert steps[0] == "plan at first prices" and "LP round" in steps
+    assert steps[0] == "plan at first prices" and "LP round 1" in steps
     plans = [plan for _, _, plan, _ in reports]
     assert all(a >= b - 1e-6 for a, b in zip(plans, plans[1:]))
     bounds = [bound for _, bound, _, _ in reports if np.isfinite(bound)]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Optional
 
@@ -79,23 +80,44 @@ QUIET = {"on": False}  # --quiet: no progress on stderr (results and problems st
 QUIET_OPTION = typer.Option(False, "--quiet", "-q", help="no progress on stderr")
 
 
-class _Silent:
-    """A spinner that shows nothing (--quiet)."""
+class _Stage:
+    """A stage of a command on stderr: while it runs, a spinner with what it does and
+    the time elapsed (rich.progress); when it ends, a line with the time it took. Only
+    where stderr is a terminal (piped output stays clean) and not --quiet."""
+
+    def __init__(self, text: str):
+        self.text = text
+        self.live = None
 
     def __enter__(self):
+        from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+        self.started = time.perf_counter()
+        if err.is_terminal and not QUIET["on"]:
+            self.live = Progress(SpinnerColumn(), TextColumn("{task.description}"),
+                                 TimeElapsedColumn(), console=err, transient=True)
+            self.live.start()
+            self.task = self.live.add_task(self.text)
         return self
 
-    def __exit__(self, *exc) -> bool:
+    def update(self, text: str) -> None:
+        """Say what the stage is doing now (planning: its round, bound, best plan)."""
+        if self.live is not None:
+            self.live.update(self.task, description=text)
+
+    def __exit__(self, kind, *exc) -> bool:
+        if self.live is not None:
+            self.live.stop()
+            if kind is None:
+                err.print(f"[green]done[/] {self.text} "
+                          f"[dim]({time.perf_counter() - self.started:.1f} s)[/]")
         return False
 
-    def update(self, *args, **kwargs) -> None:
-        pass
 
-
-def _status(text: str):
-    """A spinner on stderr saying what runs, which Ctrl-C also names."""
+def _status(text: str) -> _Stage:
+    """A stage on stderr saying what runs and for how long, which Ctrl-C also names."""
     interrupt.set_stage(text)
-    return _Silent() if QUIET["on"] else err.status(text)
+    return _Stage(text)
 
 
 def _progress(text: str) -> None:

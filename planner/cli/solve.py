@@ -122,7 +122,7 @@ def solve(
         return
     with _status("planning") as status:
         def progress(report):
-            status.update(f"planning: {report} ({budget.elapsed():.0f} s)")
+            status.update(f"planning: {report}")
 
         run = plan_scenario(s, solver, gap=gap, threads=threads or None,
                             budget=budget.share(PLAN_SHARE if baselines else 1.0, keep),

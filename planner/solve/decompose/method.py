@@ -95,16 +95,20 @@ class Progress:
     plan: float | None
 
     def __str__(self) -> str:
-        parts = [f"{self.step} {self.rounds}"]
+        parts = [self.step]
         if self.lp is not None:
-            parts.append(f"LP {self.lp:,.0f}")
+            parts.append(f"LP {_money(self.lp)}")
         if np.isfinite(self.bound):
-            parts.append(f"bound {self.bound:,.0f}")
+            parts.append(f"bound {_money(self.bound)}")
         if self.plan is not None:
-            parts.append(f"best plan {self.plan:,.0f}")
+            parts.append(f"best plan {_money(self.plan)}")
             if np.isfinite(self.bound) and self.plan > 0:
                 parts.append(f"gap {max(0.0, 1 - self.bound / self.plan):.2%}")
         return ", ".join(parts)
+
+
+def _money(usd: float) -> str:
+    return f"${usd / 1e6:,.2f} M" if abs(usd) >= 1e5 else f"${usd:,.0f}"
 
 
 @dataclass
@@ -219,7 +223,8 @@ class _Run:
             if not dual.step(seconds):
                 break
             setattr(self.done, step, getattr(self.done, step) + 1)
-            self.tell("LP round" if step == "bound" else "LP of the choice", dual)
+            self.tell(f"LP round {self.done.bound}" if step == "bound"
+                      else f"LP of the choice, round {self.done.choice}", dual)
         dual.master.restart()  # however the step ended: the same start for the next
         self.bound = max(self.bound, dual.best)
 
@@ -246,7 +251,7 @@ class _Run:
             ascent.step()
             self.done.ascent += 1
             self.bound = max(self.bound, ascent.best)
-            self.tell("ascent")
+            self.tell(f"ascent step {self.done.ascent}")
 
     def improve(self, draft: Draft, dual: DualBound | None) -> None:
         """Fix and optimize: pools planned again alone, those furthest above the master
@@ -259,9 +264,9 @@ class _Run:
                 replan_pool(draft, pool, m, k, choices)
                 self.done.improve += 1
                 if self.done.improve % 50 == 0:
-                    self.planned(draft.cost(), "improving")
+                    self.planned(draft.cost(), f"improving, {self.done.improve} pools")
             draft.trim_commitments()
-            self.planned(draft.cost(), "improving")
+            self.planned(draft.cost(), f"improving, {self.done.improve} pools")
 
 
 def _by_excess(draft, dual: DualBound | None) -> list[tuple[int, int, str]]:
