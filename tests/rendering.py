@@ -58,3 +58,14 @@ def too_narrow(path: Path, recalculated_path: Path) -> list[tuple]:
                 if len(shown) > width:
                     found.append((name, cell.coordinate, shown, width))
     return found
+
+
+ERRORS = ("#VALUE!", "#REF!", "#NAME?", "#DIV/0!", "#N/A", "#NUM!", "#NULL!", "Err:")
+
+
+def error_values(recalculated_path: Path) -> list[tuple]:
+    """Every cell of every sheet that recalculated to an error: [(sheet, cell, value)]."""
+    values = load_workbook(recalculated_path, data_only=True)
+    return [(ws.title, cell.coordinate, cell.value) for ws in values.worksheets
+            for row in ws.iter_rows() for cell in row
+            if isinstance(cell.value, str) and cell.value.startswith(ERRORS)]

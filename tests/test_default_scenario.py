@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from rendering import recalculated, too_narrow
+from rendering import error_values, recalculated, too_narrow
 from typer.testing import CliRunner
 
 from planner.cli import app, default_scenario
@@ -30,8 +30,9 @@ def test_default_scenario_solves_and_tells_its_story(tmp_path):
     assert data["bound_usd"] <= data["objective_usd"]
     assert data["mip_gap"] == pytest.approx((data["objective_usd"] - data["bound_usd"])
                                             / changeable, abs=1e-6)
-    # recalculated as finance opens it, every number fits its column (no ###)
-    assert too_narrow(out, recalculated(out, tmp_path / "recalc")) == []
+    # recalculated as finance opens it, every number fits its column (no ###), no errors
+    done = recalculated(out, tmp_path / "recalc")
+    assert too_narrow(out, done) == [] and error_values(done) == []
     kinds = {w.workload: w.kind for w in load_scenario(default_scenario()).workloads}
     terms_of = {}
     for a in data["assignments"]:

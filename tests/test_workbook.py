@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from openpyxl import load_workbook
-from rendering import recalculated, too_narrow
+from rendering import error_values, recalculated, too_narrow
 from scenarios import scenario, write_csv
 from solving import solve_tables
 from typer.testing import CliRunner
@@ -67,7 +67,9 @@ def _summary(ws) -> dict:
 
 def test_libreoffice_recalculation_reconciles_with_the_solver(finance, tmp_path):
     plan, path = finance
-    wb = load_workbook(recalculated(path, tmp_path / "recalc"), data_only=True)
+    done = recalculated(path, tmp_path / "recalc")
+    assert error_values(done) == []  # on no sheet
+    wb = load_workbook(done, data_only=True)
     s = _summary(wb["Summary"])
     t = plan.totals
     assert s["Total cost (nominal)"][0] == pytest.approx(t["total_cost_usd"], rel=1e-9)
