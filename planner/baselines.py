@@ -75,7 +75,8 @@ def solve_baselines(scenario: Scenario, solver, gap, run: Run, budget: Budget,
                               transit=run.candidates.transit, threads=threads, budget=share)
         if other.plan is None:
             out.append(dict(name=name, status="no_plan", mip_gap=None, total_cost_usd=None,
-                            objective_usd=None, unmet_unit_hours=None, saving_usd=None))
+                            objective_usd=None, unmet_unit_hours=None, unmet_penalty_usd=None,
+                            saving_usd=None))
             continue
         t = other.plan.totals
         like_for_like = (plan is not None and t["unmet_unit_hours"]
@@ -83,7 +84,7 @@ def solve_baselines(scenario: Scenario, solver, gap, run: Run, budget: Budget,
         out.append(dict(
             name=name, status=other.result.status, mip_gap=other.result.gap,
             total_cost_usd=t["total_cost_usd"], objective_usd=t["objective_usd"],
-            unmet_unit_hours=t["unmet_unit_hours"],
+            unmet_unit_hours=t["unmet_unit_hours"], unmet_penalty_usd=t["unmet_penalty_usd"],
             saving_usd=(t["total_cost_usd"] - plan.totals["total_cost_usd"])
             if like_for_like else None))
     return out
@@ -92,5 +93,6 @@ def solve_baselines(scenario: Scenario, solver, gap, run: Run, budget: Budget,
 def not_run(scenario: Scenario, run: Run) -> list[dict]:
     """The comparison plans listed as not run (--no-baselines)."""
     return [dict(name=name, status="not_run", mip_gap=None, total_cost_usd=None,
-                 objective_usd=None, unmet_unit_hours=None, saving_usd=None)
+                 objective_usd=None, unmet_unit_hours=None, unmet_penalty_usd=None,
+                 saving_usd=None)
             for name in comparisons(scenario, run)]

@@ -46,10 +46,18 @@ def test_default_scenario_solves_and_tells_its_story(tmp_path):
         assert baselines[name]["saving_usd"] == pytest.approx(
             baselines[name]["total_cost_usd"] - data["total_cost_usd"])
         assert baselines[name]["saving_usd"] > 0
-    # a comparison plan that leaves demand unmet states no saving
-    for b in baselines.values():
-        if b["unmet_unit_hours"] > data["unmet_unit_hours"]:
-            assert b["saving_usd"] is None
+    # a comparison plan that leaves demand unmet states no saving, and the Summary prices
+    # what it leaves unserved at the penalty on a line of its own
+    from openpyxl import load_workbook
+
+    penalties = [row[2] for row in load_workbook(out)["Summary"].iter_rows(values_only=True)
+                 if row[1] == "  its unmet demand at the penalty"]
+    unlike = [b for b in baselines.values()
+              if b["unmet_unit_hours"] > data["unmet_unit_hours"]]
+    assert unlike and len(penalties) == len(unlike)
+    for b, penalty in zip(unlike, penalties):
+        assert b["saving_usd"] is None
+        assert penalty == pytest.approx(b["unmet_penalty_usd"]) and penalty > 0
 
 
 def test_a_run_stopped_by_its_budget_is_rebuilt_from_its_rounds(tmp_path):

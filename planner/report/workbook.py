@@ -738,6 +738,13 @@ def _summary(wb, ws, plan: Plan, costs: Sheet, ps: Sheet, cs: Sheet, es: Sheet,
         else:
             ws.cell(r, 9, f"no saving stated: it leaves {b['unmet_unit_hours']:,.1f} "
                           f"unit-hours unmet, the plan {t['unmet_unit_hours']:,.1f}")
+            if b.get("unmet_penalty_usd") is not None:
+                # what it leaves unserved, priced apart from what it costs
+                r += 1
+                ws.cell(r, 2, "  its unmet demand at the penalty")
+                ws.cell(r, 3, b["unmet_penalty_usd"]).number_format = USD
+                ws.cell(r, 9, "not paid: the workloads' unmet_penalty_usd_per_unit_hour "
+                              "on the demand it leaves unserved (nominal)")
         r += 1
     if seconds:
         r += 1
