@@ -114,6 +114,7 @@ def _solve_variant(args) -> tuple[Plan | None, str, dict]:
                 "total_cost_usd": t["total_cost_usd"],
                 "objective_usd": t["objective_usd"],
                 "unmet_unit_hours": t["unmet_unit_hours"],
+                "unmet_penalty_usd": t["unmet_penalty_usd"],
                 "idle_committed_usd": t["idle_committed_usd"],
                 "payg_usd": t["cost_by_term_usd"]["spot"] + t["cost_by_term_usd"]["on_demand"],
             }

@@ -134,3 +134,35 @@ def test_cli_bad_solver_options_exit_2(tmp_path):
                  ["solve", str(folder), "--gap", "-1"]):
         res = CliRunner().invoke(app, args)
         assert res.exit_code == 2 and "error" in res.output
+
+
+def test_comparison_states_savings_and_top_ups_only_like_for_like(tmp_path):
+    # Reserved holds 2 GPUs (20 units): the reserved-only policy serves the base demand
+    # (20 units, as pay-as-you-go does) — its saving is stated — but not 1.5× (30 units:
+    # 10 units unmet a month, 6 × 10 × 100 = 6,000 unit-hours), where no saving is stated
+    # and the unserved demand is priced at the penalty beside it. At 1.2× stress its fixed
+    # commitments leave 4 units a month unmet: no top-up stated.
+    from planner.report.whatif_workbook import write_whatif_workbook
+
+    tables = dict(TABLES)
+    tables["offers"] = [dict(o, max_gpus=2) if o["term"] == "reserved" else o
+                        for o in TABLES["offers"]]
+    s = load_scenario(write_csv(tmp_path / "scn", tables))
+    policies = [parse_policy("payg=spot,on_demand"), parse_policy("ronly=reserved:3")]
+    variants = run_whatif(s, policies, [1.0, 1.5], stress_scales=(0.8, 1.2))
+    path = tmp_path / "whatif.xlsx"
+    write_whatif_workbook(s, variants, path, (0.8, 1.2))
+    ws = load_workbook(path)["Comparison"]
+    head = [c.value for c in ws[1]]
+    rows = {(r[0], r[2]): dict(zip(head, r)) for r in ws.iter_rows(min_row=2, values_only=True)
+            if r[0] is not None}
+    base, more = rows[("ronly", 1.0)], rows[("ronly", 1.5)]
+    assert str(base["Savings vs pay-as-you-go"]).startswith("=")
+    assert base["Stress 1.2× top-up"] is None
+    assert base["Note"].startswith("top-up not stated: at 1.2× demand")
+    assert more["Unmet unit-hours"] == pytest.approx(6000)
+    assert more["Unmet at the penalty"] > 0
+    assert more["Savings vs pay-as-you-go"] is None and more["Savings %"] is None
+    assert more["Note"].startswith("no saving stated: it leaves 6,000.0 unit-hours unmet")
+    payg = rows[("payg", 1.5)]
+    assert payg["Unmet unit-hours"] == 0 and payg["Note"] is None

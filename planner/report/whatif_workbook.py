@@ -11,6 +11,7 @@ from openpyxl import Workbook
 from openpyxl.chart import BarChart, Reference
 from openpyxl.styles import Font
 
+from planner.baselines import SAME_DEMAND
 from planner.io.scenario import Scenario
 from planner.report.plan import COST_KEYS
 from planner.report.workbook import (
@@ -61,11 +62,13 @@ def write_whatif_workbook(scenario: Scenario, variants: list[Variant], path: str
                ("Total cost", USD), ("Obligation (new)", USD), ("Beyond horizon", USD),
                ("Average utilization", PCT), ("Pay-as-you-go total", USD),
                ("Savings vs pay-as-you-go", USD), ("Savings %", PCT),
-               ("Unmet unit-hours", NUM)]
+               ("Unmet unit-hours", NUM), ("Unmet at the penalty", USD)]
     if stress_scales:
         columns += [(f"Stress {down:g}× total", USD), (f"Stress {down:g}× idle committed", USD),
                     (f"Stress {up:g}× total", USD), (f"Stress {up:g}× pay-as-you-go", USD),
-                    (f"Stress {up:g}× top-up", USD), ("Stress unmet unit-hours", NUM)]
+                    (f"Stress {up:g}× top-up", USD), ("Stress unmet unit-hours", NUM),
+                    ("Stress unmet at the penalty", USD)]
+    columns.append(("Note", None))
     sh = Sheet(wb, "Comparison", columns, notes={
         "Total cost": "= sum of the cost by term and egress (nominal, tail policy applied)",
         "Average utilization": "GPU-hours used / GPU-hours committed inside the horizon",
@@ -75,15 +78,23 @@ def write_whatif_workbook(scenario: Scenario, variants: list[Variant], path: str
         f"Stress {down:g}× idle committed": "commitment payments no workload uses "
                                             "(stranded) when demand falls",
         f"Stress {up:g}× top-up": "extra pay-as-you-go spend over this policy's own plan "
-                                  "when demand rises",
+                                  "when demand rises (only where the stressed plan serves "
+                                  "all that demand)",
+        "Unmet at the penalty": "not paid: unmet_penalty_usd_per_unit_hour on the demand "
+                                "left unserved (nominal)",
+        "Note": "why a saving or a top-up is not stated: a plan that leaves more demand "
+                "unmet is not like for like",
     })
     c = sh.col
     payg_row: dict[float, int] = {}
     rows: list[tuple[Variant, int]] = []
+    note: dict[int, list[str]] = {}  # row -> why a figure is not stated
+    unmet_of: dict[int, float] = {}  # row -> its plan's unmet unit-hours
     for v in variants:
         t = v.plan.totals if v.plan is not None else None
         if t is None:
             r = sh.add([v.policy.name, v.policy.text, v.demand_scale, v.status])
+            note[r] = ["no plan found within its share of the time limit"]
             rows.append((v, r))
             continue
         c_ = v.plan.commitments
@@ -93,16 +104,28 @@ def write_whatif_workbook(scenario: Scenario, variants: list[Variant], path: str
                   *[t["cost_by_term_usd"][k] for k in COST_KEYS], t["egress_usd"],
                   F(f"=SUM({c(COST_KEYS[0])}{{r}}:{c('egress')}{{r}})"),
                   t["obligation_usd"], t["beyond_horizon_usd"], util,
-                  None, None, None, t["unmet_unit_hours"]]
+                  None, None, None, t["unmet_unit_hours"], t["unmet_penalty_usd"]]
+        notes = []
         if stress_scales:
             lo, hi = v.stress.get(down, {}), v.stress.get(up, {})
+            short = (hi.get("unmet_unit_hours") or 0) > t["unmet_unit_hours"] + SAME_DEMAND
+            if short:
+                notes.append(f"top-up not stated: at {up:g}× demand its commitments with "
+                             f"pay-as-you-go leave {hi['unmet_unit_hours']:,.1f} unit-hours "
+                             "unmet")
             values += [lo.get("total_cost_usd"), lo.get("idle_committed_usd"),
                        hi.get("total_cost_usd"), hi.get("payg_usd"),
                        F(f"={c(f'Stress {up:g}× pay-as-you-go')}{{r}}-{c('spot')}{{r}}"
-                         f"-{c('on_demand')}{{r}}") if hi.get("payg_usd") is not None else None,
+                         f"-{c('on_demand')}{{r}}")
+                       if hi.get("payg_usd") is not None and not short else None,
                        (lo.get("unmet_unit_hours") or 0) + (hi.get("unmet_unit_hours") or 0)
+                       if v.stress else None,
+                       (lo.get("unmet_penalty_usd") or 0) + (hi.get("unmet_penalty_usd") or 0)
                        if v.stress else None]
+        values.append(None)
         r = sh.add(values)
+        note[r] = notes
+        unmet_of[r] = t["unmet_unit_hours"]
         rows.append((v, r))
         if set(v.policy.terms) <= {"spot", "on_demand"}:
             payg_row.setdefault(v.demand_scale, r)
@@ -110,12 +133,21 @@ def write_whatif_workbook(scenario: Scenario, variants: list[Variant], path: str
         ref = payg_row.get(v.demand_scale)
         if ref is None or v.plan is None:
             continue
+        payg = unmet_of.get(ref, 0.0)
+        if v.plan.totals["unmet_unit_hours"] > payg + SAME_DEMAND:
+            note[r].insert(0, f"no saving stated: it leaves "
+                              f"{v.plan.totals['unmet_unit_hours']:,.1f} unit-hours unmet, "
+                              f"pay-as-you-go {payg:,.1f}")
+            continue
         sh.ws[f"{c('Pay-as-you-go total')}{r}"] = f"={c('Total cost')}{ref}"
         sh.ws[f"{c('Savings vs pay-as-you-go')}{r}"] = (
             f"={c('Pay-as-you-go total')}{r}-{c('Total cost')}{r}")
         sh.ws[f"{c('Savings %')}{r}"] = (
             f"=IF({c('Pay-as-you-go total')}{r}>0,{c('Savings vs pay-as-you-go')}{r}/"
             f"{c('Pay-as-you-go total')}{r},0)")
+    for r, notes in note.items():
+        if notes:
+            text_cell(sh.ws[f"{c('Note')}{r}"], "; ".join(notes))
     sh.finish()
     if rows:
         chart = BarChart()
