@@ -8,14 +8,21 @@ The method, each step for a reason:
    probability-weighted sum of their proven bounds is a valid lower bound on the expected
    cost of any single schedule (knowing the future never costs more), and
    (1 + λ) × it on expected cost + λ·CVaR (CVaR is at least the mean).
-2. **candidates** — the schedules worth trying: the deterministic plan of the
+2. **bound** — an L-shaped master over Lagrangian cuts (planner.solve.decompose.cuts):
+   the first stage is the commitments, each scenario's cost a function of them bounded
+   below by cuts from its decomposition's prices at the master's schedule, one round of
+   cuts (every scenario, on the cluster) at a time until the bound stops rising or its
+   share of the time is spent. Its value is a valid bound that, unlike wait and see,
+   makes every scenario live with the same commitments (it closes the EVPI part of the
+   gap where the cuts converge).
+3. **candidates** — the schedules worth trying: the deterministic plan of the
    probability-weighted mean forecast (the one the VSS is measured against), the
    probability-weighted average of the scenarios' schedules (progressive hedging's first
-   consensus, rounded down to whole instances), and the scenarios' own schedules at spread
-   quantiles of total demand.
-3. **evaluation** — each candidate with its commitments fixed, every scenario solved for
+   consensus, rounded down to whole instances), the master's schedule in whole
+   instances, and the scenarios' own schedules at spread quantiles of total demand.
+4. **evaluation** — each candidate with its commitments fixed, every scenario solved for
    its recourse (independent solves, run on the cluster: planner.cluster).
-4. **choice** — the candidate with the least expected cost + λ·CVaR_α (Rockafellar–
+5. **choice** — the candidate with the least expected cost + λ·CVaR_α (Rockafellar–
    Uryasev: CVaR_α = min_t t + E[(cost − t)⁺] / (1 − α), exact for discrete scenarios).
 
 VSS = expected cost of the mean-forecast schedule − the chosen one's (≥ 0: it is a
@@ -34,13 +41,26 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from planner.io.scenario import DemandScenario, Scenario
-from planner.model.builder import Restrictions
+from planner.model.builder import ModelBuilder, Restrictions
+from planner.model.candidates import find_candidates
 from planner.solve.budget import Budget
+from planner.solve.decompose.cuts import (
+    Cut,
+    CutMaster,
+    commitment_space,
+    cut_at,
+    cut_with,
+)
 from planner.solve.pipeline import plan_scenario
 
 MAX_CANDIDATES = 6
-# Shares of the budget: the wait-and-see solves, the evaluations, the final plan.
-WAIT_SHARE, EVALUATE_SHARE = 0.4, 0.85
+# Shares of the budget: the wait-and-see solves, the cuts, the evaluations, the final
+# plan. The cuts' rounds stop early when the master comes back to a schedule it has cut
+# at already (its cuts there are what they were: nothing more to learn).
+WAIT_SHARE, CUT_SHARE, EVALUATE_SHARE = 0.35, 0.3, 0.85  # each of what is left
+# The cuts' next schedule stays within this share of each commitment's GPUs (at least
+# one) around the best schedule so far (a trust region; see CutMaster.solve).
+TRUST_RADIUS = 0.25
 MIN_SOLVE_S = 2.0  # the least time limit worth giving an evaluation
 
 
@@ -114,9 +134,26 @@ def _summary(run) -> dict:
 
 
 def solve_task(args) -> dict:
-    """One scenario planned alone (wait and see)."""
+    """One scenario planned alone (wait and see), with the commitments its model may
+    sign ((offer key, start) -> (upper, cost))."""
     scenario, solver, time_limit, gap = args
-    return _summary(plan_scenario(scenario, solver, time_limit, gap))
+    run = plan_scenario(scenario, solver, time_limit, gap)
+    out = {**_summary(run), "space": commitment_space(run.builder), "prices": run.prices}
+    if run.plan is not None:
+        # its first cut: at the decomposition's prices (a small model solved whole: its
+        # LP's, found by column generation with its own commitments held)
+        own = out["commitments"]
+        out["cut"] = (cut_with(run.builder, run.prices, own) if run.prices is not None
+                      else cut_at(run.builder, own, max(1.0, time_limit)))
+    return out
+
+
+def cut_task(args) -> Cut:
+    """One scenario's Lagrangian cut at a schedule (planner.solve.decompose.cuts), by
+    column generation from the prices of its wait-and-see solve."""
+    scenario, schedule, seconds, prices = args
+    builder = ModelBuilder(scenario, find_candidates(scenario))
+    return cut_at(builder, dict(schedule), seconds, prices)
 
 
 def evaluate_task(args) -> dict:
@@ -154,6 +191,7 @@ class StochasticResult:
     evpi_usd: float
     out_of_sample: dict | None = None  # the schedule on fresh samples (out_of_sample)
     overhead_s: float = 0.0  # seconds a solve took beyond its time limit
+    cut_rounds: int = 0  # rounds of Lagrangian cuts behind the bound
 
     def scenario_rows(self) -> list[dict]:
         return [dict(name=s.name, probability=s.probability,
@@ -179,6 +217,45 @@ def _consensus(scenarios, results: list[dict], offers) -> dict:
         gpus = int(math.floor(q / n + 1e-9)) * n
         if gpus >= max(o.min_gpus, 1):
             out[key] = gpus
+    return out
+
+
+def _whole_schedule(schedule: dict, offers) -> dict:
+    """The master's fractional schedule in whole instances: half up (capped offers: down,
+    so their overlapping terms stay within max_gpus); below an uncapped offer's minimum:
+    the minimum from half of it, else none."""
+    out = {}
+    for key, q in sorted(schedule.items()):
+        o = offers[key[0]]
+        n = o.gpus_per_instance
+        # capped offers round down: the master kept their overlapping terms within it
+        whole = math.floor(q / n + 1e-9) if o.max_gpus is not None else math.floor(q / n + 0.5)
+        gpus = int(whole) * n
+        if 0 < gpus < o.min_gpus:
+            gpus = o.min_gpus if q >= o.min_gpus / 2 and o.max_gpus is None else 0
+        if gpus > 0:
+            out[key] = gpus
+    return out
+
+
+def _same_schedule(a: dict, b: dict, tolerance: float = 1e-6) -> bool:
+    return all(abs(a.get(k, 0.0) - b.get(k, 0.0)) <= tolerance for k in set(a) | set(b))
+
+
+def _caps(space: dict, scenario: Scenario) -> list:
+    """[(commitments, max_gpus)]: those of one capped offer active in one month."""
+    out = []
+    by_offer: dict = {}
+    for key in space:
+        by_offer.setdefault(key[0], []).append(key)
+    for name, keys in sorted(by_offer.items()):
+        o = scenario.offer_by_key[name]
+        if o.max_gpus is None:
+            continue
+        for m in range(scenario.settings.horizon_months):
+            active = [k for k in keys if k[1] <= m < k[1] + o.commit_months]
+            if len(active) > 1:
+                out.append((active, o.max_gpus // o.gpus_per_instance * o.gpus_per_instance))
     return out
 
 
@@ -209,9 +286,53 @@ def solve_stochastic(scenario: Scenario, scenarios: tuple[DemandScenario, ...],
     waves = math.ceil((len(scenarios) + 1) / workers)
     overhead[0] = max(0.0, (budget.elapsed() - started) / waves - limit)
     mean_result, wait = solved[0], solved[1:]
-    # 2. candidates
+    # 2. the bound: an L-shaped master over Lagrangian cuts, a round of cuts (one per
+    # scenario, at the master's schedule) at a time
+    floors = [w.get("bound_usd") for w in wait]
+    space: dict = {}
+    for w in solved:
+        for key, (upper, cost) in w.get("space", {}).items():
+            space[key] = (max(upper, space.get(key, (0.0, 0.0))[0]), cost)
+    master = CutMaster(probabilities, space, floors, risk_aversion, alpha,
+                       _caps(space, scenario))
+    for i, w in enumerate(wait):
+        if "cut" in w:
+            master.add(i, w["cut"])
+    cut_bound, _ = master.solve()
+    # the first round at the scenarios' mean schedule (where each scenario's own prices
+    # are nearly right: its column generation converges fast), then at the master's
+    schedule = {}
+    for sc, w in zip(scenarios, wait):
+        for key, q in w.get("commitments", {}).items():
+            schedule[key] = schedule.get(key, 0.0) + sc.probability * q
+    rounds, seen, best = 0, [], None
+    cut_budget = budget.share(CUT_SHARE)
+    while not any(_same_schedule(schedule, x) for x in seen):
+        left = cut_budget.left()
+        if left <= overhead[0] + MIN_SOLVE_S:
+            break
+        say(f"bound: cuts round {rounds + 1} ({len(scenarios)} scenarios), "
+            f"bound {cut_bound:,.0f}")
+        seconds = max(1.0, left * workers / len(scenarios) - overhead[0])
+        cuts = runner.map(cut_task, [(s, tuple(sorted(schedule.items())), seconds,
+                                      w.get("prices")) for s, w in zip(apart, wait)])
+        for i, cut in enumerate(cuts):
+            master.add(i, cut)
+        rounds += 1
+        seen.append(schedule)
+        # the schedule whose cuts say it costs least so far is the trust region's centre
+        estimate = float(np.dot([max(c.value, f if f is not None else -math.inf)
+                                 for c, f in zip(cuts, floors)], probabilities))
+        if best is None or estimate < best[0]:
+            best = (estimate, schedule)
+        cut_bound = max(cut_bound, master.solve()[0])
+        schedule = master.solve(best[1], TRUST_RADIUS)[1]
+    # 3. candidates
     candidates = [Candidate("mean forecast", mean_result.get("commitments", {})),
                   Candidate("consensus", _consensus(scenarios, wait, scenario.offer_by_key))]
+    if best is not None:
+        candidates.append(Candidate("L-shaped master",
+                                    _whole_schedule(best[1], scenario.offer_by_key)))
     totals = [sum(d.amount for d in s.demand) for s in apart]
     order = sorted(range(len(scenarios)), key=lambda i: (totals[i], scenarios[i].name))
     picks = min(max(0, MAX_CANDIDATES - len(candidates)), len(order))
@@ -224,7 +345,7 @@ def solve_stochastic(scenario: Scenario, scenarios: tuple[DemandScenario, ...],
     for c in candidates:
         if all(c.commitments != u.commitments for u in unique):
             unique.append(c)
-    # 3. every candidate in every scenario: as many candidates as the time holds, each
+    # 4. every candidate in every scenario: as many candidates as the time holds, each
     # solve given at least MIN_SOLVE_S beyond its overhead (the mean forecast's first)
     room = budget.share(EVALUATE_SHARE).left() * workers
     fits = int(room // (len(scenarios) * (overhead[0] + MIN_SOLVE_S)))
@@ -236,7 +357,7 @@ def solve_stochastic(scenario: Scenario, scenarios: tuple[DemandScenario, ...],
     results = runner.map(evaluate_task, tasks)
     for i, c in enumerate(unique):
         c.results = results[i * len(apart):(i + 1) * len(apart)]
-    # 4. choice
+    # 5. choice
     def value(c: Candidate) -> tuple[float, float, float]:
         costs = c.costs()
         expected = float(np.dot(costs, probabilities))
@@ -250,14 +371,14 @@ def solve_stochastic(scenario: Scenario, scenarios: tuple[DemandScenario, ...],
     ws_bound = float(np.dot([w.get("bound_usd") if w.get("bound_usd") is not None
                              else -math.inf for w in wait], probabilities))
     bound = (1 + risk_aversion) * ws_bound if math.isfinite(ws_bound) else 0.0
-    bound = min(bound, objective)
+    bound = min(max(bound, cut_bound), objective)
     return StochasticResult(
         scenarios=scenarios, chosen=chosen, mean_plan=mean_candidate, candidates=unique,
         wait_and_see=wait, risk_aversion=risk_aversion, alpha=alpha,
         expected_cost_usd=expected, cvar_usd=tail, objective_usd=objective,
         bound_usd=bound, gap=(objective - bound) / objective if objective > 0 else 0.0,
         vss_usd=value(mean_candidate)[1] - expected, evpi_usd=expected - ws_value,
-        overhead_s=overhead[0])
+        overhead_s=overhead[0], cut_rounds=rounds)
 
 
 def out_of_sample(result: StochasticResult, scenario: Scenario,
@@ -291,6 +412,7 @@ def stochastic_json(result: StochasticResult) -> dict:
         "objective_usd": r(result.objective_usd),
         "bound_usd": r(result.bound_usd),
         "mip_gap": r(result.gap, 8),
+        "cut_rounds": result.cut_rounds,
         "vss_usd": r(result.vss_usd),
         "evpi_usd": r(result.evpi_usd),
         "schedule": result.chosen.name,

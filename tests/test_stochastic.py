@@ -14,6 +14,14 @@ $2,750: VSS = 2,750 − 2,500 = $250. Knowing the future: low 1,000, high 3,000,
 $2,000: EVPI = 2,500 − 2,000 = $500. CVaR at α = 0.5 is the high scenario's cost.
 With λ = 1: expected + CVaR = (2,250 + 50 q) + (4,500 − 100 q) = 6,750 − 50 q → q = 15,
 $6,000 (each scenario $3,000).
+
+The bound by Lagrangian cuts (planner.solve.decompose.cuts), V(q) ≥ A + (200 − y) q for a
+price y on a committed GPU-month: at q = 0 the best prices are y = 300 (on demand's
+rate), cuts low ≥ 1,500 − 100 q and high ≥ 4,500 − 100 q; the master, held above the
+scenarios' own optima (1,000 and 3,000), goes to q = 15 (bound 2,000, wait and see's).
+At q = 15, y = 0 for low (its 5 GPUs leave 10 idle): low ≥ 200 q; high's cut is flat at
+3,000. Now 0.5 · max(1,500 − 100 q, 200 q, 1,000) + 0.5 · max(4,500 − 100 q, 3,000) is
+least at q = 5: 500 + 2,000 = $2,500, the optimum, proven.
 """
 
 from __future__ import annotations
@@ -62,7 +70,9 @@ def test_the_newsvendor_commits_for_the_low_scenario(tmp_path):
     assert {r["probability"] for r in rows.values()} == {0.5}
     assert sum(r["probability"] * r["total_cost_usd"] for r in rows.values()) == \
         pytest.approx(st["expected_cost_usd"])
-    assert st["bound_usd"] == pytest.approx(2000)  # wait and see: a valid lower bound
+    # wait and see alone proves $2,000; the Lagrangian cuts prove the optimum
+    assert st["bound_usd"] == pytest.approx(2500) and st["mip_gap"] == pytest.approx(0)
+    assert st["cut_rounds"] >= 2
     assert [c["gpus"] for c in out["commitments"]] == [5]
     assert set(st) >= {"expected_cost_usd", "cvar_usd", "cvar_alpha", "vss_usd", "evpi_usd",
                        "scenarios"}
@@ -74,6 +84,8 @@ def test_risk_aversion_commits_for_the_high_scenario(tmp_path):
     assert st["cvar_usd"] == pytest.approx(3000) and st["expected_cost_usd"] == \
         pytest.approx(3000)
     assert [c["gpus"] for c in out["commitments"]] == [15]
+    # proven: the master over the cuts bounds expected + CVaR at $6,000 too
+    assert st["bound_usd"] == pytest.approx(6000) and st["mip_gap"] == pytest.approx(0)
     # the Risk sheet states the same figures
     from openpyxl import load_workbook
 
@@ -175,3 +187,34 @@ def test_a_worker_lost_mid_run_has_its_tasks_run_again(tmp_path):
         assert pids[0] not in runner.client.run(os.getpid).values()  # it did die
     assert results == [x * x for x in range(24)]
     assert sorted(done) == list(range(24))  # each reported once
+
+
+def test_lagrangian_cuts_by_hand(tmp_path):
+    """The cuts and the master of the module docstring, round by round."""
+    from planner.model.builder import ModelBuilder
+    from planner.model.candidates import find_candidates
+    from planner.solve.decompose.cuts import CutMaster, commitment_space, cut_at
+    from planner.stochastic import apply
+
+    s = load_scenario(write_csv(tmp_path / "s", NEWSVENDOR))
+    low, high = (ModelBuilder(x, find_candidates(x))
+                 for x in (apply(s, d) for d in s.demand_scenarios))
+    space = commitment_space(high)
+    [key] = space
+    assert space[key] == (15, 200)  # the busiest month's 15 GPUs, $2 × 100 h each
+    master = CutMaster([0.5, 0.5], space, [1000, 3000])
+    assert master.solve() == (pytest.approx(2000), {})
+    for builder, constant, slope in ((low, 1500, -100), (high, 4500, -100)):
+        cut = cut_at(builder, {}, 10)
+        assert (cut.constant, cut.slope[key]) == (pytest.approx(constant), pytest.approx(slope))
+    master.add(0, cut_at(low, {}, 10))
+    master.add(1, cut_at(high, {}, 10))
+    value, q = master.solve()
+    assert value == pytest.approx(2000) and q[key] == pytest.approx(15)
+    at_15 = cut_at(low, q, 10)
+    assert (at_15.constant, at_15.slope[key], at_15.value) == \
+        (pytest.approx(0), pytest.approx(200), pytest.approx(3000))
+    master.add(0, at_15)
+    master.add(1, cut_at(high, q, 10))
+    value, q = master.solve()
+    assert value == pytest.approx(2500) and q[key] == pytest.approx(5)

@@ -34,6 +34,7 @@ class Run:
     plan: Plan | None  # None when the solver itself failed
     result: SolveResult
     seconds: dict[str, float] = field(default_factory=dict)
+    prices: tuple | None = None  # the decomposition's best capacity prices (its bound)
 
     @property
     def candidates(self):
@@ -67,6 +68,7 @@ def plan_scenario(scenario: Scenario, solver: str | None = None,
     t = time.perf_counter()
     whole = method == "whole" or (method == "auto" and rounds is None
                                   and builder.cell_count <= WHOLE_CELLS)
+    prices = None
     if whole:
         solution, result = _whole(builder, solver, budget, gap, threads)
         seconds["solve"] = time.perf_counter() - t
@@ -81,7 +83,7 @@ def plan_scenario(scenario: Scenario, solver: str | None = None,
         outcome = decompose(builder, budget.share(INSTANCE_SHARE if repair else 1.0),
                             rounds, progress)
         solution, objective = outcome.solution, outcome.objective
-        done = outcome.rounds
+        done, prices = outcome.rounds, outcome.prices
         if instances:
             solution, objective = whole_instances(builder, solution, solver, budget,
                                                   threads, repair)
@@ -98,7 +100,7 @@ def plan_scenario(scenario: Scenario, solver: str | None = None,
         t = time.perf_counter()
         plan = extract_plan(builder, solution, result)
         seconds["extract"] = time.perf_counter() - t
-    return Run(builder, plan, result, seconds)
+    return Run(builder, plan, result, seconds, prices)
 
 
 def _whole(builder: ModelBuilder, solver: str, budget: Budget, gap: float,

@@ -119,6 +119,7 @@ class Outcome:
     rounds: Rounds
     converged: bool  # the bound is the LP relaxation's
     termination: str
+    prices: tuple = None  # (y_payg, y_committed) of the bound: a two-stage plan's cuts
 
 
 def decompose(builder: ModelBuilder, budget: Budget, rounds: Rounds | None = None,
@@ -152,7 +153,7 @@ def decompose(builder: ModelBuilder, budget: Budget, rounds: Rounds | None = Non
     else:
         termination = "time limit (LP relaxation not reached)"
     return Outcome(draft.solution(), draft.cost(), run.bound, run.done, converged,
-                   termination)
+                   termination, run.best_prices)
 
 
 class _Run:
@@ -165,8 +166,14 @@ class _Run:
         self.done = Rounds()
         self.prices = first_prices(blocks)
         self.bound = -np.inf
+        self.best_prices = self.prices  # where the best bound was found
         self.plan: float | None = None  # the cheapest whole plan's cost so far
         self.keep = 0.0  # seconds kept back after the master's rounds
+
+    def raise_bound(self, bound: float, prices) -> None:
+        """Keep `bound` (L at `prices`) if it is the best so far."""
+        if bound > self.bound:
+            self.bound, self.best_prices = bound, prices
 
     def tell(self, step: str, dual=None) -> None:
         """Report progress: the step, rounds, master LP, bound and best plan."""
@@ -207,7 +214,8 @@ class _Run:
         """Column generation on the master until BOUND_SHARE of the budget (None: no
         time for a master; the bound at first prices)."""
         if self.fixed is None and self.budget.left() <= self.keep:
-            self.bound = lagrangian(self.blocks, CommitmentPart(self.blocks), *self.prices)
+            self.raise_bound(lagrangian(self.blocks, CommitmentPart(self.blocks),
+                                        *self.prices), self.prices)
             return None
         dual = DualBound(self.blocks, self.prices, greedy.arcs())
         self.column_generation(dual, "bound", BOUND_SHARE)
@@ -226,7 +234,7 @@ class _Run:
             self.tell(f"LP round {self.done.bound}" if step == "bound"
                       else f"LP of the choice, round {self.done.choice}", dual)
         dual.master.restart()  # however the step ended: the same start for the next
-        self.bound = max(self.bound, dual.best)
+        self.raise_bound(dual.best, dual.prices)
 
     def hold_pairs(self, dual: DualBound) -> None:
         """Hold single-region workloads to their pair, a pair at a time (two that both
@@ -250,7 +258,7 @@ class _Run:
         while not ascent.stopped and self.more("ascent", until):
             ascent.step()
             self.done.ascent += 1
-            self.bound = max(self.bound, ascent.best)
+            self.raise_bound(ascent.best, ascent.best_prices)
             self.tell(f"ascent step {self.done.ascent}")
 
     def improve(self, draft: Draft, dual: DualBound | None) -> None:
