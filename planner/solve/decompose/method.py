@@ -263,18 +263,33 @@ class _Run:
 
     def improve(self, draft: Draft, dual: DualBound | None) -> None:
         """Fix and optimize: pools planned again alone, those furthest above the master
-        LP first, pass after pass with a wider choice of sources each time, until the
-        budget ends."""
+        LP first, pass after pass with a wider choice of sources each time, then the
+        widest again while a pass still finds something (a pool planned again changes
+        the room the others have), until the budget ends."""
         for choices in CHOICES:
-            for m, k, pool in _by_excess(draft, dual):
-                if not self.more("improve", self.budget.seconds):
-                    break
-                replan_pool(draft, pool, m, k, choices)
-                self.done.improve += 1
-                if self.done.improve % 50 == 0:
-                    self.planned(draft.cost(), f"improving, {self.done.improve} pools")
-            draft.trim_commitments()
-            self.planned(draft.cost(), f"improving, {self.done.improve} pools")
+            found, ended = self._pass(draft, dual, choices)
+            if ended:
+                return
+        while found:
+            found, ended = self._pass(draft, dual, CHOICES[-1])
+            if ended:
+                return
+
+    def _pass(self, draft: Draft, dual: DualBound | None, choices: int) -> tuple[bool, bool]:
+        """One pass of fix and optimize over every pool: whether any got cheaper, and
+        whether the budget (or the rounds to replay) ended it."""
+        found = ended = False
+        for m, k, pool in _by_excess(draft, dual):
+            if not self.more("improve", self.budget.seconds):
+                ended = True
+                break
+            found |= replan_pool(draft, pool, m, k, choices)
+            self.done.improve += 1
+            if self.done.improve % 50 == 0:
+                self.planned(draft.cost(), f"improving, {self.done.improve} pools")
+        draft.trim_commitments()
+        self.planned(draft.cost(), f"improving, {self.done.improve} pools")
+        return found, ended
 
 
 def _by_excess(draft, dual: DualBound | None) -> list[tuple[int, int, str]]:
