@@ -20,6 +20,7 @@ the same plan on any machine.
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -169,6 +170,7 @@ class _Run:
         self.best_prices = self.prices  # where the best bound was found
         self.plan: float | None = None  # the cheapest whole plan's cost so far
         self.keep = 0.0  # seconds kept back after the master's rounds
+        self.longest_pool = 0.0  # seconds of the longest pool MIP so far
 
     def raise_bound(self, bound: float, prices) -> None:
         """Keep `bound` (L at `prices`) if it is the best so far."""
@@ -280,10 +282,14 @@ class _Run:
         whether the budget (or the rounds to replay) ended it."""
         found = ended = False
         for m, k, pool in _by_excess(draft, dual):
-            if not self.more("improve", self.budget.seconds):
+            # a pool's MIP is bounded by nodes, not the clock: none starts unless twice
+            # the longest so far still fits (1000x100x36 ran 32 s past its budget)
+            if not self.more("improve", self.budget.seconds - 2.0 * self.longest_pool):
                 ended = True
                 break
+            started = time.perf_counter()
             found |= replan_pool(draft, pool, m, k, choices)
+            self.longest_pool = max(self.longest_pool, time.perf_counter() - started)
             self.done.improve += 1
             if self.done.improve % 50 == 0:
                 self.planned(draft.cost(), f"improving, {self.done.improve} pools")
