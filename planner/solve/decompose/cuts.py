@@ -167,10 +167,15 @@ class CutMaster:
             width = np.maximum(1.0, radius * c)
             self.h.changeColsBounds(n, np.arange(n, dtype=np.int32),
                                     np.maximum(0.0, c - width), np.minimum(upper, c + width))
+        import highspy
+
         self.h.run()
+        optimal = self.h.getModelStatus() == highspy.HighsModelStatus.kOptimal
         info = self.h.getInfo()
         x = np.asarray(self.h.getSolution().col_value)
         if center is not None:
             self.h.changeColsBounds(n, np.arange(n, dtype=np.int32), np.zeros(n), upper)
+        if not optimal:  # a scenario with neither a cut nor a bound: nothing proven
+            return -np.inf, dict(center or {})
         return float(info.objective_function_value), {
             key: float(x[j]) for j, key in enumerate(self.keys) if x[j] > 1e-9}
