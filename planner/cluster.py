@@ -8,6 +8,9 @@ depend on where or in which order the tasks ran; a task whose worker is lost is 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from contextlib import ExitStack
+
+from planner import interrupt
 
 RETRIES = 2  # a task whose worker dies is run again this many times
 
@@ -20,6 +23,7 @@ class Runner:
         self.jobs, self.scheduler, self.processes = max(1, jobs), scheduler, processes
         self.client = None
         self.cluster = None
+        self._stack = ExitStack()
 
     @property
     def workers(self) -> int:
@@ -39,13 +43,23 @@ class Runner:
                                         processes=self.processes,
                                         dashboard_address=":0")  # any free port
             self.client = Client(self.cluster)
+            self._stack.enter_context(interrupt.ending(self._no_restarts))
         return self
 
     def __exit__(self, *exc) -> None:
+        self._stack.close()
         if self.client is not None:
             self.client.close()
         if self.cluster is not None:
             self.cluster.close()
+
+    def _no_restarts(self) -> None:
+        """Tell the local cluster's nannies that their workers are ending on purpose, so
+        none starts a new worker (they restart a worker that dies while running)."""
+        from distributed.core import Status
+
+        for nanny in list(self.cluster.workers.values()):
+            nanny.status = Status.closing_gracefully  # the nanny closes when it ends
 
     def map(self, fn: Callable, tasks: Iterable,
             done: Callable[[int, int, int], None] | None = None) -> list:

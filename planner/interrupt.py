@@ -21,6 +21,7 @@ EXIT_INTERRUPTED = 130
 
 _state = {"stage": "starting"}
 _writing: set[str] = set()  # temporary files being written
+_before_ending: list = []  # called before worker processes are ended (see `ending`)
 _lock = threading.Lock()
 
 
@@ -39,6 +40,20 @@ def writing(tmp: str):
     finally:
         with _lock:
             _writing.discard(str(tmp))
+
+
+@contextmanager
+def ending(hook):
+    """While inside, `hook()` runs on Ctrl-C before the worker processes are ended: a local
+    Dask cluster's nannies would otherwise start new workers in their place, whose start-up
+    the exit cuts off mid-way (a traceback on the terminal)."""
+    with _lock:
+        _before_ending.append(hook)
+    try:
+        yield
+    finally:
+        with _lock:
+            _before_ending.remove(hook)
 
 
 def run(fn, *args, **kwargs):
@@ -70,12 +85,7 @@ def run(fn, *args, **kwargs):
 
 def stop() -> None:
     """End worker processes, remove files under way, say what was stopped, exit 130."""
-    for child in multiprocessing.active_children():
-        child.terminate()
-    for child in multiprocessing.active_children():
-        child.join(0.5)
-        if child.is_alive():
-            child.kill()
+    end_workers()
     with _lock:
         for tmp in list(_writing):
             try:
@@ -86,3 +96,20 @@ def stop() -> None:
                      "(an earlier one is left as it was)\n")
     sys.stderr.flush()
     os._exit(EXIT_INTERRUPTED)
+
+
+def end_workers() -> None:
+    """End this process's worker processes, none started again in their place."""
+    with _lock:
+        hooks = list(_before_ending)
+    for hook in hooks:
+        try:
+            hook()
+        except Exception:  # noqa: BLE001 - ending the workers matters more
+            pass
+    for child in multiprocessing.active_children():
+        child.terminate()
+    for child in multiprocessing.active_children():
+        child.join(0.5)
+        if child.is_alive():
+            child.kill()

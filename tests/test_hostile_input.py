@@ -344,3 +344,21 @@ def test_ctrl_c_ends_the_workers_of_a_parallel_whatif(tmp_path):
     time.sleep(1)
     assert [pid for pid in children if _running(pid)] == []
     assert not out.exists()
+
+
+@needs_proc
+def test_ending_the_workers_of_a_local_cluster_starts_none_in_their_place():
+    """Ctrl-C ends the worker processes; a local cluster's nannies restart a worker that
+    dies while running, and the exit then cut the new one's start-up off with a traceback
+    on the terminal. Ended on purpose, no worker comes back."""
+    import multiprocessing
+    import time
+
+    from planner import interrupt
+    from planner.cluster import Runner
+
+    with Runner(jobs=2):
+        assert len(multiprocessing.active_children()) == 2
+        interrupt.end_workers()
+        time.sleep(2)  # a restart takes well under a second to spawn its process
+        assert multiprocessing.active_children() == []
