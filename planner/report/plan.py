@@ -109,17 +109,51 @@ class _RoomLeft:
         return False
 
 
+CONTRACT_COLUMNS = [
+    "contract", "kind", "offer", "region", "provider", "gpu", "term", "commit_months",
+    "start", "end", "start_month", "end_month", "gpus", "usd_per_gpu_hour",
+    "monthly_payment_usd", "upfront_usd", "obligation_usd", "beyond_horizon_usd",
+    "counted_payments_usd", "counted_upfront_usd", "discounted_usd", "used_gpu_hours",
+    "available_gpu_hours", "utilization"]
+
+
 def extract_plan(index, solution: Solution, result: SolveResult) -> Plan:
     """The plan's tables from `solution`; `index` (a model builder or model) gives the
     scenario, its candidates, each workload's sources and the existing GPUs."""
     s, c = index.scenario, index.candidates
+    hours = [seg.share * s.settings.hours_per_month for seg in c.segments]
+    supply_rows, load = _supply(s, solution)
+    gpr = {(s.workload_by_name[t.workload].pool_name, t.gpu): t.gpus_per_replica
+           for t in s.throughput}
+    usage_rows = _usage(s, solution, gpr, hours)
+    flows = _flows(index, solution, supply_rows)
+    unmet = _unmet(index, solution, usage_rows, gpr, hours)
+    contracts = _existing_contracts(s) + _new_contracts(s, solution)
     st = s.settings
-    hours = [seg.share * st.hours_per_month for seg in c.segments]
+    for row in contracts:
+        row.setdefault("beyond_horizon_usd", max(0, row["end"] - (st.horizon_months - 1))
+                       * row["monthly_payment_usd"])
+        row["used_gpu_hours"] = 0.0
+        inside = sum(1 for m in st.months if row["start"] <= m <= row["end"])
+        row["available_gpu_hours"] = row["gpus"] * inside * st.hours_per_month
+    assignments = _assignments(s, load, usage_rows, contracts, hours)
+    egress = _egress(s, supply_rows, hours)
+    contracts_df = pd.DataFrame(contracts, columns=CONTRACT_COLUMNS)
+    cost_lines = _cost_lines(s, assignments, contracts_df, egress)
+    plan = Plan(s, c, result, pd.DataFrame(usage_rows, columns=[
+        "month", "segment", "pool", "region", "gpu", "source", "term", "replicas", "gpus",
+        "hours"]), pd.DataFrame(supply_rows, columns=[
+            "workload", "region", "gpu", "source", "month", "segment", "units"]),
+        flows, unmet, contracts_df, assignments, egress, cost_lines)
+    plan.totals = _totals(plan)
+    return plan
+
+
+def _supply(s: Scenario, solution: Solution) -> tuple[list[dict], dict]:
+    """What runs where: units per workload and source, and each pool's load on each
+    source per workload (in replicas: how the pool's GPUs are shared out)."""
     tp = s.throughput_by_pair
     workloads = s.workload_by_name
-    provider = {r.region: r.provider for r in s.regions}
-
-    # -- what runs where -------------------------------------------------------------------
     supply_rows = []
     load: dict[tuple, dict[str, float]] = defaultdict(dict)  # (p,r,g,src,m,k) -> w -> replicas
     for (w, r, g, src, m, k), x in solution.supply.items():
@@ -131,10 +165,11 @@ def extract_plan(index, solution: Solution, result: SolveResult) -> Plan:
         derate = 1.0 if src == COMMITTED else s.offer_by_key[src].derate
         load[(workloads[w].pool_name, r, g, src, m, k)][w] = x / (
             t.units_per_gpu * t.gpus_per_replica * derate)
+    return supply_rows, load
 
-    gpr = {}
-    for t in s.throughput:
-        gpr[(workloads[t.workload].pool_name, t.gpu)] = t.gpus_per_replica
+
+def _usage(s: Scenario, solution: Solution, gpr: dict, hours: list[float]) -> list[dict]:
+    """GPUs per pool and source in whole replicas (what the checker verifies)."""
     usage_rows = []
     for (p, r, g, src, m, k), n in solution.replicas.items():
         n = int(round(n))
@@ -146,7 +181,12 @@ def extract_plan(index, solution: Solution, result: SolveResult) -> Plan:
             term=offer.term if offer else COMMITTED, replicas=n, gpus=n * gpr[(p, g)],
             hours=hours[k],
         ))
+    return usage_rows
 
+
+def _flows(index, solution: Solution, supply_rows: list[dict]) -> pd.DataFrame:
+    """Units per workload from each region to each demand site."""
+    c = index.candidates
     flow_rows = [dict(workload=w, site=site, region=r, month=m, segment=k, units=x)
                  for (w, site, r, m, k), x in solution.flow.items() if x > EPS]
     # single-site workloads have no flow variables: their supply serves their one site
@@ -163,8 +203,14 @@ def extract_plan(index, solution: Solution, result: SolveResult) -> Plan:
     if len(flows):
         flows = flows.groupby(["workload", "site", "region", "month", "segment"],
                               as_index=False, dropna=False)["units"].sum()
+    return flows
 
-    # -- unmet ----------------------------------------------------------------------------
+
+def _unmet(index, solution: Solution, usage_rows: list[dict], gpr: dict,
+           hours: list[float]) -> pd.DataFrame:
+    """Demand left unmet, each cell with its penalty and the reason."""
+    s, c = index.scenario, index.candidates
+    st, workloads = s.settings, s.workload_by_name
     unmet_rows = []
     room = None  # _RoomLeft, built at the first unmet demand that asks
     # demand no source can ever serve (SPEC §4 v2) was taken out of the model: unmet
@@ -191,11 +237,15 @@ def extract_plan(index, solution: Solution, result: SolveResult) -> Plan:
             unit_hours=x * hours[k], penalty_usd=x * hours[k] * penalty,
             reason=reason, unservable=out_of_model,
         ))
-    unmet = pd.DataFrame(unmet_rows, columns=[
+    return pd.DataFrame(unmet_rows, columns=[
         "workload", "site", "month", "month_label", "segment", "level", "units", "hours",
         "unit_hours", "penalty_usd", "reason", "unservable"])
 
-    # -- contracts ---------------------------------------------------------------------------
+
+def _existing_contracts(s: Scenario) -> list[dict]:
+    """The existing contracts, as contract rows."""
+    st = s.settings
+    provider = {r.region: r.provider for r in s.regions}
     contracts = []
     for i, e in enumerate(s.existing):
         inside = [m for m in st.months if e.active(m)]
@@ -215,11 +265,20 @@ def extract_plan(index, solution: Solution, result: SolveResult) -> Plan:
             discounted_usd=sum(e.gpus * st.hours_per_month * e.usd_per_gpu_hour
                                * st.discount(m) for m in inside),
         ))
+    return contracts
+
+
+def _new_contracts(s: Scenario, solution: Solution) -> list[dict]:
+    """The commitments the plan signs, as contract rows, by start month, term and offer
+    (the order committed GPUs are allocated to them in)."""
+    st = s.settings
+    provider = {r.region: r.provider for r in s.regions}
     term_order = {t: i for i, t in enumerate(TERMS)}
     new = sorted(
         ((key, t, int(round(q))) for (key, t), q in solution.commit.items() if q > 0.5),
         key=lambda x: (x[1], term_order[s.offer_by_key[x[0]].term], x[0]),
     )
+    contracts = []
     for key, t, q in new:
         o = s.offer_by_key[key]
         payments, upfront = counted_per_gpu(o, t, st, discounted=False)
@@ -227,7 +286,7 @@ def extract_plan(index, solution: Solution, result: SolveResult) -> Plan:
         end = t + o.commit_months - 1
         beyond = max(0, end - (st.horizon_months - 1))
         contracts.append(dict(
-            contract=f"new {len(contracts) + 1 - len(s.existing)}", kind="new", offer=key,
+            contract=f"new {len(contracts) + 1}", kind="new", offer=key,
             region=o.region, provider=provider[o.region], gpu=o.gpu, term=o.term,
             commit_months=o.commit_months, start=t, end=end, start_month=st.month(t),
             end_month=st.month(end), gpus=q, usd_per_gpu_hour=o.usd_per_gpu_hour,
@@ -238,14 +297,16 @@ def extract_plan(index, solution: Solution, result: SolveResult) -> Plan:
             counted_payments_usd=q * payments, counted_upfront_usd=q * upfront,
             discounted_usd=q * (dp + du),
         ))
-    for row in contracts:
-        row.setdefault("beyond_horizon_usd", max(0, row["end"] - (st.horizon_months - 1))
-                       * row["monthly_payment_usd"])
-        row["used_gpu_hours"] = 0.0
-        inside = sum(1 for m in st.months if row["start"] <= m <= row["end"])
-        row["available_gpu_hours"] = row["gpus"] * inside * st.hours_per_month
+    return contracts
 
-    # -- assignments: GPUs per workload, by offer or by contract ----------------------------
+
+def _assignments(s: Scenario, load: dict, usage_rows: list[dict], contracts: list[dict],
+                 hours: list[float]) -> pd.DataFrame:
+    """GPUs per workload, by offer or by contract: a pool's GPUs shared out in proportion
+    to its workloads' loads; committed GPUs allocated to the contracts active in the
+    month in their order (each contract's used GPU-hours and utilization are set here)."""
+    st, workloads = s.settings, s.workload_by_name
+    provider = {r.region: r.provider for r in s.regions}
     assignment_rows = []
 
     def split(pool_key, gpus_total):
@@ -306,8 +367,12 @@ def extract_plan(index, solution: Solution, result: SolveResult) -> Plan:
     assignments = assignments.sort_values(
         ["month", "segment", "workload", "region", "gpu", "term", "contract"],
         kind="stable").reset_index(drop=True)
+    return assignments
 
-    # -- egress ----------------------------------------------------------------------------
+
+def _egress(s: Scenario, supply_rows: list[dict], hours: list[float]) -> pd.DataFrame:
+    """Data transfer out of each region, per workload and month."""
+    workloads = s.workload_by_name
     egress_rows = []
     for row in supply_rows:
         w, r = workloads[row["workload"]], s.region_by_name[row["region"]]
@@ -319,22 +384,7 @@ def extract_plan(index, solution: Solution, result: SolveResult) -> Plan:
                                     usd=gb * r.egress_usd_per_gb))
     egress = pd.DataFrame(egress_rows, columns=["workload", "region", "provider", "month",
                                                 "segment", "gb", "usd"])
-
-    contracts_df = pd.DataFrame(contracts, columns=[
-        "contract", "kind", "offer", "region", "provider", "gpu", "term", "commit_months",
-        "start", "end", "start_month", "end_month", "gpus", "usd_per_gpu_hour",
-        "monthly_payment_usd", "upfront_usd", "obligation_usd", "beyond_horizon_usd",
-        "counted_payments_usd", "counted_upfront_usd", "discounted_usd", "used_gpu_hours",
-        "available_gpu_hours", "utilization"])
-
-    cost_lines = _cost_lines(s, assignments, contracts_df, egress)
-    plan = Plan(s, c, result, pd.DataFrame(usage_rows, columns=[
-        "month", "segment", "pool", "region", "gpu", "source", "term", "replicas", "gpus",
-        "hours"]), pd.DataFrame(supply_rows, columns=[
-            "workload", "region", "gpu", "source", "month", "segment", "units"]),
-        flows, unmet, contracts_df, assignments, egress, cost_lines)
-    plan.totals = _totals(plan)
-    return plan
+    return egress
 
 
 def _paid_share(s: Scenario, usage_rows: list[dict]) -> dict[tuple, float]:
