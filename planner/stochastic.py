@@ -192,6 +192,7 @@ class StochasticResult:
     out_of_sample: dict | None = None  # the schedule on fresh samples (out_of_sample)
     overhead_s: float = 0.0  # seconds a solve took beyond its time limit
     cut_rounds: int = 0  # rounds of Lagrangian cuts behind the bound
+    bound_from: str = "wait and see"  # what proved the bound
 
     def scenario_rows(self) -> list[dict]:
         return [dict(name=s.name, probability=s.probability,
@@ -265,120 +266,167 @@ def solve_stochastic(scenario: Scenario, scenarios: tuple[DemandScenario, ...],
                      alpha: float = 0.9,
                      progress: Callable[[str], None] | None = None) -> StochasticResult:
     """The schedule of least expected cost (+ λ·CVaR_α) among the candidates, with the
-    wait-and-see bound (module docstring)."""
-    say = progress or (lambda text: None)
-    workers = runner.workers
-    probabilities = np.array([s.probability for s in scenarios])
-    apart = [apply(scenario, s) for s in scenarios]
+    wait-and-see bound raised by Lagrangian cuts (module docstring)."""
+    run = _Stochastic(scenario, scenarios, budget, runner, solver, gap, risk_aversion,
+                      alpha, progress or (lambda text: None))
+    mean_result, wait = run.wait_and_see()
+    cut_bound, best, rounds = run.cut_rounds(mean_result, wait)
+    candidates = run.evaluate(run.candidates(mean_result, wait, best))
+    return run.choose(candidates, wait, cut_bound, rounds)
 
-    overhead = [0.0]  # seconds a solve takes beyond its time limit (build, plan tables)
 
-    def each(count: int, share: float) -> float:
-        slot = budget.share(share).left() * workers / max(count, 1)
-        return max(1.0, slot - overhead[0])
+class _Stochastic:
+    """One stochastic solve's steps and what they share: the scenarios, the clock, the
+    workers and what a solve takes beyond its time limit."""
 
-    # 1. wait and see, and the mean forecast's own plan
-    say(f"planning {len(scenarios)} scenarios alone and the mean forecast")
-    limit = each(len(scenarios) + 1, WAIT_SHARE)
-    started = budget.elapsed()
-    solved = runner.map(solve_task, [(s, solver, limit, gap)
-                                     for s in [mean_forecast(scenario, scenarios), *apart]])
-    waves = math.ceil((len(scenarios) + 1) / workers)
-    overhead[0] = max(0.0, (budget.elapsed() - started) / waves - limit)
-    mean_result, wait = solved[0], solved[1:]
-    # 2. the bound: an L-shaped master over Lagrangian cuts, a round of cuts (one per
-    # scenario, at the master's schedule) at a time
-    floors = [w.get("bound_usd") for w in wait]
-    space: dict = {}
-    for w in solved:
-        for key, (upper, cost) in w.get("space", {}).items():
-            space[key] = (max(upper, space.get(key, (0.0, 0.0))[0]), cost)
-    master = CutMaster(probabilities, space, floors, risk_aversion, alpha,
-                       _caps(space, scenario))
-    for i, w in enumerate(wait):
-        if "cut" in w:
-            master.add(i, w["cut"])
-    cut_bound, _ = master.solve()
-    # the first round at the scenarios' mean schedule (where each scenario's own prices
-    # are nearly right: its column generation converges fast), then at the master's
-    schedule = {}
-    for sc, w in zip(scenarios, wait):
-        for key, q in w.get("commitments", {}).items():
-            schedule[key] = schedule.get(key, 0.0) + sc.probability * q
-    rounds, seen, best = 0, [], None
-    cut_budget = budget.share(CUT_SHARE)
-    while not any(_same_schedule(schedule, x) for x in seen):
-        left = cut_budget.left()
-        if left <= overhead[0] + MIN_SOLVE_S:
-            break
-        say(f"bound: cuts round {rounds + 1} ({len(scenarios)} scenarios), "
-            f"bound {cut_bound:,.0f}")
-        seconds = max(1.0, left * workers / len(scenarios) - overhead[0])
-        cuts = runner.map(cut_task, [(s, tuple(sorted(schedule.items())), seconds,
-                                      w.get("prices")) for s, w in zip(apart, wait)])
-        for i, cut in enumerate(cuts):
-            master.add(i, cut)
-        rounds += 1
-        seen.append(schedule)
-        # the schedule whose cuts say it costs least so far is the trust region's centre
-        estimate = float(np.dot([max(c.value, f if f is not None else -math.inf)
-                                 for c, f in zip(cuts, floors)], probabilities))
-        if best is None or estimate < best[0]:
-            best = (estimate, schedule)
-        cut_bound = max(cut_bound, master.solve()[0])
-        schedule = master.solve(best[1], TRUST_RADIUS)[1]
-    # 3. candidates
-    candidates = [Candidate("mean forecast", mean_result.get("commitments", {})),
-                  Candidate("consensus", _consensus(scenarios, wait, scenario.offer_by_key))]
-    if best is not None:
-        candidates.append(Candidate("L-shaped master",
-                                    _whole_schedule(best[1], scenario.offer_by_key)))
-    totals = [sum(d.amount for d in s.demand) for s in apart]
-    order = sorted(range(len(scenarios)), key=lambda i: (totals[i], scenarios[i].name))
-    picks = min(max(0, MAX_CANDIDATES - len(candidates)), len(order))
-    spread = [order[len(order) // 2]] if picks == 1 else [
-        order[round(j * (len(order) - 1) / (picks - 1))] for j in range(picks)]
-    for i in spread:
-        candidates.append(Candidate(f"scenario {scenarios[i].name}",
-                                    wait[i].get("commitments", {})))
-    unique: list[Candidate] = []
-    for c in candidates:
-        if all(c.commitments != u.commitments for u in unique):
-            unique.append(c)
-    # 4. every candidate in every scenario: as many candidates as the time holds, each
-    # solve given at least MIN_SOLVE_S beyond its overhead (the mean forecast's first)
-    room = budget.share(EVALUATE_SHARE).left() * workers
-    fits = int(room // (len(scenarios) * (overhead[0] + MIN_SOLVE_S)))
-    unique = unique[:max(1, fits)]
-    say(f"evaluating {len(unique)} commitment schedules in {len(scenarios)} scenarios")
-    limit = each(len(unique) * len(scenarios), EVALUATE_SHARE)
-    tasks = [(s, tuple(sorted(c.commitments.items())), solver, limit, gap)
-             for c in unique for s in apart]
-    results = runner.map(evaluate_task, tasks)
-    for i, c in enumerate(unique):
-        c.results = results[i * len(apart):(i + 1) * len(apart)]
-    # 5. choice
-    def value(c: Candidate) -> tuple[float, float, float]:
+    def __init__(self, scenario: Scenario, scenarios: tuple[DemandScenario, ...],
+                 budget: Budget, runner, solver, gap, risk_aversion: float, alpha: float,
+                 say: Callable[[str], None]):
+        self.scenario, self.scenarios, self.budget, self.runner = (scenario, scenarios,
+                                                                   budget, runner)
+        self.solver, self.gap, self.risk_aversion, self.alpha = (solver, gap, risk_aversion,
+                                                                 alpha)
+        self.say = say
+        self.workers = runner.workers
+        self.probabilities = np.array([s.probability for s in scenarios])
+        self.apart = [apply(scenario, s) for s in scenarios]
+        self.overhead = 0.0  # seconds a solve takes beyond its time limit (build, tables)
+
+    def each(self, count: int, share: float) -> float:
+        """The time limit of each of `count` solves sharing `share` of what is left."""
+        slot = self.budget.share(share).left() * self.workers / max(count, 1)
+        return max(1.0, slot - self.overhead)
+
+    def wait_and_see(self) -> tuple[dict, list[dict]]:
+        """1. The mean forecast's own plan, and every scenario planned alone; the time
+        a solve takes beyond its limit is measured on them."""
+        self.say(f"planning {len(self.scenarios)} scenarios alone and the mean forecast")
+        limit = self.each(len(self.scenarios) + 1, WAIT_SHARE)
+        started = self.budget.elapsed()
+        mean = mean_forecast(self.scenario, self.scenarios)
+        solved = self.runner.map(solve_task, [(s, self.solver, limit, self.gap)
+                                              for s in [mean, *self.apart]])
+        waves = math.ceil((len(self.scenarios) + 1) / self.workers)
+        self.overhead = max(0.0, (self.budget.elapsed() - started) / waves - limit)
+        return solved[0], solved[1:]
+
+    def cut_rounds(self, mean_result: dict, wait: list[dict]) -> tuple[float, tuple | None, int]:
+        """2. The bound: an L-shaped master over Lagrangian cuts, a round of cuts (one
+        per scenario, at the master's schedule) at a time. Returns the bound, the best
+        schedule the cuts found with their estimate of its cost ((estimate, schedule), or
+        None) and the rounds run."""
+        floors = [w.get("bound_usd") for w in wait]
+        space: dict = {}
+        for w in [mean_result, *wait]:
+            for key, (upper, cost) in w.get("space", {}).items():
+                space[key] = (max(upper, space.get(key, (0.0, 0.0))[0]), cost)
+        master = CutMaster(self.probabilities, space, floors, self.risk_aversion,
+                           self.alpha, _caps(space, self.scenario))
+        for i, w in enumerate(wait):
+            if "cut" in w:
+                master.add(i, w["cut"])
+        cut_bound, _ = master.solve()
+        # the first round at the scenarios' mean schedule (where each scenario's own
+        # prices are nearly right: its column generation converges fast), then at the
+        # master's
+        schedule: dict = {}
+        for sc, w in zip(self.scenarios, wait):
+            for key, q in w.get("commitments", {}).items():
+                schedule[key] = schedule.get(key, 0.0) + sc.probability * q
+        rounds, seen, best = 0, [], None
+        cut_budget = self.budget.share(CUT_SHARE)
+        n = len(self.scenarios)
+        while not any(_same_schedule(schedule, x) for x in seen):
+            left = cut_budget.left()
+            if left <= self.overhead + MIN_SOLVE_S:
+                break
+            self.say(f"bound: cuts round {rounds + 1} ({n} scenarios), "
+                     f"bound {cut_bound:,.0f}")
+            seconds = max(1.0, left * self.workers / n - self.overhead)
+            cuts = self.runner.map(cut_task, [(s, tuple(sorted(schedule.items())), seconds,
+                                               w.get("prices"))
+                                              for s, w in zip(self.apart, wait)])
+            for i, cut in enumerate(cuts):
+                master.add(i, cut)
+            rounds += 1
+            seen.append(schedule)
+            # the schedule whose cuts say it costs least so far is the trust region's
+            # centre
+            estimate = float(np.dot([max(c.value, f if f is not None else -math.inf)
+                                     for c, f in zip(cuts, floors)], self.probabilities))
+            if best is None or estimate < best[0]:
+                best = (estimate, schedule)
+            cut_bound = max(cut_bound, master.solve()[0])
+            schedule = master.solve(best[1], TRUST_RADIUS)[1]
+        return cut_bound, best, rounds
+
+    def candidates(self, mean_result: dict, wait: list[dict], best) -> list[Candidate]:
+        """3. The schedules worth trying, each once, the mean forecast's first."""
+        scenarios, offers = self.scenarios, self.scenario.offer_by_key
+        candidates = [Candidate("mean forecast", mean_result.get("commitments", {})),
+                      Candidate("consensus", _consensus(scenarios, wait, offers))]
+        if best is not None:
+            candidates.append(Candidate("L-shaped master", _whole_schedule(best[1], offers)))
+        totals = [sum(d.amount for d in s.demand) for s in self.apart]
+        order = sorted(range(len(scenarios)), key=lambda i: (totals[i], scenarios[i].name))
+        picks = min(max(0, MAX_CANDIDATES - len(candidates)), len(order))
+        spread = [order[len(order) // 2]] if picks == 1 else [
+            order[round(j * (len(order) - 1) / (picks - 1))] for j in range(picks)]
+        for i in spread:
+            candidates.append(Candidate(f"scenario {scenarios[i].name}",
+                                        wait[i].get("commitments", {})))
+        unique: list[Candidate] = []
+        for c in candidates:
+            if all(c.commitments != u.commitments for u in unique):
+                unique.append(c)
+        return unique
+
+    def evaluate(self, candidates: list[Candidate]) -> list[Candidate]:
+        """4. Every candidate in every scenario: as many candidates as the time holds,
+        each solve given at least MIN_SOLVE_S beyond its overhead."""
+        n = len(self.scenarios)
+        room = self.budget.share(EVALUATE_SHARE).left() * self.workers
+        fits = int(room // (n * (self.overhead + MIN_SOLVE_S)))
+        candidates = candidates[:max(1, fits)]
+        self.say(f"evaluating {len(candidates)} commitment schedules in {n} scenarios")
+        limit = self.each(len(candidates) * n, EVALUATE_SHARE)
+        tasks = [(s, tuple(sorted(c.commitments.items())), self.solver, limit, self.gap)
+                 for c in candidates for s in self.apart]
+        results = self.runner.map(evaluate_task, tasks)
+        for i, c in enumerate(candidates):
+            c.results = results[i * n:(i + 1) * n]
+        return candidates
+
+    def value(self, c: Candidate) -> tuple[float, float, float]:
+        """A candidate's expected cost + λ·CVaR_α, expected cost and CVaR_α."""
         costs = c.costs()
-        expected = float(np.dot(costs, probabilities))
-        tail = cvar(costs, probabilities, alpha)
-        return expected + risk_aversion * tail, expected, tail
+        expected = float(np.dot(costs, self.probabilities))
+        tail = cvar(costs, self.probabilities, self.alpha)
+        return expected + self.risk_aversion * tail, expected, tail
 
-    chosen = min(unique, key=lambda c: (value(c)[0], unique.index(c)))
-    objective, expected, tail = value(chosen)
-    mean_candidate = unique[0]  # the mean forecast's schedule is always the first
-    ws_value = float(np.dot([w.get("objective_usd", math.inf) for w in wait], probabilities))
-    ws_bound = float(np.dot([w.get("bound_usd") if w.get("bound_usd") is not None
-                             else -math.inf for w in wait], probabilities))
-    bound = (1 + risk_aversion) * ws_bound if math.isfinite(ws_bound) else 0.0
-    bound = min(max(bound, cut_bound), objective)
-    return StochasticResult(
-        scenarios=scenarios, chosen=chosen, mean_plan=mean_candidate, candidates=unique,
-        wait_and_see=wait, risk_aversion=risk_aversion, alpha=alpha,
-        expected_cost_usd=expected, cvar_usd=tail, objective_usd=objective,
-        bound_usd=bound, gap=(objective - bound) / objective if objective > 0 else 0.0,
-        vss_usd=value(mean_candidate)[1] - expected, evpi_usd=expected - ws_value,
-        overhead_s=overhead[0], cut_rounds=rounds)
+    def choose(self, candidates: list[Candidate], wait: list[dict], cut_bound: float,
+               rounds: int) -> StochasticResult:
+        """5. The candidate of least expected cost + λ·CVaR_α, its bound, VSS and EVPI."""
+        p = self.probabilities
+        chosen = min(candidates, key=lambda c: (self.value(c)[0], candidates.index(c)))
+        objective, expected, tail = self.value(chosen)
+        mean_candidate = candidates[0]  # the mean forecast's schedule is always the first
+        ws_value = float(np.dot([w.get("objective_usd", math.inf) for w in wait], p))
+        ws_bound = float(np.dot([w.get("bound_usd") if w.get("bound_usd") is not None
+                                 else -math.inf for w in wait], p))
+        bound = (1 + self.risk_aversion) * ws_bound if math.isfinite(ws_bound) else 0.0
+        bound_from = "wait and see"
+        if cut_bound > bound:
+            bound, bound_from = cut_bound, f"Lagrangian cuts, {rounds} round(s)"
+        bound = min(bound, objective)
+        return StochasticResult(
+            scenarios=self.scenarios, chosen=chosen, mean_plan=mean_candidate,
+            candidates=candidates, wait_and_see=wait, risk_aversion=self.risk_aversion,
+            alpha=self.alpha, expected_cost_usd=expected, cvar_usd=tail,
+            objective_usd=objective, bound_usd=bound,
+            gap=(objective - bound) / objective if objective > 0 else 0.0,
+            vss_usd=self.value(mean_candidate)[1] - expected, evpi_usd=expected - ws_value,
+            overhead_s=self.overhead, cut_rounds=rounds, bound_from=bound_from)
 
 
 def out_of_sample(result: StochasticResult, scenario: Scenario,

@@ -73,6 +73,11 @@ def test_the_newsvendor_commits_for_the_low_scenario(tmp_path):
     # wait and see alone proves $2,000; the Lagrangian cuts prove the optimum
     assert st["bound_usd"] == pytest.approx(2500) and st["mip_gap"] == pytest.approx(0)
     assert st["cut_rounds"] >= 2
+    from openpyxl import load_workbook
+
+    risk = load_workbook(tmp_path / "plan.xlsx")["Risk"]
+    labels = [c.value for c in risk["A"] if isinstance(c.value, str)]
+    assert any(label.startswith("Lower bound (Lagrangian cuts, ") for label in labels)
     assert [c["gpus"] for c in out["commitments"]] == [5]
     assert set(st) >= {"expected_cost_usd", "cvar_usd", "cvar_alpha", "vss_usd", "evpi_usd",
                        "scenarios"}

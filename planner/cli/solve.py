@@ -228,7 +228,8 @@ def _solve_stochastic(s, budget, keep, out, as_json, focus, solver, gap, samples
         write_focus_csv(focus_rows(plan), focus)
     err.print(f"stochastic over {len(scenarios)} scenarios ({result.chosen.name} schedule): "
               f"expected ${result.expected_cost_usd:,.0f}, CVaR{alpha:g} "
-              f"${result.cvar_usd:,.0f}, gap {result.gap:.2%} over the wait-and-see bound; "
+              f"${result.cvar_usd:,.0f}, gap {result.gap:.2%} over the bound "
+              f"({result.bound_from}); "
               f"VSS ${result.vss_usd:,.0f}, EVPI ${result.evpi_usd:,.0f}"
               + ("" if result.out_of_sample is None else
                  f"; on {result.out_of_sample['samples']} fresh samples "

@@ -47,7 +47,7 @@ def risk_sheet(wb, result) -> None:
          USD),
         ("Risk aversion λ", result.risk_aversion, "0.00"),
         ("Expected cost + λ·CVaR", result.objective_usd, USD),
-        ("Lower bound (wait and see)", result.bound_usd, USD),
+        (f"Lower bound ({result.bound_from})", result.bound_usd, USD),
         ("Gap", result.gap, PCT),
         ("Value of the stochastic solution (VSS)", result.vss_usd, USD),
         ("Expected value of perfect information (EVPI)", result.evpi_usd, USD),
