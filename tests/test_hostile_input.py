@@ -358,7 +358,7 @@ def test_ending_the_workers_of_a_local_cluster_starts_none_in_their_place():
     from planner.cluster import Runner
 
     with Runner(jobs=2):
-        assert len(multiprocessing.active_children()) == 2
+        assert len(multiprocessing.active_children()) >= 2
         interrupt.end_workers()
         time.sleep(2)  # a restart takes well under a second to spawn its process
         assert multiprocessing.active_children() == []
