@@ -461,6 +461,7 @@ def stochastic_json(result: StochasticResult) -> dict:
         "bound_usd": r(result.bound_usd),
         "mip_gap": r(result.gap, 8),
         "cut_rounds": result.cut_rounds,
+        "bound_from": result.bound_from,
         "vss_usd": r(result.vss_usd),
         "evpi_usd": r(result.evpi_usd),
         "schedule": result.chosen.name,

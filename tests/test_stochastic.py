@@ -73,6 +73,7 @@ def test_the_newsvendor_commits_for_the_low_scenario(tmp_path):
     # wait and see alone proves $2,000; the Lagrangian cuts prove the optimum
     assert st["bound_usd"] == pytest.approx(2500) and st["mip_gap"] == pytest.approx(0)
     assert st["cut_rounds"] >= 2
+    assert st["bound_from"] == f"Lagrangian cuts, {st['cut_rounds']} round(s)"
     from openpyxl import load_workbook
 
     risk = load_workbook(tmp_path / "plan.xlsx")["Risk"]
