@@ -31,10 +31,14 @@ from planner.solve.decompose.construct import Draft, PoolPlan
 from planner.solve.highs import new_highs
 
 NODES = 1000  # branch-and-bound nodes per pool's MIP (they rarely need ten)
-# A pool's MIP stops within this gap of its optimum: passes repeat, and proving the last
-# 0.1 % of each took a third of the time (default scenario, 48 s: 716 pools planned again
-# at 1e-7, $26.784 M; 945 and all passes done in 42 s at 1e-3, $26.765 M).
-POOL_GAP = 1e-3
+# A pool's MIP stops within the first of these gaps of its optimum until a pass at the
+# widest choice finds nothing, then within the next: a loose gap makes passes quick
+# (pool plans improve each other from pass to pass), a tight one finds what the loose
+# ones leave. Default scenario, decomposition alone for 14 s / 45 s: 1e-3 alone $26.968 M
+# / $26.782 M; 1e-2 $26.855 M / $26.788 M; 2e-2 $26.832 M, then nothing more (its
+# passes find nothing by 14 s); 5e-2 $27.026 M (its MIPs stop before they beat the
+# plan). Proving the last 0.1 % of each took a third of the time at 1e-7.
+POOL_GAPS = (2e-2, 1e-3)
 # Sources per demand site in a pool's MIP, pass after pass: those its plan uses and the
 # cheapest others at the LP's prices. A wide choice finds more but costs more: the
 # default scenario's largest pool (5 workloads, 24 sites, ~100 sources each) took
@@ -54,9 +58,10 @@ class _Columns:
         return len(self.cost) - 1
 
 
-def replan_pool(draft: Draft, pool: str, m: int, k: int, choices: int = CHOICES[0]) -> bool:
-    """Plan `pool` in (m, k) again, exactly, each site choosing among `choices` sources
-    beside its own; True if its plan got cheaper."""
+def replan_pool(draft: Draft, pool: str, m: int, k: int, choices: int = CHOICES[0],
+                gap: float = POOL_GAPS[-1]) -> bool:
+    """Plan `pool` in (m, k) again, exactly (to within `gap` of its optimum), each site
+    choosing among `choices` sources beside its own; True if its plan got cheaper."""
     import highspy
 
     b = draft.b
@@ -122,7 +127,7 @@ def replan_pool(draft: Draft, pool: str, m: int, k: int, choices: int = CHOICES[
         rows.append((-inf, 0.0, terms))
 
     h = new_highs()
-    for option, value in (("random_seed", 0), ("threads", 1), ("mip_rel_gap", POOL_GAP),
+    for option, value in (("random_seed", 0), ("threads", 1), ("mip_rel_gap", gap),
                           ("mip_max_nodes", NODES)):
         h.setOptionValue(option, value)
     n = len(cols.cost)

@@ -32,7 +32,7 @@ from planner.solve.decompose.ascent import Ascent
 from planner.solve.decompose.blocks import Blocks
 from planner.solve.decompose.construct import Draft, construct, fill_unmet
 from planner.solve.decompose.dual import DualBound, first_prices, lagrangian
-from planner.solve.decompose.improve import CHOICES, replan_pool
+from planner.solve.decompose.improve import CHOICES, POOL_GAPS, replan_pool
 from planner.solve.decompose.master import CommitmentPart
 from planner.solve.decompose.pricing import cheapest_arcs, pairs_by_cost
 from planner.solve.decompose.primal import (
@@ -267,17 +267,20 @@ class _Run:
         """Fix and optimize: pools planned again alone, those furthest above the master
         LP first, pass after pass with a wider choice of sources each time, then the
         widest again while a pass still finds something (a pool planned again changes
-        the room the others have), until the budget ends."""
-        for choices in CHOICES:
-            found, ended = self._pass(draft, dual, choices)
-            if ended:
-                return
-        while found:
-            found, ended = self._pass(draft, dual, CHOICES[-1])
-            if ended:
-                return
+        the room the others have); all that with the pools' MIPs stopped at a loose gap
+        first, then at a tight one (POOL_GAPS), until the budget ends."""
+        for gap in POOL_GAPS:
+            for choices in CHOICES:
+                found, ended = self._pass(draft, dual, choices, gap)
+                if ended:
+                    return
+            while found:
+                found, ended = self._pass(draft, dual, CHOICES[-1], gap)
+                if ended:
+                    return
 
-    def _pass(self, draft: Draft, dual: DualBound | None, choices: int) -> tuple[bool, bool]:
+    def _pass(self, draft: Draft, dual: DualBound | None, choices: int,
+              gap: float) -> tuple[bool, bool]:
         """One pass of fix and optimize over every pool: whether any got cheaper, and
         whether the budget (or the rounds to replay) ended it."""
         found = ended = False
@@ -288,7 +291,7 @@ class _Run:
                 ended = True
                 break
             started = time.perf_counter()
-            found |= replan_pool(draft, pool, m, k, choices)
+            found |= replan_pool(draft, pool, m, k, choices, gap)
             self.longest_pool = max(self.longest_pool, time.perf_counter() - started)
             self.done.improve += 1
             if self.done.improve % 50 == 0:
