@@ -74,9 +74,7 @@ def solve_baselines(scenario: Scenario, solver, gap, run: Run, budget: Budget,
         other = plan_scenario(scenario, solver, gap=gap, restrictions=restrictions,
                               transit=run.candidates.transit, threads=threads, budget=share)
         if other.plan is None:
-            out.append(dict(name=name, status="no_plan", mip_gap=None, total_cost_usd=None,
-                            objective_usd=None, unmet_unit_hours=None, unmet_penalty_usd=None,
-                            saving_usd=None))
+            out.append(_without_plan(name, "no_plan"))
             continue
         t = other.plan.totals
         like_for_like = (plan is not None and t["unmet_unit_hours"]
@@ -92,7 +90,11 @@ def solve_baselines(scenario: Scenario, solver, gap, run: Run, budget: Budget,
 
 def not_run(scenario: Scenario, run: Run) -> list[dict]:
     """The comparison plans listed as not run (--no-baselines)."""
-    return [dict(name=name, status="not_run", mip_gap=None, total_cost_usd=None,
-                 objective_usd=None, unmet_unit_hours=None, unmet_penalty_usd=None,
-                 saving_usd=None)
-            for name in comparisons(scenario, run)]
+    return [_without_plan(name, "not_run") for name in comparisons(scenario, run)]
+
+
+def _without_plan(name: str, status: str) -> dict:
+    """A comparison plan's entry when it has no plan (`status`: no_plan or not_run)."""
+    return dict(name=name, status=status, mip_gap=None, total_cost_usd=None,
+                objective_usd=None, unmet_unit_hours=None, unmet_penalty_usd=None,
+                saving_usd=None)

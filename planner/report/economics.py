@@ -104,6 +104,8 @@ def line_economics(plan: Plan, contracts: list, use=None) -> dict:
         "payg_equivalent_usd": payg_total,
         "monthly_saving_usd": (payg_total - term_hours * rate) / months if months else 0.0,
         "break_even_month": break_even,
+        # the most GPUs the line holds in a month (a contract before the horizon: its own)
+        "peak_gpus": max(gpus.values(), default=float(contracts[0].gpus)),
     }
 
 

@@ -374,10 +374,6 @@ def commitments_sheet(wb, plan: Plan, plans: Sheet, contracts: Sheet,
         k, last = line[0], line[-1]
         e = line_economics(plan, line, use)
         inside = sum(1 for m in st.months if k.start <= m <= last.end)
-        held: dict[int, int] = defaultdict(int)
-        for x in line:
-            for m in range(int(x.start), int(x.end) + 1):
-                held[m] += int(x.gpus)
 
         def summed(column: str) -> F:
             return F(f"=SUMIFS({kc.rng(column)},{kc.rng('Line')},{c('Contract')}{{r}})")
@@ -385,7 +381,7 @@ def commitments_sheet(wb, plan: Plan, plans: Sheet, contracts: Sheet,
         sh.add([
             line_name(line), k.kind, k.region, k.provider, k.gpu, k.term,
             int(k.commit_months), len(line), month_date(st, int(k.start)),
-            month_date(st, int(last.end)), int(k.start), int(last.end), max(held.values()),
+            month_date(st, int(last.end)), int(k.start), int(last.end), int(e["peak_gpus"]),
             sum(int(x.gpus) * (int(x.end) - int(x.start) + 1) for x in line),
             k.usd_per_gpu_hour,
             F(f"={c('GPU-months')}{{r}}*HoursPerMonth*{c('USD per GPU-hour')}{{r}}/"

@@ -133,8 +133,9 @@ class CutMaster:
             for s in range(len(p)):  # η_s ≥ θ_s − t
                 h.addRow(0.0, inf, 3, np.array([t + 1 + s, self.theta + s, t], dtype=np.int32),
                          np.array([1.0, -1.0, 1.0]))
+        column = {key: j for j, key in enumerate(self.keys)}
         for keys, cap in caps or ():  # an offer's max_gpus in a month it is active
-            cols = [self.keys.index(k) for k in keys if k in space]
+            cols = [column[k] for k in keys if k in column]
             if cols:
                 h.addRow(-inf, float(cap), len(cols), np.array(cols, dtype=np.int32),
                          np.ones(len(cols)))
