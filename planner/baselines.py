@@ -6,17 +6,26 @@
 * on-demand from one hyperscaler: everything on-demand from the provider with the most
   regions (how many enterprises buy today).
 
-Each is solved by the same machinery as the plan, within a share of the command's
-budget, and reported with its own status and gap. A saving is only stated against a plan
-that leaves no more demand unmet than the plan itself (SPEC §4 v2: like for like).
+Each is solved by the same machinery as the plan, within the command's budget, and
+reported with its own status and gap: on a machine with a second core in a process of its
+own while the plan is solved (`beside`), else after the plan in what time is left. A
+saving is only stated against a plan that leaves no more demand unmet than the plan
+itself (SPEC §4 v2: like for like).
 """
 
 from __future__ import annotations
 
+import os
+import time
+
+from planner.beside import Beside
 from planner.io.scenario import Scenario
 from planner.model.builder import Restrictions
+from planner.model.candidates import Candidates, find_candidates
+from planner.model.graph import Transit
+from planner.report.plan import Plan
 from planner.solve.budget import Budget
-from planner.solve.pipeline import Run, plan_scenario
+from planner.solve.pipeline import plan_scenario
 
 PAYG = "pay-as-you-go only"
 SINGLE_GPU = "cheapest single GPU type"
@@ -24,13 +33,14 @@ SINGLE_GPU = "cheapest single GPU type"
 SAME_DEMAND = 1e-6
 
 
-def cheapest_gpu_per_workload(scenario: Scenario, run: Run) -> dict[str, str]:
+def cheapest_gpu_per_workload(scenario: Scenario,
+                              candidates: Candidates) -> dict[str, str]:
     """Workload → GPU type with the least on-demand USD per unit-hour among the offers it
     may use without a capacity limit (a capped or spot price is not what a buyer of one
     type can count on); workloads with none such are judged on all their offers."""
     tp = scenario.throughput_by_pair
     out: dict[str, str] = {}
-    for w, offers in run.candidates.offers.items():
+    for w, offers in candidates.offers.items():
         plain = [o for o in offers if o.term == "on_demand" and o.max_gpus is None]
         pool = plain or offers
         if pool:
@@ -50,11 +60,11 @@ def largest_provider(scenario: Scenario) -> str | None:
     return min(count, key=lambda p: (-count[p], p)) if count else None
 
 
-def comparisons(scenario: Scenario, run: Run) -> dict[str, Restrictions]:
-    """The comparison plans of a run, by name."""
+def comparisons(scenario: Scenario, candidates: Candidates) -> dict[str, Restrictions]:
+    """The comparison plans of a scenario, by name."""
     variants = {
         PAYG: Restrictions(terms={"spot": None, "on_demand": None}),
-        SINGLE_GPU: Restrictions(gpu_of=cheapest_gpu_per_workload(scenario, run)),
+        SINGLE_GPU: Restrictions(gpu_of=cheapest_gpu_per_workload(scenario, candidates)),
     }
     provider = largest_provider(scenario)
     if provider is not None:
@@ -63,34 +73,71 @@ def comparisons(scenario: Scenario, run: Run) -> dict[str, Restrictions]:
     return variants
 
 
-def solve_baselines(scenario: Scenario, solver, gap, run: Run, budget: Budget,
-                    threads: int | None = 1) -> list[dict]:
-    """Every comparison plan, each with an equal share of `budget`."""
-    plan = run.plan
-    variants = comparisons(scenario, run)
+def solve_comparisons(scenario: Scenario, solver, gap, budget: Budget,
+                      threads: int | None = 1, transit: Transit | None = None,
+                      candidates: Candidates | None = None) -> list[dict]:
+    """Every comparison plan, each with an equal share of `budget`; entries without the
+    saving (`against` adds it)."""
+    transit = transit or Transit(scenario)
+    candidates = candidates or find_candidates(scenario, transit)
+    variants = comparisons(scenario, candidates)
     out = []
     for i, (name, restrictions) in enumerate(variants.items()):
         share = budget.share(1.0 / (len(variants) - i))
         other = plan_scenario(scenario, solver, gap=gap, restrictions=restrictions,
-                              transit=run.candidates.transit, threads=threads, budget=share)
+                              transit=transit, threads=threads, budget=share)
         if other.plan is None:
             out.append(_without_plan(name, "no_plan"))
             continue
         t = other.plan.totals
-        like_for_like = (plan is not None and t["unmet_unit_hours"]
-                         <= plan.totals["unmet_unit_hours"] + SAME_DEMAND)
         out.append(dict(
             name=name, status=other.result.status, mip_gap=other.result.gap,
             total_cost_usd=t["total_cost_usd"], objective_usd=t["objective_usd"],
             unmet_unit_hours=t["unmet_unit_hours"], unmet_penalty_usd=t["unmet_penalty_usd"],
-            saving_usd=(t["total_cost_usd"] - plan.totals["total_cost_usd"])
-            if like_for_like else None))
+            saving_usd=None))
     return out
 
 
-def not_run(scenario: Scenario, run: Run) -> list[dict]:
-    """The comparison plans listed as not run (--no-baselines)."""
-    return [_without_plan(name, "not_run") for name in comparisons(scenario, run)]
+def against(entries: list[dict], plan: Plan) -> list[dict]:
+    """The entries with the saving each states against `plan`: only like for like, when
+    the comparison plan leaves no more demand unmet than the plan."""
+    unmet = plan.totals["unmet_unit_hours"]
+    total = plan.totals["total_cost_usd"]
+    return [dict(e, saving_usd=e["total_cost_usd"] - total
+                 if e["total_cost_usd"] is not None
+                 and e["unmet_unit_hours"] <= unmet + SAME_DEMAND else None)
+            for e in entries]
+
+
+def can_solve_beside(threads: int | None) -> bool:
+    """Whether the comparison plans can take a core of their own: a second core, and the
+    plan's solver held to one thread (with more it uses the second core itself)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # no affinity outside Linux
+        cores = os.cpu_count() or 1
+    return cores >= 2 and threads == 1
+
+
+def solve_beside(scenario: Scenario, solver, gap, seconds: float,
+                 threads: int | None = 1) -> Beside:
+    """The comparison plans solved in a process of their own, to end within `seconds`
+    from now; `collect` waits for them."""
+    return Beside(_solve_until, scenario, solver, gap, time.time() + seconds, threads)
+
+
+def _solve_until(scenario: Scenario, solver, gap, deadline: float,
+                 threads: int | None) -> list[dict]:
+    # a wall-clock deadline: the process's own clock starts when it does
+    return solve_comparisons(scenario, solver, gap, Budget(max(0.0, deadline - time.time())),
+                             threads)
+
+
+def without_plans(scenario: Scenario, candidates: Candidates,
+                  status: str = "not_run") -> list[dict]:
+    """The comparison plans listed without a plan: `not_run` (--no-baselines) or
+    `no_plan` (their solve failed)."""
+    return [_without_plan(name, status) for name in comparisons(scenario, candidates)]
 
 
 def _without_plan(name: str, status: str) -> dict:

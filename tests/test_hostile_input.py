@@ -316,12 +316,19 @@ def test_ctrl_c_stops_a_solve_at_once_and_leaves_the_earlier_workbook(tmp_path):
     data = Path(__file__).resolve().parents[1] / "data"
     out = tmp_path / "plan.xlsx"
     out.write_bytes(b"the earlier workbook")
-    code, took, err, _ = _interrupt_after(
+    code, took, err, children = _interrupt_after(
         ["solve", str(data), "-o", str(out), "--time-limit", "120"], 5, tmp_path)
     assert code == 130 and took < 2, (code, took, err)
     lines = [line for line in err.splitlines() if line.strip()]
     assert lines[-1].startswith("interrupted while planning")
     assert "Traceback" not in err
+    import time
+
+    from planner.baselines import can_solve_beside
+
+    assert bool(children) == can_solve_beside(1)  # the comparison plans' process
+    time.sleep(1)
+    assert [pid for pid in children if _running(pid)] == []  # ended with the command
     assert out.read_bytes() == b"the earlier workbook"
     assert [p.name for p in tmp_path.iterdir()] == ["plan.xlsx"]  # no temporary file left
 

@@ -217,9 +217,6 @@ def _report_seconds(scenario) -> float:
     return 1.0 + 0.0004 * cells
 
 
-# Share of the solve's time the plan gets when the comparison plans are solved too (they
-# share the rest): they are what its savings are stated against, not the plan itself,
-# and at 200x40x24 the plan's first master LP alone takes some 20 s of a 60 s budget.
 def _numbers(text: str, option: str) -> list[float]:
     try:
         return [float(x) for x in text.split(",") if x.strip()]
