@@ -3,7 +3,8 @@
 * the Lagrangian function by hand on a capped offer;
 * on random small scenarios, where branch and bound proves the optimum: bound ≤ optimum
   ≤ the decomposition's plan, and the plan passes the checker;
-* on generated markets: the bound reaches the LP relaxation of the whole model;
+* on generated markets: the bound reaches the LP relaxation of the whole model, also
+  by column generation from a few arcs a cell with idle arcs leaving the master;
 * demand no offer can serve is taken out of the gap (SPEC §4 v2);
 * a run stopped by its budget is rebuilt round for round from its rounds.
 """
@@ -32,7 +33,7 @@ from planner.solve.decompose.ascent import Ascent
 from planner.solve.decompose.blocks import Blocks
 from planner.solve.decompose.dual import DualBound, first_prices, lagrangian
 from planner.solve.decompose.master import CommitmentPart
-from planner.solve.decompose.method import Rounds, decompose
+from planner.solve.decompose.method import Rounds, _stalled, decompose
 from planner.solve.decompose.pricing import unit_costs
 from planner.solve.pipeline import plan_scenario
 
@@ -233,6 +234,44 @@ def test_generated_markets_reach_the_lp_relaxation(tmp_path, seed):
     run = plan_scenario(s, time_limit=60, method="decompose")
     assert check_plan(s, run.plan) == []
     assert run.result.bound <= run.result.objective
+
+
+@pytest.mark.parametrize("seed", [1, 4, 5])
+def test_column_generation_with_idle_arcs_leaving_reaches_the_lp_relaxation(
+        tmp_path, seed, monkeypatch):
+    """Started from a few arcs a cell (as on markets too large for every arc), arcs out
+    of the basis for two solves leave the master; column generation still ends at the
+    LP relaxation, and every arc the master lists is the column HiGHS holds there."""
+    monkeypatch.setattr(dual_module, "ALL_ARCS", 0)
+    generate(tmp_path / "g", 8, 6, 3, seed)
+    s = load_scenario(tmp_path / "g")
+    builder = ModelBuilder(s, find_candidates(s))
+    blocks = Blocks(builder)
+    dual = DualBound(blocks, first_prices(blocks))
+    for _ in range(60):
+        dual.step()
+        if dual.converged:
+            break
+    assert dual.converged and dual.dropped > 0
+    assert dual.best == pytest.approx(_lp_relaxation(builder), rel=1e-6)
+    m = dual.master
+    cost = np.asarray(m.h.getLp().col_cost_)
+    for w, site, source, month, segment, col in m.arcs:
+        wb = blocks.workloads[w]
+        true = (wb.price * wb.gpus_per_unit + wb.egress)[source] * blocks.hd[month, segment]
+        assert np.allclose(cost[col:col + len(site)], true)
+    assert sum(len(a[1]) for a in m.arcs) + len(m.plans) + m.first_generated == m.n_cols
+
+
+def test_column_generation_stops_when_it_stalls():
+    """(master value, bound, seconds) after each round; stalled over 3 rounds that took
+    at least 1 s."""
+    flat = [(100.0, 90.0, float(t)) for t in range(4)]
+    assert _stalled(flat, 1.0)
+    assert not _stalled(flat[:3], 1.0)  # too few rounds to tell
+    assert not _stalled(flat, 5.0)  # quick rounds: worth going on
+    assert not _stalled([(100.0, 89.0, 0.0)] + flat[1:], 1.0)  # the bound still rose 1 %
+    assert not _stalled([(101.0, 90.0, 0.0)] + flat[1:], 1.0)  # the value still fell 1 %
 
 
 def test_unservable_demand_is_out_of_the_gap(tmp_path):

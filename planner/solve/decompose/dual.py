@@ -6,9 +6,10 @@ at once (then one round proves the LP relaxation), else with a few arcs of each 
 cell at first prices (a committed GPU at its cheapest commitment's hourly rate,
 pay-as-you-go capacity free): the cheapest, the cheapest uncapped on-demand one and the
 cheapest committed ones (START_PER_CELL). Each round solves the master from its last
-basis, prices every arc and single-region plan at its duals, adds those whose reduced
-cost is negative (at most ADD_PER_CELL per demand cell), and evaluates the Lagrangian
-function at the duals — a valid bound whether or not the master has converged; the best
+basis, drops the arcs that have stayed out of its basis (planner.solve.decompose.master),
+prices every arc and single-region plan at its duals, adds those whose reduced cost is
+negative (at most ADD_PER_CELL per demand cell), and evaluates the Lagrangian function
+at the duals — a valid bound whether or not the master has converged; the best
 is kept.
 
 Rounds are deterministic: the same scenario gives the same columns, duals and bound
@@ -22,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from planner.solve.decompose.blocks import Blocks
-from planner.solve.decompose.master import CommitmentPart, Master
+from planner.solve.decompose.master import CommitmentPart, Master, arc_key
 from planner.solve.decompose.pricing import (
     Rows,
     arc_prices,
@@ -142,6 +143,7 @@ class DualBound:
         self.master = Master(blocks, self.rows)
         self.commitment_part = CommitmentPart(blocks)
         self.rounds = 0
+        self.dropped = 0  # arcs that left the master idle (Master.drop_idle)
         self.prices = prices
         self.best = self.lagrangian(*prices)
         self.converged = False
@@ -187,6 +189,7 @@ class DualBound:
         if not m.solve(seconds):
             return False
         self.rounds += 1
+        self.dropped += m.drop_idle()
         y = (m.y_payg, m.y_committed)
         added = 0
         for w, wb in enumerate(self.blocks.workloads):
@@ -244,9 +247,8 @@ def plan_pair(wb, plan) -> int | None:
 
 def _unique_arcs(wb, blocks, site, source, month, segment):
     """The arcs once each, in a fixed order."""
-    key = ((site * len(wb.sources) + source) * blocks.months + month) * blocks.segments \
-        + segment
-    _, first = np.unique(key, return_index=True)
+    _, first = np.unique(arc_key(wb, blocks, site, source, month, segment),
+                         return_index=True)
     return site[first], source[first], month[first], segment[first]
 
 

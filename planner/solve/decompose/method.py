@@ -58,6 +58,16 @@ ASCENT_SHARE = 0.1
 # its bound: 34 steps of the ascent gained nothing there, and left fix and optimize no
 # time).
 ASCENT_WORTH = 0.01
+# Column generation stops when, over its last STALL_ROUNDS rounds, the master's value fell
+# and the bound rose by less than STALL, and those rounds took STALL_SHARE of the budget
+# or more: at 200x40x24 (with idle arcs leaving the master) the bound reaches 252.0 M,
+# 0.5 % under the LP relaxation, in round 14, then creeps (252.2 M at round 27, 13 s
+# later) - time worth more to the plan; at 50x40x24 it stays at 54.32 M for six rounds
+# of 0.15 s, then reaches the LP relaxation (54.44 M) two rounds later. (The clock
+# only decides when the rounds stop: replays run as many as the run did.)
+STALL = 1e-4
+STALL_ROUNDS = 3
+STALL_SHARE = 0.02
 
 
 @dataclass
@@ -227,11 +237,15 @@ class _Run:
         """Master rounds, counted as `step`, until the LP relaxation or `share` of the
         budget; a round the clock stops is not counted."""
         until = min(share * self.budget.seconds, self.budget.seconds - self.keep)
+        seen = []  # (master value, bound, seconds into the budget) after each round
         while not dual.converged and self.more(step, until):
+            if self.fixed is None and _stalled(seen, STALL_SHARE * self.budget.seconds):
+                break
             seconds = None if self.fixed is not None else \
                 max(0.1, until - self.budget.elapsed())
             if not dual.step(seconds):
                 break
+            seen.append((dual.master_value, dual.best, self.budget.elapsed()))
             setattr(self.done, step, getattr(self.done, step) + 1)
             self.tell(f"LP round {self.done.bound}" if step == "bound"
                       else f"LP of the choice, round {self.done.choice}", dual)
@@ -299,6 +313,16 @@ class _Run:
         draft.trim_commitments()
         self.planned(draft.cost(), f"improving, {self.done.improve} pools")
         return found, ended
+
+
+def _stalled(seen: list[tuple[float, float, float]], seconds: float) -> bool:
+    """Whether column generation has stalled (STALL): `seen` is (master value, bound,
+    seconds) after each round; `seconds` what the last STALL_ROUNDS must have taken."""
+    if len(seen) <= STALL_ROUNDS:
+        return False
+    (value, bound, since), (last_value, last_bound, now) = seen[-1 - STALL_ROUNDS], seen[-1]
+    return (now - since >= seconds and value - last_value <= STALL * abs(value)
+            and last_bound - bound <= STALL * abs(last_bound))
 
 
 def _by_excess(draft, dual: DualBound | None) -> list[tuple[int, int, str]]:
