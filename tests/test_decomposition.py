@@ -263,6 +263,34 @@ def test_column_generation_with_idle_arcs_leaving_reaches_the_lp_relaxation(
     assert sum(len(a[1]) for a in m.arcs) + len(m.plans) + m.first_generated == m.n_cols
 
 
+def test_completed_duals_price_the_rows_the_master_leaves_at_zero(tmp_path, monkeypatch):
+    """The master's duals completed at first prices where they are 0, scaled so that
+    no commitment earns more than it costs (its reduced cost stays ≥ 0 where it was):
+    the Lagrangian there is still a bound, under the LP relaxation."""
+    monkeypatch.setattr(dual_module, "ALL_ARCS", 0)
+    generate(tmp_path / "g", 8, 6, 3, 1)
+    s = load_scenario(tmp_path / "g")
+    builder = ModelBuilder(s, find_candidates(s))
+    blocks = Blocks(builder)
+    dual = DualBound(blocks, first_prices(blocks))
+    dual.step()
+    m = dual.master
+    y = (m.y_payg, m.y_committed)
+    done = dual.completed(y)
+    assert np.array_equal(done[0], y[0])
+    assert (done[1] >= y[1]).all() and (done[1] > y[1]).any()
+    cp = dual.commitment_part
+    assert (cp.reduced_costs(done[1])
+            >= np.minimum(cp.reduced_costs(y[1]), 0.0) - 1e-6).all()
+    assert dual.lagrangian(*done) <= _lp_relaxation(builder) * (1 + 1e-9)
+    # prices off the master: every other month at 1.5 times first prices, the rest 0
+    high = dual.first[1] * 1.5
+    high[:, ::2, :] = 0.0
+    done = dual.completed((y[0], high))
+    assert (done[1] >= high).all()
+    assert (cp.reduced_costs(done[1]) >= np.minimum(cp.reduced_costs(high), 0.0) - 1e-6).all()
+
+
 def test_column_generation_stops_when_it_stalls():
     """(master value, bound, seconds) after each round; stalled over 3 rounds that took
     at least 1 s."""

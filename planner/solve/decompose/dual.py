@@ -9,7 +9,7 @@ cheapest committed ones (START_PER_CELL). Each round solves the master from its 
 basis, drops the arcs that have stayed out of its basis (planner.solve.decompose.master),
 prices every arc and single-region plan at its duals, adds those whose reduced cost is
 negative (at most ADD_PER_CELL per demand cell), and evaluates the Lagrangian function
-at the duals — a valid bound whether or not the master has converged; the best
+at the duals (also completed where they leave committed rows at 0, and smoothed) — a valid bound whether or not the master has converged; the best
 is kept.
 
 Rounds are deterministic: the same scenario gives the same columns, duals and bound
@@ -59,9 +59,10 @@ START_PLANS = 3  # a single-region workload's cheapest pairs at first prices
 TOLERANCE = 1e-7
 
 
-# Weight of the best prices so far in the point between them and the master's duals at
-# which the bound is also taken each round (in-out smoothing: while the master has few
-# columns its duals swing widely; a point nearer the best prices often bounds better).
+# Weight of the best prices so far in the point between them and the master's duals
+# (completed: `DualBound.completed`) at which the bound is also taken each round (in-out
+# smoothing: while the master has few columns its duals swing widely; a point nearer the
+# best prices often bounds better).
 SMOOTHING = 0.7
 
 
@@ -145,6 +146,7 @@ class DualBound:
         self.rounds = 0
         self.dropped = 0  # arcs that left the master idle (Master.drop_idle)
         self.prices = prices
+        self.first = prices  # where it started: what completes the master's zero prices
         self.best = self.lagrangian(*prices)
         self.converged = False
         self.pairs: dict[int, int] = {}  # single-region workloads held to one pair
@@ -207,15 +209,33 @@ class DualBound:
                 self.blocks.hd[month, segment]
             keep = rc < -TOLERANCE * (1 + np.abs(true))
             added += m.add_arcs(w, site[keep], source[keep], month[keep], segment[keep])
-        smoothed = (SMOOTHING * self.prices[0] + (1 - SMOOTHING) * y[0],
-                    SMOOTHING * self.prices[1] + (1 - SMOOTHING) * y[1])
-        for point in (y, smoothed):
+        completed = self.completed(y)
+        smoothed = (SMOOTHING * self.prices[0] + (1 - SMOOTHING) * completed[0],
+                    SMOOTHING * self.prices[1] + (1 - SMOOTHING) * completed[1])
+        for point in (y, completed, smoothed):
             bound = self.lagrangian(*point)
             if bound > self.best:
                 self.best, self.prices = bound, point
         if added == 0:
             self.converged = True  # the master's LP is the LP relaxation
         return True
+
+    def completed(self, y):
+        """The master's duals with the committed rows they price at 0 priced as at
+        first prices, scaled down per (region, GPU type) until no commitment there
+        earns more than it costs. A restricted master leaves many committed rows slack
+        (arcs that would fill them are not in it yet): at 0 every block in reach uses
+        their GPUs for free and the bound at the duals is far under the master's value
+        (200x40x24, round 1: L = −20 M against 254.5 M; completed 167 M). Scaled, the
+        commitments' part of L signs nothing it would not sign at the duals."""
+        cp = self.commitment_part
+        fill = np.where(y[1] <= 0.0, self.first[1], 0.0)
+        gain = cp.cost_gain(fill)
+        room = np.maximum(cp.cm.cost - cp.cost_gain(y[1]), 0.0)
+        ratio = np.minimum(room / np.where(gain > 0, gain, 1.0), 1.0)
+        scale = np.ones(len(self.blocks.committed_pairs))
+        np.minimum.at(scale, cp.cm.committed_row[gain > 0], ratio[gain > 0])
+        return y[0], y[1] + fill * scale[:, None, None]
 
     def hold_pairs(self, pairs: dict[int, int]) -> None:
         """Hold single-region workloads to one (region, GPU type) pair each: the master

@@ -392,10 +392,12 @@ class CommitmentPart:
                         h.addRow(-highspy.kHighsInf, float(cap), len(cols),
                                  cols.astype(np.int32), np.ones(len(cols)))
 
-    def reduced_costs(self, y_committed: np.ndarray) -> np.ndarray:
+    def cost_gain(self, y_committed: np.ndarray) -> np.ndarray:
         per_month = y_committed.sum(axis=2)  # a committed GPU is there in every segment
-        gain = (self.active * per_month[self.cm.committed_row]).sum(axis=1)
-        return self.cm.cost - gain
+        return (self.active * per_month[self.cm.committed_row]).sum(axis=1)
+
+    def reduced_costs(self, y_committed: np.ndarray) -> np.ndarray:
+        return self.cm.cost - self.cost_gain(y_committed)
 
     def optimum(self, y_committed: np.ndarray) -> tuple[float, np.ndarray]:
         """The commitments' share of L(y) and the GPUs it signs on each commitment."""
