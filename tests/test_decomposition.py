@@ -339,7 +339,10 @@ def test_unservable_demand_is_out_of_the_gap(tmp_path):
         / (data["objective_usd"] - data["unservable_penalty_usd"]), abs=1e-9)
 
 
-def test_rounds_rebuild_a_run_stopped_by_its_budget(tmp_path):
+@pytest.mark.parametrize("all_arcs", [dual_module.ALL_ARCS, 0])
+def test_rounds_rebuild_a_run_stopped_by_its_budget(tmp_path, all_arcs, monkeypatch):
+    """Also with column generation from a few arcs a cell, arcs leaving the master."""
+    monkeypatch.setattr(dual_module, "ALL_ARCS", all_arcs)
     generate(tmp_path / "g", 12, 6, 4, 5)
     s = load_scenario(tmp_path / "g")
     first = decompose(ModelBuilder(s, find_candidates(s)), Budget(2.0))

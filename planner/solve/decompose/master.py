@@ -16,7 +16,8 @@ continuous (a pool's replicas then carry exactly its loads, so they need no colu
 
 A single-region workload is one block over the whole horizon (its plans choose one
 region and GPU type, which arcs could not express); every other workload is priced arc
-by arc. Capacity rows join when a column first uses them.
+by arc. Capacity rows join when a column first uses them; arcs that stay out of the
+basis leave (`Master.drop_idle`).
 
 For any prices y ≥ 0 on the capacity rows — the master's duals or any other — the
 Lagrangian function
