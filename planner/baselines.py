@@ -122,7 +122,7 @@ def can_solve_beside(threads: int | None) -> bool:
 def solve_beside(scenario: Scenario, solver, gap, seconds: float,
                  threads: int | None = 1) -> Beside:
     """The comparison plans solved in a process of their own, to end within `seconds`
-    from now; `collect` waits for them."""
+    from now; its `result()` waits for them."""
     return Beside(_solve_until, scenario, solver, gap, time.time() + seconds, threads)
 
 

@@ -245,13 +245,12 @@ def _unmet(index, solution: Solution, usage_rows: list[dict], gpr: dict,
 def _existing_contracts(s: Scenario) -> list[dict]:
     """The existing contracts, as contract rows."""
     st = s.settings
-    provider = {r.region: r.provider for r in s.regions}
     contracts = []
     for i, e in enumerate(s.existing):
         inside = [m for m in st.months if e.active(m)]
         contracts.append(dict(
             contract=f"existing {i + 1}", kind="existing", offer="", region=e.region,
-            provider=provider[e.region], gpu=e.gpu, term="existing",
+            provider=s.region_by_name[e.region].provider, gpu=e.gpu, term="existing",
             commit_months=e.end - e.start + 1, start=e.start, end=e.end,
             start_month=st.month(e.start), end_month=st.month(e.end), gpus=e.gpus,
             usd_per_gpu_hour=e.usd_per_gpu_hour,
@@ -272,7 +271,6 @@ def _new_contracts(s: Scenario, solution: Solution) -> list[dict]:
     """The commitments the plan signs, as contract rows, by start month, term and offer
     (the order committed GPUs are allocated to them in)."""
     st = s.settings
-    provider = {r.region: r.provider for r in s.regions}
     term_order = {t: i for i, t in enumerate(TERMS)}
     new = sorted(
         ((key, t, int(round(q))) for (key, t), q in solution.commit.items() if q > 0.5),
@@ -287,7 +285,8 @@ def _new_contracts(s: Scenario, solution: Solution) -> list[dict]:
         beyond = max(0, end - (st.horizon_months - 1))
         contracts.append(dict(
             contract=f"new {len(contracts) + 1}", kind="new", offer=key,
-            region=o.region, provider=provider[o.region], gpu=o.gpu, term=o.term,
+            region=o.region, provider=s.region_by_name[o.region].provider, gpu=o.gpu,
+            term=o.term,
             commit_months=o.commit_months, start=t, end=end, start_month=st.month(t),
             end_month=st.month(end), gpus=q, usd_per_gpu_hour=o.usd_per_gpu_hour,
             monthly_payment_usd=q * st.hours_per_month * o.usd_per_gpu_hour,
@@ -306,7 +305,6 @@ def _assignments(s: Scenario, load: dict, usage_rows: list[dict], contracts: lis
     to its workloads' loads; committed GPUs allocated to the contracts active in the
     month in their order (each contract's used GPU-hours and utilization are set here)."""
     st, workloads = s.settings, s.workload_by_name
-    provider = {r.region: r.provider for r in s.regions}
     assignment_rows = []
 
     def split(pool_key, gpus_total):
@@ -361,7 +359,7 @@ def _assignments(s: Scenario, load: dict, usage_rows: list[dict], contracts: lis
         "month", "segment", "workload", "region", "gpu", "term", "contract", "gpus", "hours",
         "usd_per_gpu_hour"])
     assignments["month_label"] = [st.month(m) for m in assignments["month"]]
-    assignments["provider"] = [provider[r] for r in assignments["region"]]
+    assignments["provider"] = [s.region_by_name[r].provider for r in assignments["region"]]
     assignments["cost_usd"] = (assignments["gpus"] * assignments["hours"]
                                * assignments["usd_per_gpu_hour"])
     assignments = assignments.sort_values(

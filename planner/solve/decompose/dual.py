@@ -9,8 +9,8 @@ cheapest committed ones (START_PER_CELL). Each round solves the master from its 
 basis, drops the arcs that have stayed out of its basis (planner.solve.decompose.master),
 prices every arc and single-region plan at its duals, adds those whose reduced cost is
 negative (at most ADD_PER_CELL per demand cell), and evaluates the Lagrangian function
-at the duals (also completed where they leave committed rows at 0, and smoothed) — a valid bound whether or not the master has converged; the best
-is kept.
+at the duals (also completed where they leave committed rows at 0, and smoothed) — a
+valid bound whether or not the master has converged; the best is kept.
 
 Rounds are deterministic: the same scenario gives the same columns, duals and bound
 after the same number of rounds on any machine.

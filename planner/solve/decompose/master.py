@@ -277,7 +277,7 @@ class Master:
         out[:self.first_generated] = False  # commitments and unmet demand stay
         for _, _, col in self.plans:
             out[col] = False
-        out[np.flatnonzero(self.stays)] = False
+        out[:len(self.stays)] &= ~self.stays
         idle = np.zeros(self.n_cols, dtype=np.int32)
         idle[:len(self.idle)] = self.idle
         self.idle = np.where(out, idle + 1, 0).astype(np.int32)
