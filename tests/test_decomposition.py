@@ -31,6 +31,7 @@ from planner.solve.decompose import ascent as ascent_module
 from planner.solve.decompose import dual as dual_module
 from planner.solve.decompose.ascent import Ascent
 from planner.solve.decompose.blocks import Blocks
+from planner.solve.decompose.construct import construct
 from planner.solve.decompose.dual import DualBound, first_prices, lagrangian
 from planner.solve.decompose.master import CommitmentPart
 from planner.solve.decompose.method import Rounds, _stalled, decompose
@@ -66,6 +67,34 @@ def test_the_lagrangian_by_hand(tmp_path):
     while not dual.converged:
         dual.step()
     assert dual.best == pytest.approx(500)
+
+
+@pytest.mark.parametrize("loads, region, cost", [((3.0, 2.0), "r1", 200.0),
+                                                 ((2.0, 3.0), "r2", 210.0)])
+def test_a_pools_small_loads_share_one_replica(tmp_path, loads, region, cost):
+    """5 units of demand, 10 a GPU (one GPU a replica): half a replica. The LP's arcs
+    split it over r1 ($2/h) and r2 ($2.1/h, kept although r1 is never worse); the plan
+    runs one replica where the larger load is, carrying both (100 h × $2 = $200 on r1,
+    × $2.1 = $210 on r2), not one on each ($410): the smaller load goes into its spare
+    room, even where a new replica would be cheaper per unit (r1 for the 2 units)."""
+    s = load_scenario(write_csv(tmp_path / "s", scenario(
+        settings=H,
+        regions=[{"region": "r1", "provider": "p", "site": "s1"},
+                 {"region": "r2", "provider": "p", "site": "s1"}],
+        offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 2},
+                {"region": "r2", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 2.1}],
+        demand=[{"workload": "w", "period": "2027-01", "amount": 5}])))
+    blocks = Blocks(ModelBuilder(s, find_candidates(s, prune_dominated=False)))
+    wb = blocks.workloads[0]
+    j = {wb.sources[i][0]: i for i in range(len(wb.sources))}
+    wanted = {0: tuple(np.array(col) for col in
+                       ([0, 0], [j["r1"], j["r2"]], [0, 0], [0, 0], list(loads)))}
+    draft = construct(blocks, first_prices(blocks), np.zeros(len(blocks.commitments.offer)),
+                      wanted, {})
+    solution = draft.solution()
+    assert solution.replicas == {(wb.pool, region, "A", wb.sources[j[region]][2], 0, 0): 1}
+    assert sum(solution.supply.values()) == pytest.approx(5.0)
+    assert draft.cost() == pytest.approx(cost)
 
 
 def test_the_ascent_climbs_to_the_lagrangian_optimum_by_hand(tmp_path):
