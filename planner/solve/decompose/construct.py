@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
+from itertools import chain, repeat
 
 import numpy as np
 
@@ -428,10 +429,10 @@ def _place(draft, priced, pool, w, site, units, m, k, plan, carried, served, use
     spot_room = _spot_room(wb, w, m, k, served)
     # first the spare room of replicas the pool runs (paid for: a unit there costs its
     # egress alone), then new replicas, cheapest first
-    spare_cost = np.where(np.isfinite(cost) & (spare > 1e-9), wb.egress, np.inf)
-    order = [(j, False) for j in np.argsort(spare_cost, kind="stable").tolist()
-             if np.isfinite(spare_cost[j])]
-    order += [(j, True) for j in np.argsort(cost, kind="stable").tolist()]
+    paid = np.flatnonzero(np.isfinite(cost) & (spare > 1e-9))
+    paid = paid[np.argsort(wb.egress[paid], kind="stable")].tolist()
+    order = chain(zip(paid, repeat(False)),
+                  zip(np.argsort(cost, kind="stable").tolist(), repeat(True)))
     for j, grow in order:
         if units <= EPS or not np.isfinite(cost[j]):
             break
