@@ -33,7 +33,7 @@ from planner.solve.decompose.ascent import Ascent
 from planner.solve.decompose.blocks import Blocks
 from planner.solve.decompose.construct import construct
 from planner.solve.decompose.dual import DualBound, first_prices, lagrangian
-from planner.solve.decompose.master import CommitmentPart
+from planner.solve.decompose.master import CommitmentPart, arc_key
 from planner.solve.decompose.method import Rounds, _stalled, decompose
 from planner.solve.decompose.pricing import unit_costs
 from planner.solve.pipeline import plan_scenario
@@ -290,6 +290,17 @@ def test_column_generation_with_idle_arcs_leaving_reaches_the_lp_relaxation(
         true = (wb.price * wb.gpus_per_unit + wb.egress)[source] * blocks.hd[month, segment]
         assert np.allclose(cost[col:col + len(site)], true)
     assert sum(len(a[1]) for a in m.arcs) + len(m.plans) + m.first_generated == m.n_cols
+    # the columns of arcs that left and came back: arcs the master holds, that had left
+    stays = m._stays()
+    assert np.all(np.diff(stays) > 0) and np.all(stays < m.n_cols)
+    came_back = 0
+    for w, site, source, month, segment, col in m.arcs:
+        mine = stays[(stays >= col) & (stays < col + len(site))] - col
+        key = arc_key(blocks.workloads[w], blocks, site[mine], source[mine], month[mine],
+                      segment[mine])
+        assert np.isin(key, m.gone.get(w, key[:0])).all()
+        came_back += len(mine)
+    assert came_back == len(stays)
 
 
 def test_completed_duals_price_the_rows_the_master_leaves_at_zero(tmp_path, monkeypatch):

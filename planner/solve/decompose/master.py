@@ -112,10 +112,12 @@ class Master:
         self.plans: list[tuple[int, Priced, int]] = []  # (workload, plan, column)
         self.solution = None
         self.basis = None  # (column statuses, row statuses) of the last optimal solve
-        # per column: the optimal solves in a row that left it out of the basis, and
-        # whether it is an arc that left once and came back (it stays)
+        # per column: the optimal solves in a row that left it out of the basis; and the
+        # columns of arcs that left once and came back (they stay), those of the
+        # latest rounds still in parts (gathered when the basis is next read)
         self.idle = np.zeros(0, dtype=np.int32)
-        self.stays = np.zeros(0, dtype=bool)
+        self.stay_cols = np.zeros(0, dtype=np.int64)
+        self._came_back: list[np.ndarray] = []
         self.gone: dict[int, np.ndarray] = {}  # workload → keys of arcs that left (sorted)
 
     # -- building ----------------------------------------------------------------------------
@@ -216,10 +218,7 @@ class Master:
         if w in self.gone:
             back = np.isin(arc_key(wb, b, site, source, month, segment), self.gone[w])
             if back.any():
-                stays = np.zeros(self.n_cols + n, dtype=bool)
-                stays[:len(self.stays)] = self.stays
-                stays[self.n_cols:] = back
-                self.stays = stays
+                self._came_back.append(self.n_cols + np.flatnonzero(back))
         self.h.addCols(n, true.astype(float), np.zeros(n), np.full(n, self.inf),
                        int(counts.sum()), starts, rows[keep].astype(np.int32),
                        values[keep].astype(float))
@@ -277,10 +276,17 @@ class Master:
         out[:self.first_generated] = False  # commitments and unmet demand stay
         for _, _, col in self.plans:
             out[col] = False
-        out[:len(self.stays)] &= ~self.stays
+        out[self._stays()] = False
         idle = np.zeros(self.n_cols, dtype=np.int32)
         idle[:len(self.idle)] = self.idle
         self.idle = np.where(out, idle + 1, 0).astype(np.int32)
+
+    def _stays(self) -> np.ndarray:
+        """The columns of arcs that came back (they stay), sorted."""
+        if self._came_back:
+            self.stay_cols = np.concatenate([self.stay_cols, *self._came_back])
+            self._came_back = []
+        return self.stay_cols
 
     def drop_idle(self) -> int:
         """Arcs out of the basis in IDLE_ROUNDS optimal solves in a row leave the master
@@ -310,7 +316,8 @@ class Master:
         keep = ~drop
         self.values = self.values[keep]
         self.idle = self.idle[keep]
-        self.stays = self.stays[keep[:len(self.stays)]]
+        stays = self._stays()  # never idle, so never dropped: only renumbered
+        self.stay_cols = stays - before[stays]
         if self.basis is not None:
             statuses, rows = self.basis
             self.basis = ([x for x, k in zip(statuses, keep.tolist()) if k], rows)
