@@ -34,7 +34,7 @@ from planner.solve.decompose.blocks import Blocks
 from planner.solve.decompose.construct import construct
 from planner.solve.decompose.dual import DualBound, first_prices, lagrangian
 from planner.solve.decompose.master import CommitmentPart, arc_key
-from planner.solve.decompose.method import Rounds, _stalled, decompose
+from planner.solve.decompose.method import Rounds, _Run, _stalled, decompose
 from planner.solve.decompose.pricing import unit_costs
 from planner.solve.pipeline import plan_scenario
 
@@ -340,6 +340,44 @@ def test_column_generation_stops_when_it_stalls():
     assert not _stalled(flat, 5.0)  # quick rounds: worth going on
     assert not _stalled([(100.0, 89.0, 0.0)] + flat[1:], 1.0)  # the bound still rose 1 %
     assert not _stalled([(101.0, 90.0, 0.0)] + flat[1:], 1.0)  # the value still fell 1 %
+
+
+def test_fix_and_optimize_solves_a_pool_again_only_when_its_room_changed(tmp_path):
+    """Passes of fix and optimize over a generated market's plan at first prices until
+    one finds nothing; another identical pass then solves no MIP (each pool found
+    nothing with the room it has), nor does one with fewer sources; a pass with a
+    tighter gap or more sources solves them again, and so does a pass after a pool in
+    their slice changed, for that slice's pools alone."""
+    generate(tmp_path / "g", 8, 6, 3, 1)
+    s = load_scenario(tmp_path / "g")
+    run = _Run(Blocks(ModelBuilder(s, find_candidates(s))), Budget(600), None, None)
+    draft = run.greedy()
+    pools = len(draft.pools)
+    for _ in range(20):
+        found, ended = run._pass(draft, None, 6, 0.02)
+        if not found:
+            break
+    assert not found and not ended
+    done = run.done.improve
+    assert run._pass(draft, None, 6, 0.02) == (False, False)
+    assert run.done.improve == done  # nothing changed around any pool: no MIP
+    run._pass(draft, None, 6, 0.001)
+    assert run.done.improve > done  # a tighter gap than the one proved: solved again
+    while run._pass(draft, None, 6, 0.001)[0]:
+        pass
+    done = run.done.improve
+    run._pass(draft, None, 30, 0.001)
+    assert run.done.improve > done  # more sources: solved again
+    while run._pass(draft, None, 30, 0.001)[0]:
+        pass
+    done = run.done.improve
+    assert run._pass(draft, None, 6, 0.001) == (False, False)
+    assert run.done.improve == done  # fewer sources than a MIP that found nothing
+    m, k, _ = next(iter(sorted(draft.pools)))
+    run.slice_version[(m, k)] += 1  # as if a pool of that slice had changed
+    run._pass(draft, None, 30, 0.001)
+    in_slice = sum(1 for key in draft.pools if key[:2] == (m, k))
+    assert 0 < run.done.improve - done <= in_slice < pools
 
 
 def test_unservable_demand_is_out_of_the_gap(tmp_path):

@@ -159,11 +159,13 @@ class Draft:
             if gpus <= 0:
                 return
 
-    def trim_commitments(self) -> None:
+    def trim_commitments(self) -> int:
         """Sign no GPU that is idle in every month its commitment is active: the latest
-        starts give way first (a minimum order stays whole or goes entirely)."""
+        starts give way first (a minimum order stays whole or goes entirely). Returns
+        how many commitments were cut."""
         b = self.b
         cm = b.commitments
+        cuts = 0
         busy = self.used_committed.max(axis=2)  # [pairs, M]
         for n in sorted(np.flatnonzero(self.commit > cm.lower + 0.5).tolist(),
                         key=lambda n: (-int(cm.start[n]), n)):
@@ -182,6 +184,8 @@ class Draft:
                 if cut <= 0:
                     continue
             self._add_commit(n, -cut)
+            cuts += 1
+        return cuts
 
     # -- the result --------------------------------------------------------------------------
     def cost(self) -> float:

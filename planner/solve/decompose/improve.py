@@ -63,15 +63,16 @@ class _Columns:
 
 
 def replan_pool(draft: Draft, pool: str, m: int, k: int, choices: int = CHOICES[0],
-                gap: float = POOL_GAPS[-1]) -> bool:
+                gap: float = POOL_GAPS[-1]) -> tuple[bool, float]:
     """Plan `pool` in (m, k) again, exactly (to within `gap` of its optimum), each site
-    choosing among `choices` sources beside its own; True if its plan got cheaper."""
+    choosing among `choices` sources beside its own: whether its plan got cheaper, and
+    the gap HiGHS proved (inf: none)."""
     import highspy
 
     b = draft.b
     current = draft.pools.get((m, k, pool))
     if current is None:
-        return False
+        return False, math.inf
     hd = float(b.hd[m, k])
     inf = highspy.kHighsInf
     cols = _Columns()
@@ -164,7 +165,8 @@ def replan_pool(draft: Draft, pool: str, m: int, k: int, choices: int = CHOICES[
     h.setSolution(solution)
     h.run()
     if h.getInfo().primal_solution_status != 2:
-        return False
+        return False, math.inf
+    proved = float(h.getInfo().mip_gap)
     x = np.asarray(h.getSolution().col_value)
     plan = PoolPlan(
         replicas={key: int(round(x[c])) for c, key in replicas.items() if round(x[c]) > 0},
@@ -177,8 +179,8 @@ def replan_pool(draft: Draft, pool: str, m: int, k: int, choices: int = CHOICES[
     draft.set(pool, m, k, plan)
     if plan.cost + draft.idle_instances(touched, m, k) >= before - 1e-7 * max(1.0, before):
         draft.set(pool, m, k, current)
-        return False
-    return True
+        return False, proved
+    return True, proved
 
 
 def _choices(draft: Draft, current: PoolPlan, w: int, site: int, m: int, k: int,
