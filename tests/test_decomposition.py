@@ -374,7 +374,7 @@ def test_fix_and_optimize_solves_a_pool_again_only_when_its_room_changed(tmp_pat
     assert run._pass(draft, None, 6, 0.001) == (False, False)
     assert run.done.improve == done  # fewer sources than a MIP that found nothing
     m, k, _ = next(iter(sorted(draft.pools)))
-    run.slice_version[(m, k)] += 1  # as if a pool of that slice had changed
+    run.tried.slice_changed(m, k)  # as if a pool of that slice had changed
     run._pass(draft, None, 30, 0.001)
     in_slice = sum(1 for key in draft.pools if key[:2] == (m, k))
     assert 0 < run.done.improve - done <= in_slice < pools

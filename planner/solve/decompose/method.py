@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import re
 import time
-from collections import defaultdict
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,7 +32,7 @@ from planner.solve.decompose.ascent import Ascent
 from planner.solve.decompose.blocks import Blocks
 from planner.solve.decompose.construct import Draft, construct, fill_unmet
 from planner.solve.decompose.dual import DualBound, first_prices, lagrangian
-from planner.solve.decompose.improve import CHOICES, POOL_GAPS, replan_pool
+from planner.solve.decompose.improve import CHOICES, POOL_GAPS, Tried, replan_pool
 from planner.solve.decompose.master import CommitmentPart
 from planner.solve.decompose.pricing import cheapest_arcs, pairs_by_cost
 from planner.solve.decompose.primal import (
@@ -183,11 +182,7 @@ class _Run:
         self.plan: float | None = None  # the cheapest whole plan's cost so far
         self.keep = 0.0  # seconds kept back after the master's rounds
         self.longest_pool = 0.0  # seconds of the longest pool MIP so far
-        # fix and optimize: what each (month, segment) slice and the commitments looked
-        # like when a pool's MIP last found nothing (`_pass`)
-        self.slice_version: dict[tuple[int, int], int] = defaultdict(int)
-        self.commit_version = 0
-        self.tried: dict[tuple[int, int, str], tuple[int, float, tuple[int, int]]] = {}
+        self.tried = Tried()  # fix and optimize: pools whose MIP found nothing
 
     def raise_bound(self, bound: float, prices) -> None:
         """Keep `bound` (L at `prices`) if it is the best so far."""
@@ -306,14 +301,7 @@ class _Run:
         whether the budget (or the rounds to replay) ended it."""
         found = ended = False
         for m, k, pool in _by_excess(draft, dual):
-            # a pool whose MIP found nothing, over at least these sources and within
-            # this gap, while its slice (the room the others leave it) and the
-            # commitments stayed as they are, would find nothing again: 50x40x24's
-            # repeated widest passes solved ~3,500 such MIPs in its 60 s
-            state = (self.slice_version[(m, k)], self.commit_version)
-            seen = self.tried.get((m, k, pool))
-            if seen is not None and seen[0] >= choices and seen[1] <= gap \
-                    and seen[2] == state:
+            if self.tried.pointless(m, k, pool, choices, gap):
                 continue
             # a pool's MIP is bounded by nodes, not the clock: none starts unless twice
             # the longest so far still fits (1000x100x36 ran 32 s past its budget)
@@ -324,16 +312,12 @@ class _Run:
             cheaper, proved = replan_pool(draft, pool, m, k, choices, gap)
             self.longest_pool = max(self.longest_pool, time.perf_counter() - started)
             self.done.improve += 1
-            if cheaper:
-                found = True
-                self.slice_version[(m, k)] += 1
-                self.tried.pop((m, k, pool), None)
-            else:
-                self.tried[(m, k, pool)] = (choices, proved, state)
+            self.tried.solved(m, k, pool, choices, cheaper, proved)
+            found |= cheaper
             if self.done.improve % 50 == 0:
                 self.planned(draft.cost(), f"improving, {self.done.improve} pools")
         if draft.trim_commitments():
-            self.commit_version += 1
+            self.tried.commitments_cut()
         self.planned(draft.cost(), f"improving, {self.done.improve} pools")
         return found, ended
 
