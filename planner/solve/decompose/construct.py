@@ -446,8 +446,8 @@ def _place(draft, priced, pool, w, site, units, m, k, plan, carried, served, use
         key = wb.sources[j]
         gpr = int(wb.gpus_per_replica[j])
         per_replica = gpr / wb.gpus_per_unit[j]  # units one replica carries
-        spare = (plan.replicas.get(key, 0) - carried[key]) * per_replica
-        use = min(limit, max(spare, 0.0))
+        spare_units = (plan.replicas.get(key, 0) - carried[key]) * per_replica
+        use = min(limit, max(spare_units, 0.0))
         new = 0
         worth = grow and min(limit - use, per_replica) * (wb.penalty - wb.egress[j]) * hd \
             > gpr * wb.price[j] * hd
