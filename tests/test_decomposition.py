@@ -31,11 +31,12 @@ from planner.solve.decompose import ascent as ascent_module
 from planner.solve.decompose import dual as dual_module
 from planner.solve.decompose.ascent import Ascent
 from planner.solve.decompose.blocks import Blocks
+from planner.solve.decompose.by_pair import pair_split
 from planner.solve.decompose.construct import construct
 from planner.solve.decompose.dual import DualBound, first_prices, lagrangian
 from planner.solve.decompose.master import CommitmentPart, arc_key
 from planner.solve.decompose.method import Rounds, _Run, _stalled, decompose
-from planner.solve.decompose.pricing import unit_costs
+from planner.solve.decompose.pricing import Rows, unit_costs
 from planner.solve.pipeline import plan_scenario
 
 H = {"hours_per_month": 100}
@@ -329,6 +330,67 @@ def test_completed_duals_price_the_rows_the_master_leaves_at_zero(tmp_path, monk
     done = dual.completed((y[0], high))
     assert (done[1] >= high).all()
     assert (cp.reduced_costs(done[1]) >= np.minimum(cp.reduced_costs(high), 0.0) - 1e-6).all()
+
+
+class _Duals:
+    """A master's duals, given: π on every demand cell, no spot-share row."""
+
+    def __init__(self, pi: float):
+        self.pi = pi
+
+    def demand_duals(self, w):
+        return np.full((1, 1, 1), self.pi)
+
+    def spot_duals(self, w):
+        return None
+
+
+def test_the_bound_split_by_pair_by_hand(tmp_path):
+    """The case of `test_the_lagrangian_by_hand`, demand priced instead of capacity.
+    30 units at π each; offer d ($20 a unit) earns 30 · max(0, π − 20) with no row;
+    offer c ($10 a unit, 10 units a GPU) earns π − 10 a unit, (π − 10) · 10 a GPU, on
+    its 1 GPU. L'(π) = 30 π − 30 · max(0, π − 20) − 10 · max(0, π − 10):
+    L'(15) = 450 − 50 = 400, L'(20) = 600 − 100 = 500 (the optimum), L'(30) = 900 − 300
+    − 200 = 400; c's row is priced at what its GPU earns: 50, 100, 200."""
+    _, blocks = _blocks(tmp_path, scenario(
+        settings=H, offers=[
+            {"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 1,
+             "max_gpus": 1},
+            {"region": "r1", "gpu": "A", "term": "spot", "usd_per_gpu_hour": 2}],
+        workloads=[{"workload": "w", "kind": "burst"}], demand=[
+            {"workload": "w", "period": "2027-01", "amount": 30}]))
+    rows = Rows(blocks)
+    y = first_prices(blocks)
+    for pi, value, price in ((15, 400, 50), (20, 500, 100), (30, 400, 200)):
+        bound, (y_payg, _) = pair_split(blocks, rows, _Duals(pi), y)
+        assert bound == pytest.approx(value)
+        assert y_payg.ravel() == pytest.approx([price])
+        assert lagrangian(blocks, CommitmentPart(blocks), *(y_payg, y[1])) <= 500 + 1e-9
+
+
+@pytest.mark.parametrize("seed", [1, 4])
+def test_the_bound_split_by_pair_is_under_the_lp_and_reaches_it(tmp_path, seed,
+                                                                 monkeypatch):
+    """Column generation from a few arcs a cell: at every round's duals the bound split
+    by pair, and the Lagrangian at its prices, are under the LP relaxation; at the
+    LP's own duals the split reaches it (strong duality, pair by pair)."""
+    monkeypatch.setattr(dual_module, "ALL_ARCS", 0)
+    generate(tmp_path / "g", 8, 6, 3, seed)
+    s = load_scenario(tmp_path / "g")
+    builder = ModelBuilder(s, find_candidates(s))
+    blocks = Blocks(builder)
+    lp = _lp_relaxation(builder)
+    dual = DualBound(blocks, first_prices(blocks))
+    for _ in range(60):
+        dual.step()
+        m = dual.master
+        split, prices = pair_split(blocks, dual.rows, m, (m.y_payg, m.y_committed))
+        assert split <= lp + 1e-6 * lp
+        assert dual.lagrangian(*prices) <= lp + 1e-6 * lp
+        if dual.converged:
+            break
+    assert dual.converged
+    assert split == pytest.approx(lp, rel=1e-6)
 
 
 def test_column_generation_stops_when_it_stalls():

@@ -1,7 +1,8 @@
 """The decomposition, round by round, within a budget.
 
 1. bound: column generation on the master LP (planner.solve.decompose.dual); every round's
-   Lagrangian bound is valid, the best is kept. Until the LP relaxation is reached, or
+   Lagrangian bound (by workload at capacity prices, by pair at demand prices) is
+   valid, the best is kept. Until the LP relaxation is reached, or
    the bound's share of the budget is spent.
 2. choice: each single-region workload is held to the (region, GPU type) its LP weighs
    most, and the master goes on as the LP of that choice.
