@@ -58,8 +58,10 @@ ASCENT_SHARE = 0.1
 # value, between which the LP relaxation lies: from near the LP it gains nothing and
 # takes fix and optimize's time (at 200x40x24 with the master 0.4 % above its bound, 34
 # steps gained nothing; 1.0 % above, 28 steps nothing, and fix and optimize got no
-# time). Far below, it climbs (1000x100x36: the master's bound 36 % under).
-ASCENT_WORTH = 0.05
+# time). Far below, it climbs from the master's duals (1000x100x36: their bound 36 %
+# under, 1.35 → 1.46 B in 32 steps), but not from the capacity prices of the bound split
+# by pair (there 13 % under: 33 steps gained nothing).
+ASCENT_WORTH = 0.2
 # Column generation stops when, over its last STALL_ROUNDS rounds, the master's value fell
 # and the bound rose by less than STALL, and those rounds took STALL_SHARE of the budget
 # or more: at 200x40x24 (with idle arcs leaving the master) the bound reaches 252.0 M,
