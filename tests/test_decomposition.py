@@ -221,7 +221,8 @@ def test_prices_off_the_lp_bound_every_plan(tmp_path_factory, tables):
     """The Lagrangian function is a bound at any prices, not only at the LP's: one
     master round from few arcs (its duals far from the LP's), then ascent steps aimed
     at the plan, on random scenarios where branch and bound proves the optimum: the
-    bound stays ≤ the optimum at every step, and the plan passes the checker."""
+    bound stays ≤ the optimum at every step, and so does the bound split by pair at that
+    round's duals and L at the prices it finds; the plan passes the checker."""
     folder = write_csv(tmp_path_factory.mktemp("asc"), tables)
     s = load_scenario(folder)
     whole = plan_scenario(s, time_limit=60, gap=1e-9, method="whole")
@@ -242,6 +243,15 @@ def test_prices_off_the_lp_bound_every_plan(tmp_path_factory, tables):
         for _ in range(15):
             ascent.step()
             assert ascent.point.value <= optimum + 1e-6 * max(1.0, optimum)
+        # the bound split by pair at the first master round's duals, and L at its prices
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(dual_module, "ALL_ARCS", 0)
+            dual = DualBound(blocks, first_prices(blocks))
+        if dual.step():  # (an empty master, with no demand to serve, is no LP to solve)
+            m = dual.master
+            split, prices = pair_split(blocks, dual.rows, m, (m.y_payg, m.y_committed))
+            assert split <= optimum + 1e-6 * max(1.0, optimum)
+            assert dual.lagrangian(*prices) <= optimum + 1e-6 * max(1.0, optimum)
 
 
 def _lp_relaxation(builder: ModelBuilder) -> float:
