@@ -156,11 +156,9 @@ def _knapsacks(b: Blocks, rows: Rows, key, total, gpus, prices) -> float:
 
 
 def _pairs(b: Blocks, rows: Rows, key, total, gpus, prices) -> float:
-    """Committed pairs: each an LP over its arcs (in GPUs) and commitments, a row per
-    month and segment (Σ GPUs − Σ active commitments ≤ existing) and per capped offer
-    and month (Σ active commitments ≤ max_gpus); its rows' duals are their prices."""
-    import highspy
-
+    """Committed pairs: each an LP over its arcs and commitments (`_pair_lp`); the
+    duals of its rows are their prices. −inf if an LP ends other than optimal (no bound
+    then; the prices of the others still stand, its rows at 0)."""
     cm = b.commitments
     per = rows.months * rows.segments
     order = np.argsort(key // per, kind="stable")
@@ -176,43 +174,56 @@ def _pairs(b: Blocks, rows: Rows, key, total, gpus, prices) -> float:
             value += float((cm.cost[mine] * cm.lower[mine]).sum())
             continue
         cell = key[lo:hi] - pair * per
-        n_arcs, n = hi - lo, hi - lo + len(mine)
         used = np.unique(cell)
-        row_of = np.full(per, -1)
-        row_of[used] = np.arange(len(used))
-        # commitment i active in the month of row r
-        i, r = np.nonzero(active[mine][:, used // rows.segments])
-        row = [row_of[cell], r]
-        col = [np.arange(n_arcs), n_arcs + i]
-        coef = [np.ones(n_arcs), -np.ones(len(i))]
-        upper = list(b.existing[pair, used // rows.segments])
-        for cap_row in np.unique(cm.cap_row[mine]).tolist():
-            if cap_row < 0:
-                continue
-            of = np.flatnonzero(cm.cap_row[mine] == cap_row)
-            for m in range(b.months):
-                on = of[active[mine[of], m]]
-                if len(on):
-                    row.append(np.full(len(on), len(upper)))
-                    col.append(n_arcs + on)
-                    coef.append(np.ones(len(on)))
-                    upper.append(float(cm.caps[cap_row]))
-        row, col, coef = (np.concatenate(x) for x in (row, col, coef))
-        order = np.lexsort((col, row))
-        row, col, coef = row[order], col[order], coef[order]
-        h = new_highs()
-        for option, setting in (("threads", 1), ("random_seed", 0), ("presolve", "off")):
-            # presolve took 85 % of the time (200x40x24: 8.4 s with it, 1.3 s without)
-            h.setOptionValue(option, setting)
-        h.addCols(n, np.concatenate([total[lo:hi] / gpus[lo:hi], cm.cost[mine]]),
-                  np.concatenate([np.zeros(n_arcs), cm.lower[mine]]),
-                  np.concatenate([gpus[lo:hi], cm.upper[mine]]), 0,
-                  np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0))
-        h.addRows(len(upper), np.full(len(upper), -highspy.kHighsInf), np.array(upper),
-                  len(col), np.searchsorted(row, np.arange(len(upper))).astype(np.int32),
-                  col.astype(np.int32), coef)
-        h.run()
-        value += h.getInfo().objective_function_value
-        duals = np.asarray(h.getSolution().row_dual)[:len(used)]
+        pair_value, duals = _pair_lp(b, rows, pair, mine, active[mine], cell, used,
+                                     total[lo:hi], gpus[lo:hi])
+        value += pair_value
         prices[rows.payg + pair * per + used] = np.maximum(-duals, 0.0)
     return value
+
+
+def _pair_lp(b: Blocks, rows: Rows, pair: int, mine, active, cell, used, total, gpus):
+    """One committed pair's LP: columns its arcs (in GPUs, at their reduced cost per
+    GPU) and its commitments `mine` (`active[i, month]`); a row per month and segment
+    `used` (Σ GPUs − Σ active commitments ≤ existing) and per capped commitment offer
+    and month (Σ active commitments ≤ max_gpus). Its value, and the first rows' duals."""
+    import highspy
+
+    cm = b.commitments
+    n_arcs, n = len(cell), len(cell) + len(mine)
+    row_of = np.full(rows.months * rows.segments, -1)
+    row_of[used] = np.arange(len(used))
+    i, r = np.nonzero(active[:, used // rows.segments])  # commitment i there in row r
+    row, col = [row_of[cell], r], [np.arange(n_arcs), n_arcs + i]
+    coef = [np.ones(n_arcs), -np.ones(len(i))]
+    upper = list(b.existing[pair, used // rows.segments])
+    for cap_row in np.unique(cm.cap_row[mine]).tolist():
+        if cap_row < 0:
+            continue
+        of = np.flatnonzero(cm.cap_row[mine] == cap_row)
+        for m in range(b.months):
+            on = of[active[of, m]]
+            if len(on):
+                row.append(np.full(len(on), len(upper)))
+                col.append(n_arcs + on)
+                coef.append(np.ones(len(on)))
+                upper.append(float(cm.caps[cap_row]))
+    row, col, coef = (np.concatenate(x) for x in (row, col, coef))
+    order = np.lexsort((col, row))
+    row, col, coef = row[order], col[order], coef[order]
+    h = new_highs()
+    for option, setting in (("threads", 1), ("random_seed", 0), ("presolve", "off")):
+        # presolve took 85 % of the time (200x40x24: 8.4 s with it, 1.3 s without)
+        h.setOptionValue(option, setting)
+    h.addCols(n, np.concatenate([total / gpus, cm.cost[mine]]),
+              np.concatenate([np.zeros(n_arcs), cm.lower[mine]]),
+              np.concatenate([gpus, cm.upper[mine]]), 0,
+              np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0))
+    h.addRows(len(upper), np.full(len(upper), -highspy.kHighsInf), np.array(upper),
+              len(col), np.searchsorted(row, np.arange(len(upper))).astype(np.int32),
+              col.astype(np.int32), coef)
+    h.run()
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        return -np.inf, np.zeros(len(used))
+    return (h.getInfo().objective_function_value,
+            np.asarray(h.getSolution().row_dual)[:len(used)])
