@@ -48,19 +48,25 @@ def _blocks(tmp_path, tables):
     return s, Blocks(ModelBuilder(s, find_candidates(s)))
 
 
+def _capped_offer_case(tmp_path) -> Blocks:
+    """30 units of one workload, 10 a GPU, 100 hours: offer c at $1/h holds 1 GPU,
+    offer d at $2/h has no limit."""
+    return _blocks(tmp_path, scenario(
+        settings=H, offers=[
+            {"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 1,
+             "max_gpus": 1},
+            {"region": "r1", "gpu": "A", "term": "spot", "usd_per_gpu_hour": 2}],
+        workloads=[{"workload": "w", "kind": "burst"}], demand=[
+            {"workload": "w", "period": "2027-01", "amount": 30}]))[1]
+
+
 def test_the_lagrangian_by_hand(tmp_path):
     """30 units, 10 a GPU, 100 hours; offer c at $1/h holds 1 GPU, offer d at $2/h has no
     limit. Per unit and segment c costs 1 × 100 / 10 = $10 plus y / 10 for a price y on
     its GPU, d costs $20. L(y) = 30 · min(10 + y/10, 20) − y · 1 GPU:
     L(0) = 300, L(50) = 30 · 15 − 50 = 400, L(100) = 30 · 20 − 100 = 500, the optimum
     (1 GPU of c and 2 of d: 100 + 400); L(200) = 600 − 200 = 400 again."""
-    _, blocks = _blocks(tmp_path, scenario(
-        settings=H, offers=[
-            {"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 1,
-             "max_gpus": 1},
-            {"region": "r1", "gpu": "A", "term": "spot", "usd_per_gpu_hour": 2}],
-        workloads=[{"workload": "w", "kind": "burst"}], demand=[
-            {"workload": "w", "period": "2027-01", "amount": 30}]))
+    blocks = _capped_offer_case(tmp_path)
     dual = DualBound(blocks, first_prices(blocks))
     y_payg, y_committed = first_prices(blocks)
     for y, value in ((0, 300), (50, 400), (100, 500), (200, 400)):
@@ -105,13 +111,7 @@ def test_the_ascent_climbs_to_the_lagrangian_optimum_by_hand(tmp_path):
     with λ = 0.3, the first step goes to y = 0.3 · (600 − 300) / 2² · 2 = 45 (L = 30 ·
     14.5 − 45 = 390, subgradient still 2), the second to 45 + 0.3 · (600 − 390) / 4 · 2
     = 76.5 (L = 30 · 17.65 − 76.5 = 453); past y = 100 the subgradient is −1."""
-    _, blocks = _blocks(tmp_path, scenario(
-        settings=H, offers=[
-            {"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 1,
-             "max_gpus": 1},
-            {"region": "r1", "gpu": "A", "term": "spot", "usd_per_gpu_hour": 2}],
-        workloads=[{"workload": "w", "kind": "burst"}], demand=[
-            {"workload": "w", "period": "2027-01", "amount": 30}]))
+    blocks = _capped_offer_case(tmp_path)
     ascent = Ascent(blocks, CommitmentPart(blocks), first_prices(blocks), target=600.0)
     assert ascent_module.FIRST_STEP == 0.3
     assert ascent.best == pytest.approx(300)
@@ -365,13 +365,7 @@ def test_the_bound_split_by_pair_by_hand(tmp_path):
     its 1 GPU. L'(π) = 30 π − 30 · max(0, π − 20) − 10 · max(0, π − 10):
     L'(15) = 450 − 50 = 400, L'(20) = 600 − 100 = 500 (the optimum), L'(30) = 900 − 300
     − 200 = 400; c's row is priced at what its GPU earns: 50, 100, 200."""
-    _, blocks = _blocks(tmp_path, scenario(
-        settings=H, offers=[
-            {"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 1,
-             "max_gpus": 1},
-            {"region": "r1", "gpu": "A", "term": "spot", "usd_per_gpu_hour": 2}],
-        workloads=[{"workload": "w", "kind": "burst"}], demand=[
-            {"workload": "w", "period": "2027-01", "amount": 30}]))
+    blocks = _capped_offer_case(tmp_path)
     rows = Rows(blocks)
     y = first_prices(blocks)
     for pi, value, price in ((15, 400, 50), (20, 500, 100), (30, 400, 200)):
