@@ -82,6 +82,11 @@ class Commitments:
         """Indexes of the commitments whose GPUs are there in `month`."""
         return np.flatnonzero((self.start <= month) & (month < self.start + self.months))
 
+    def active_months(self, months: int) -> np.ndarray:
+        """[N, months] bool: commitment n's GPUs are there in month m."""
+        m = np.arange(months)[None, :]
+        return (self.start[:, None] <= m) & (m < (self.start + self.months)[:, None])
+
 
 class Blocks:
     """The decomposed model of one solve: workloads, capacity rows, commitments."""

@@ -164,8 +164,7 @@ def _pairs(b: Blocks, rows: Rows, key, total, gpus, prices) -> float:
     order = np.argsort(key // per, kind="stable")
     key, total, gpus = key[order], total[order], gpus[order]
     bounds = np.searchsorted(key // per, np.arange(len(b.committed_pairs) + 1))
-    month = np.arange(b.months)
-    active = (cm.start[:, None] <= month[None]) & (month[None] < (cm.start + cm.months)[:, None])
+    active = cm.active_months(b.months)
     value = 0.0
     for pair in range(len(b.committed_pairs)):
         lo, hi = bounds[pair], bounds[pair + 1]

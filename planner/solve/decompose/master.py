@@ -377,10 +377,7 @@ class CommitmentPart:
 
     def __init__(self, blocks: Blocks):
         cm = self.cm = blocks.commitments
-        m = np.arange(blocks.months)
-        # active[n, m]: commitment n's GPUs are there in month m
-        self.active = (cm.start[:, None] <= m[None, :]) & \
-            (m[None, :] < (cm.start + cm.months)[:, None])
+        self.active = cm.active_months(blocks.months)  # [n, m]
         self.capped = np.flatnonzero(cm.cap_row >= 0)
         self.lp = None
         if len(self.capped):
