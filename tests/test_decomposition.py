@@ -31,7 +31,7 @@ from planner.solve.decompose import ascent as ascent_module
 from planner.solve.decompose import dual as dual_module
 from planner.solve.decompose import method as method_module
 from planner.solve.decompose.ascent import Ascent
-from planner.solve.decompose.blocks import Blocks
+from planner.solve.decompose.blocks import Blocks, Commitments
 from planner.solve.decompose.by_pair import pair_split
 from planner.solve.decompose.construct import construct
 from planner.solve.decompose.dual import DualBound, first_prices, lagrangian
@@ -409,6 +409,28 @@ def test_column_generation_stops_when_it_stalls():
     assert not _stalled(flat, 5.0)  # quick rounds: worth going on
     assert not _stalled([(100.0, 89.0, 0.0)] + flat[1:], 1.0)  # the bound still rose 1 %
     assert not _stalled([(101.0, 90.0, 0.0)] + flat[1:], 1.0)  # the value still fell 1 %
+
+
+def test_capped_commitment_rows_by_hand():
+    """Offer 0 holds 8 GPUs, offer 1 has no limit: commitments a (offer 0, months 0–1),
+    b (offer 1, month 1) and c (offer 0, months 1–3) of a 4-month horizon give the rows
+    a ≤ 8 (month 0), a + c ≤ 8 (month 1), c ≤ 8 (months 2 and 3); also among a subset,
+    in its order (the positions are the subset's)."""
+    n = 3
+    cm = Commitments(offer=["a", "b", "c"], start=np.array([0, 1, 1]),
+                     months=np.array([2, 1, 3]), committed_row=np.zeros(n, dtype=int),
+                     cost=np.ones(n), lower=np.zeros(n), upper=np.ones(n),
+                     min_gpus=np.zeros(n), cap_row=np.array([0, -1, 0]),
+                     caps=np.array([8.0]), step=np.ones(n))
+    assert cm.active_months(4).tolist() == [[True, True, False, False],
+                                            [False, True, False, False],
+                                            [False, True, True, True]]
+    rows = [(cap, on.tolist()) for cap, on in cm.cap_rows(4)]
+    assert rows == [(8.0, [0]), (8.0, [0, 2]), (8.0, [2]), (8.0, [2])]
+    among = np.array([2, 1, 0])  # c, b, a
+    assert [(cap, on.tolist()) for cap, on in cm.cap_rows(4, among)] == \
+        [(8.0, [2]), (8.0, [0, 2]), (8.0, [0]), (8.0, [0])]
+    assert cm.active_months(4, among).tolist() == cm.active_months(4)[among].tolist()
 
 
 def test_fix_and_optimize_solves_a_pool_again_only_when_its_room_changed(tmp_path):

@@ -82,10 +82,27 @@ class Commitments:
         """Indexes of the commitments whose GPUs are there in `month`."""
         return np.flatnonzero((self.start <= month) & (month < self.start + self.months))
 
-    def active_months(self, months: int) -> np.ndarray:
-        """[N, months] bool: commitment n's GPUs are there in month m."""
+    def active_months(self, months: int, among: np.ndarray | None = None) -> np.ndarray:
+        """[N, months] bool: commitment n (of `among`, default every one) has its GPUs
+        there in month m."""
+        among = slice(None) if among is None else among
         m = np.arange(months)[None, :]
-        return (self.start[:, None] <= m) & (m < (self.start + self.months)[:, None])
+        start, end = self.start[among, None], (self.start + self.months)[among, None]
+        return (start <= m) & (m < end)
+
+    def cap_rows(self, months: int, among: np.ndarray | None = None):
+        """The rows "Σ active commitments of a capped offer ≤ max_gpus", one per capped
+        offer and month with a commitment active, offer by offer: (max_gpus, positions
+        in `among` (default: every commitment) of the commitments active then)."""
+        among = np.arange(len(self.offer)) if among is None else among
+        active = self.active_months(months, among)
+        cap_row = self.cap_row[among]
+        for c in np.unique(cap_row[cap_row >= 0]).tolist():
+            of = np.flatnonzero(cap_row == c)
+            for month in range(months):
+                on = of[active[of, month]]
+                if len(on):
+                    yield float(self.caps[c]), on
 
 
 class Blocks:

@@ -196,17 +196,11 @@ def _pair_lp(b: Blocks, rows: Rows, pair: int, mine, active, cell, used, total, 
     row, col = [row_of[cell], r], [np.arange(n_arcs), n_arcs + i]
     coef = [np.ones(n_arcs), -np.ones(len(i))]
     upper = list(b.existing[pair, used // rows.segments])
-    for cap_row in np.unique(cm.cap_row[mine]).tolist():
-        if cap_row < 0:
-            continue
-        of = np.flatnonzero(cm.cap_row[mine] == cap_row)
-        for m in range(b.months):
-            on = of[active[of, m]]
-            if len(on):
-                row.append(np.full(len(on), len(upper)))
-                col.append(n_arcs + on)
-                coef.append(np.ones(len(on)))
-                upper.append(float(cm.caps[cap_row]))
+    for cap, on in cm.cap_rows(b.months, mine):
+        row.append(np.full(len(on), len(upper)))
+        col.append(n_arcs + on)
+        coef.append(np.ones(len(on)))
+        upper.append(cap)
     row, col, coef = (np.concatenate(x) for x in (row, col, coef))
     order = np.lexsort((col, row))
     row, col, coef = row[order], col[order], coef[order]

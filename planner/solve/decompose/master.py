@@ -71,12 +71,9 @@ class Master:
         self.row_key: list[int] = []  # capacity row key of each master row (−1: other)
         # master row of each capacity row key (−1: not yet in the master)
         self.row_of = np.full(rows.count, -1, dtype=np.int64)
-        for c, cap in enumerate(cm.caps):
-            mine = np.flatnonzero(cm.cap_row == c)
-            for m in range(blocks.months):
-                active = mine[(cm.start[mine] <= m) & (m < cm.start[mine] + cm.months[mine])]
-                if len(active) > 1 or (len(active) == 1 and cm.upper[active[0]] > cap):
-                    self._add_row(-self.inf, cap, active, np.ones(len(active)))
+        for cap, active in cm.cap_rows(blocks.months):
+            if len(active) > 1 or cm.upper[active[0]] > cap:  # else the bound holds it
+                self._add_row(-self.inf, cap, active, np.ones(len(active)))
         # demand rows with their unmet columns; spot-share rows; convexity rows
         self.demand_row: dict[int, np.ndarray] = {}  # workload → [S, M, K] row or −1
         self.spot_row: dict[int, np.ndarray] = {}  # workload → [M, K] row or −1
@@ -389,13 +386,9 @@ class CommitmentPart:
             idx = self.capped
             h.addCols(len(idx), np.zeros(len(idx)), cm.lower[idx], cm.upper[idx], 0,
                       np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0))
-            for c, cap in enumerate(cm.caps):
-                mine = np.flatnonzero(cm.cap_row[idx] == c)
-                for month in range(blocks.months):
-                    cols = mine[self.active[idx[mine], month]]
-                    if len(cols):
-                        h.addRow(-highspy.kHighsInf, float(cap), len(cols),
-                                 cols.astype(np.int32), np.ones(len(cols)))
+            for cap, cols in cm.cap_rows(blocks.months, idx):
+                h.addRow(-highspy.kHighsInf, cap, len(cols), cols.astype(np.int32),
+                         np.ones(len(cols)))
 
     def cost_gain(self, y_committed: np.ndarray) -> np.ndarray:
         per_month = y_committed.sum(axis=2)  # a committed GPU is there in every segment

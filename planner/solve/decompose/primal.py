@@ -158,17 +158,14 @@ def rounded_commitments(dual: DualBound) -> np.ndarray:
     small = (q > 0) & (q < cm.min_gpus)
     q[small] = np.where(lp[small] >= cm.min_gpus[small] / 2, cm.min_gpus[small], 0.0)
     q = np.clip(np.maximum(q, cm.lower), cm.lower, cm.upper)
-    for c, cap in enumerate(cm.caps):
-        mine = np.flatnonzero(cm.cap_row == c)
-        for month in range(dual.blocks.months):
-            active = mine[(cm.start[mine] <= month) & (month < cm.start[mine] + cm.months[mine])]
-            over = q[active].sum() - cap
-            for n in sorted(active.tolist(), key=lambda n: -int(cm.start[n])):
-                if over <= 0:
-                    break
-                cut = min(math.ceil(over / cm.step[n]) * cm.step[n], q[n] - cm.lower[n])
-                if 0 < q[n] - cut < cm.min_gpus[n]:
-                    cut = q[n] - cm.lower[n]
-                q[n] -= cut
-                over -= cut
+    for cap, active in cm.cap_rows(dual.blocks.months):
+        over = q[active].sum() - cap
+        for n in sorted(active.tolist(), key=lambda n: -int(cm.start[n])):
+            if over <= 0:
+                break
+            cut = min(math.ceil(over / cm.step[n]) * cm.step[n], q[n] - cm.lower[n])
+            if 0 < q[n] - cut < cm.min_gpus[n]:
+                cut = q[n] - cm.lower[n]
+            q[n] -= cut
+            over -= cut
     return q
