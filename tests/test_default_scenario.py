@@ -76,3 +76,25 @@ def test_a_run_stopped_by_its_budget_is_rebuilt_from_its_rounds(tmp_path):
     first = run("--time-limit", "8", "--threads", "1")
     again = run("--rounds", first["rounds"], "--threads", "2")
     assert again == first
+
+
+def test_a_time_limit_shorter_than_the_writing_is_said_and_still_gets_a_whole_plan(tmp_path):
+    """--time-limit 1 on the default scenario: writing its tables and workbook alone
+    takes longer. The command says so, and still writes a whole plan the checker
+    accepts (its first, at first prices), with its proven gap."""
+    out = tmp_path / "plan.xlsx"
+    res = subprocess.run(
+        [sys.executable, "-m", "planner", "solve", "--json", "--no-baselines",
+         "-o", str(out), "--time-limit", "1"],
+        capture_output=True, text=True, timeout=600)
+    assert res.returncode == 0, res.stderr
+    assert "--time-limit 1 s leaves no time to plan" in res.stderr
+    data = json.loads(res.stdout)
+    assert out.exists() and data["unmet_unit_hours"] == 0
+    assert data["status"] == "feasible" and data["bound_usd"] < data["objective_usd"]
+    # and a budget that leaves time to plan says nothing of the kind
+    ok = subprocess.run(
+        [sys.executable, "-m", "planner", "solve", "--no-baselines",
+         "-o", str(out), "--time-limit", "8"],
+        capture_output=True, text=True, timeout=600)
+    assert ok.returncode == 0 and "leaves no time" not in ok.stderr

@@ -217,6 +217,18 @@ def _report_seconds(scenario) -> float:
     return 1.0 + 0.0004 * cells
 
 
+def _warn_short_budget(budget, keep: float) -> None:
+    """Say so when the time limit leaves nothing to plan with once the `keep` seconds
+    the tables and workbooks take are set aside: the command still writes a whole plan
+    (the first it finds), and runs past the limit by what that and the writing take
+    (200x40x24 at --time-limit 10: 21 s)."""
+    if budget.left() < keep:
+        err.print(f"[yellow]warning: --time-limit {budget.seconds:g} s leaves no time to "
+                  f"plan: writing the plan's tables and workbook alone takes about "
+                  f"{keep:.0f} s here; the first whole plan found is written, after the "
+                  f"limit[/]")
+
+
 def _numbers(text: str, option: str) -> list[float]:
     try:
         return [float(x) for x in text.split(",") if x.strip()]

@@ -26,6 +26,7 @@ from planner.cli.common import (
     _load,
     _report_seconds,
     _status,
+    _warn_short_budget,
     app,
     default_scenario,
     err,
@@ -119,6 +120,7 @@ def solve(
     budget = Budget(time_limit if time_limit is not None else s.settings.time_limit_s,
                     start=started)
     keep = _report_seconds(s)
+    _warn_short_budget(budget, keep)
     if stochastic:
         _solve_stochastic(s, budget, keep, out, as_json, focus, solver, gap, samples,
                           demand_spread, seed, correlation, risk_aversion, cvar_alpha, jobs,

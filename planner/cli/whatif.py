@@ -27,6 +27,7 @@ from planner.cli.common import (
     _progress,
     _report_seconds,
     _status,
+    _warn_short_budget,
     app,
     err,
 )
@@ -105,6 +106,8 @@ def whatif(
     _check_outputs(out)
     budget = Budget(time_limit if time_limit is not None else s.settings.time_limit_s,
                     start=started)
+    keep = _report_seconds(s) * len(policies)
+    _warn_short_budget(budget, keep)
 
     def progress(v, done, total):
         stress = f", {len(v.stress)} stress test(s)" if v.stress else ""
@@ -120,7 +123,7 @@ def whatif(
     interrupt.set_stage(f"solving the what-if variants (0 done, {jobs} worker(s))")
     variants = run_whatif(s, policies, scales, per_workload, stress_scales, jobs, solver,
                           gap=gap, progress=progress, scheduler=scheduler,
-                          budget=budget.share(1.0, keep=_report_seconds(s) * len(policies)))
+                          budget=budget.share(1.0, keep=keep))
     if all(v.plan is None for v in variants):
         err.print("[red]no plan found for any policy[/]")
         raise typer.Exit(EXIT_NO_PLAN)
