@@ -34,10 +34,15 @@ from planner.solve.decompose.ascent import Ascent
 from planner.solve.decompose.blocks import Blocks, Commitments
 from planner.solve.decompose.by_pair import pair_split
 from planner.solve.decompose.construct import construct
-from planner.solve.decompose.dual import DualBound, first_prices, lagrangian
+from planner.solve.decompose.dual import DualBound, first_prices, lagrangian, plan_pair
 from planner.solve.decompose.master import CommitmentPart, arc_key
 from planner.solve.decompose.method import Rounds, _Run, _stalled, decompose
-from planner.solve.decompose.pricing import Rows, unit_costs
+from planner.solve.decompose.pricing import (
+    Rows,
+    single_region_column,
+    single_region_columns,
+    unit_costs,
+)
 from planner.solve.pipeline import plan_scenario
 
 H = {"hours_per_month": 100}
@@ -315,6 +320,45 @@ def test_column_generation_with_idle_arcs_leaving_reaches_the_lp_relaxation(
         assert np.isin(key, m.gone.get(w, key[:0])).all()
         came_back += len(mine)
     assert came_back == len(stays)
+
+
+@pytest.mark.parametrize("seed", [1, 5])
+def test_a_single_region_workload_offers_its_cheapest_pairs_plans(tmp_path, seed):
+    """`single_region_columns`: the plans of a single-region workload's cheapest pairs,
+    one per pair, cheapest first, each the plan `single_region_column` gives for its
+    rank; and a round of column generation offers the master no more than PLAN_PAIRS of
+    them at the duals and one at the completed duals, none twice, each pricing out."""
+    generate(tmp_path / "g", 8, 6, 3, seed)
+    s, blocks = _blocks_of(tmp_path / "g")
+    rows = Rows(blocks)
+    prices = first_prices(blocks)
+    (w, wb), = [(w, wb) for w, wb in enumerate(blocks.workloads) if wb.single_region]
+    plans = single_region_columns(wb, blocks, rows, *prices, 3)
+    assert len(plans) == 3 and len(wb.pairs) > 3
+    assert len({plan_pair(wb, p) for p in plans}) == 3
+    values = [float(p.value[0]) for p in plans]
+    assert values == sorted(values)
+    for rank, plan in enumerate(plans):
+        alone = single_region_column(wb, blocks, rows, *prices, rank)
+        assert plan_pair(wb, plan) == plan_pair(wb, alone)
+        assert np.allclose(plan.cost, alone.cost) and np.allclose(plan.value, alone.value)
+    dual = DualBound(blocks, prices)
+    m = dual.master
+    assert m.solve()
+    y = (m.y_payg, m.y_committed)
+    before = len(m.plans)
+    added = dual._add_plans(w, wb, y, dual.completed(y))
+    new = [plan for ww, plan, _ in m.plans[before:]]
+    assert 0 < added == len(new) <= dual_module.PLAN_PAIRS + 1
+    assert all(ww == w for ww, _, _ in m.plans[before:])
+    for i, plan in enumerate(new):
+        assert m.plan_reduced_cost(w, plan) < 0
+        assert not any(dual_module._same(plan, other) for other in new[:i])
+
+
+def _blocks_of(folder):
+    s = load_scenario(folder)
+    return s, Blocks(ModelBuilder(s, find_candidates(s)))
 
 
 def test_completed_duals_price_the_rows_the_master_leaves_at_zero(tmp_path, monkeypatch):

@@ -8,7 +8,8 @@ pay-as-you-go capacity free): the cheapest, the cheapest uncapped on-demand one 
 cheapest committed ones (START_PER_CELL). Each round solves the master from its last
 basis, drops the arcs that have stayed out of its basis (planner.solve.decompose.master),
 prices every arc and single-region plan at its duals, adds those whose reduced cost is
-negative (at most ADD_PER_CELL per demand cell), and evaluates the Lagrangian function
+negative (at most ADD_PER_CELL arcs per demand cell; a single-region workload's plans on
+its PLAN_PAIRS cheapest pairs and at the completed duals), and evaluates the Lagrangian function
 at the duals (also completed where they leave committed rows at 0, and smoothed) — a
 valid bound whether or not the master has converged; while columns still price out,
 also the bound split by pair at the master's demand duals and the Lagrangian function at
@@ -32,6 +33,7 @@ from planner.solve.decompose.pricing import (
     arc_prices,
     block_usage,
     single_region_column,
+    single_region_columns,
     unit_costs,
 )
 
@@ -58,6 +60,16 @@ START_COMMITTED = 3
 ADD_PER_CELL = 6
 ADD_MOST = 300_000
 START_PLANS = 3  # a single-region workload's cheapest pairs at first prices
+# Each round, a single-region workload not yet held to a pair offers the master its
+# PLAN_PAIRS cheapest pairs' plans at the duals and its cheapest at the completed duals
+# (those that price out). Its block is one plan over the whole horizon, and the master
+# mixes such plans — across pairs where capacity binds, within a pair across sources —
+# so one plan a round converges slowly: at 200x40x24 (28 such workloads, 60 s) two
+# thirds of what still separated the bound from the master after 10 rounds was theirs.
+# Bound after 21-22 rounds: 1 plan 252.15 M; 4 pairs 252.91; 3 pairs and the completed
+# duals' 252.71; 4 and it 253.17; 6 and it (and the best prices') 253.06 (17 rounds);
+# the master 253.23 M.
+PLAN_PAIRS = 4
 # Reduced costs above −TOLERANCE · (1 + |cost|) do not count.
 TOLERANCE = 1e-7
 
@@ -204,14 +216,11 @@ class DualBound:
         self.rounds += 1
         self.dropped += m.drop_idle()
         y = (m.y_payg, m.y_committed)
+        completed = self.completed(y)
         added = 0
         for w, wb in enumerate(self.blocks.workloads):
             if wb.single_region:
-                plan = single_region_column(wb, self.blocks, self.rows, *y,
-                                            pair=self.pairs.get(w))
-                if m.plan_reduced_cost(w, plan) < -TOLERANCE * (1 + abs(float(plan.cost[0]))):
-                    m.add_plan(w, plan)
-                    added += 1
+                added += self._add_plans(w, wb, y, completed)
                 continue
             _, priced = unit_costs(wb, self.blocks, *y)
             site, source, month, segment, rc = arc_prices(
@@ -220,7 +229,6 @@ class DualBound:
                 self.blocks.hd[month, segment]
             keep = rc < -TOLERANCE * (1 + np.abs(true))
             added += m.add_arcs(w, site[keep], source[keep], month[keep], segment[keep])
-        completed = self.completed(y)
         smoothed = (SMOOTHING * self.prices[0] + (1 - SMOOTHING) * completed[0],
                     SMOOTHING * self.prices[1] + (1 - SMOOTHING) * completed[1])
         for point in (y, completed, smoothed):
@@ -234,6 +242,25 @@ class DualBound:
         if added == 0:
             self.converged = True  # the master's LP is the LP relaxation
         return True
+
+    def _add_plans(self, w: int, wb, y, completed) -> int:
+        """A single-region workload's plans that price out at the duals `y` join the
+        master (how many): its held pair's plan, or, while it may still choose, its
+        PLAN_PAIRS cheapest pairs' plans at the duals and its cheapest at the
+        `completed` duals (PLAN_PAIRS)."""
+        m = self.master
+        if w in self.pairs:
+            plans = [single_region_column(wb, self.blocks, self.rows, *y, pair=self.pairs[w])]
+        else:
+            plans = single_region_columns(wb, self.blocks, self.rows, *y, PLAN_PAIRS)
+            plans += single_region_columns(wb, self.blocks, self.rows, *completed, 1)
+        added = []
+        for plan in plans:
+            if (m.plan_reduced_cost(w, plan) < -TOLERANCE * (1 + abs(float(plan.cost[0])))
+                    and not any(_same(plan, p) for p in added)):
+                m.add_plan(w, plan)
+                added.append(plan)
+        return len(added)
 
     def _keep_best(self, bound: float, prices) -> None:
         if bound > self.best:

@@ -278,9 +278,25 @@ def arc_prices(wb: WorkloadBlocks, priced: np.ndarray, demand_dual: np.ndarray,
     return tuple(np.concatenate([o[i] for o in out]) for i in range(5))
 
 
+def single_region_columns(wb: WorkloadBlocks, blocks: Blocks, rows: Rows,
+                          y_payg: np.ndarray, y_committed: np.ndarray,
+                          count: int) -> list[Priced]:
+    """A single-region workload's plans on its `count` cheapest pairs at the prices,
+    cheapest first (one pricing of every pair for all of them)."""
+    true, priced = unit_costs(wb, blocks, y_payg, y_committed)
+    penalty = wb.penalty * blocks.hd
+    return [_single_region_plan(wb, rows, true, penalty, option)
+            for option in _best_pairs(wb, priced, penalty)[:count]]
+
+
 def _price_single_region(wb, rows, true, priced, penalty, rank=0, pair=None) -> Priced:
     options = _best_pairs(wb, priced, penalty, pair)
-    value, _, (_, x, jb, y, ja, z) = options[min(rank, len(options) - 1)]
+    return _single_region_plan(wb, rows, true, penalty, options[min(rank, len(options) - 1)])
+
+
+def _single_region_plan(wb, rows, true, penalty, option) -> Priced:
+    """One of `_best_pairs`'s options as a master column."""
+    value, _, (_, x, jb, y, ja, z) = option
     months, segments = np.nonzero(wb.level.sum(axis=0) > 0)
     return _columns(wb, rows, true, penalty, months, segments,
                     np.zeros(len(months), dtype=np.int64), np.array([value]),
