@@ -9,11 +9,12 @@ cheapest committed ones (START_PER_CELL). Each round solves the master from its 
 basis, drops the arcs that have stayed out of its basis (planner.solve.decompose.master),
 prices every arc and single-region plan at its duals, adds those whose reduced cost is
 negative (at most ADD_PER_CELL arcs per demand cell; a single-region workload's plans on
-its PLAN_PAIRS cheapest pairs and at the completed duals), and evaluates the Lagrangian function
-at the duals (also completed where they leave committed rows at 0, and smoothed) — a
-valid bound whether or not the master has converged; while columns still price out,
-also the bound split by pair at the master's demand duals and the Lagrangian function at
-the capacity prices that split finds (planner.solve.decompose.by_pair); the best is kept.
+its PLAN_PAIRS cheapest pairs and at the completed duals), and evaluates the Lagrangian
+function at the duals (also completed where they leave committed rows at 0, and
+smoothed) — a valid bound whether or not the master has converged; while columns
+still price out, also the bound split by pair at the master's demand duals and the
+Lagrangian function at the capacity prices that split finds
+(planner.solve.decompose.by_pair); the best is kept.
 
 Rounds are deterministic: the same scenario gives the same columns, duals and bound
 after the same number of rounds on any machine.
@@ -181,8 +182,7 @@ class DualBound:
         seeded, seed_pairs = seed or ({}, {})
         for w, wb in enumerate(blocks.workloads):
             if wb.single_region:
-                plans = [single_region_column(wb, blocks, self.rows, *prices, rank)
-                         for rank in range(START_PLANS)]
+                plans = single_region_columns(wb, blocks, self.rows, *prices, START_PLANS)
                 if w in seed_pairs:
                     plans.append(single_region_column(wb, blocks, self.rows, *prices,
                                                       pair=seed_pairs[w]))
@@ -247,7 +247,7 @@ class DualBound:
         """A single-region workload's plans that price out at the duals `y` join the
         master (how many): its held pair's plan, or, while it may still choose, its
         PLAN_PAIRS cheapest pairs' plans at the duals and its cheapest at the
-        `completed` duals (PLAN_PAIRS)."""
+        `completed` duals, none twice."""
         m = self.master
         if w in self.pairs:
             plans = [single_region_column(wb, self.blocks, self.rows, *y, pair=self.pairs[w])]
