@@ -4,7 +4,6 @@
     python benchmarks/bench.py default 50x40x24
     python benchmarks/bench.py default --budget 10 --budget 40   # other budgets
 
-
 Each case runs `planner solve SCENARIO --time-limit S --json` in a fresh process, as a
 user would (comparison plans included), and prints: wall-clock seconds of the whole
 command, its peak memory (the command and the process it solves comparison plans in,

@@ -49,7 +49,11 @@ H = {"hours_per_month": 100}
 
 
 def _blocks(tmp_path, tables):
-    s = load_scenario(write_csv(tmp_path / "s", tables))
+    return _blocks_of(write_csv(tmp_path / "s", tables))
+
+
+def _blocks_of(folder):
+    s = load_scenario(folder)
     return s, Blocks(ModelBuilder(s, find_candidates(s)))
 
 
@@ -329,7 +333,7 @@ def test_a_single_region_workload_offers_its_cheapest_pairs_plans(tmp_path, seed
     rank; and a round of column generation offers the master no more than PLAN_PAIRS of
     them at the duals and one at the completed duals, none twice, each pricing out."""
     generate(tmp_path / "g", 8, 6, 3, seed)
-    s, blocks = _blocks_of(tmp_path / "g")
+    _, blocks = _blocks_of(tmp_path / "g")
     rows = Rows(blocks)
     prices = first_prices(blocks)
     (w, wb), = [(w, wb) for w, wb in enumerate(blocks.workloads) if wb.single_region]
@@ -354,11 +358,6 @@ def test_a_single_region_workload_offers_its_cheapest_pairs_plans(tmp_path, seed
     for i, plan in enumerate(new):
         assert m.plan_reduced_cost(w, plan) < 0
         assert not any(dual_module._same(plan, other) for other in new[:i])
-
-
-def _blocks_of(folder):
-    s = load_scenario(folder)
-    return s, Blocks(ModelBuilder(s, find_candidates(s)))
 
 
 def test_completed_duals_price_the_rows_the_master_leaves_at_zero(tmp_path, monkeypatch):
