@@ -73,9 +73,14 @@ class Runner:
                 if done:
                     done(len(results) - 1, len(results), len(tasks))
             return results
+        import dask
         from distributed import as_completed
 
-        futures = self.client.map(fn, tasks, retries=RETRIES, pure=False)
+        # each task carries its scenario (some 0.7 MiB at 200x40x24): in the graph, not
+        # scattered, so that a lost worker's task can run again (scattered data is lost
+        # with its worker); Dask's warning about a large graph would only alarm the user
+        with dask.config.set({"distributed.admin.large-graph-warning-threshold": "1 GiB"}):
+            futures = self.client.map(fn, tasks, retries=RETRIES, pure=False)
         index = {f.key: i for i, f in enumerate(futures)}
         results: list = [None] * len(tasks)
         count = 0

@@ -26,7 +26,8 @@ The method, each step for a reason:
    Uryasev: CVaR_α = min_t t + E[(cost − t)⁺] / (1 − α), exact for discrete scenarios).
 
 VSS = expected cost of the mean-forecast schedule − the chosen one's (≥ 0: it is a
-candidate); EVPI = the chosen one's − the wait-and-see expected cost. With sampled
+candidate); EVPI = the chosen one's − the wait-and-see expected cost, each scenario at
+the cheapest plan found for it alone (its own, or a candidate's: ≥ 0). With sampled
 scenarios the chosen schedule is also evaluated on fresh samples (`out_of_sample`), and
 the difference stated.
 """
@@ -51,6 +52,7 @@ from planner.solve.decompose.cuts import (
     cut_at,
     cut_with,
 )
+from planner.solve.decompose.method import BOUND_SHARE
 from planner.solve.pipeline import plan_scenario
 
 MAX_CANDIDATES = 6
@@ -62,6 +64,16 @@ WAIT_SHARE, CUT_SHARE, EVALUATE_SHARE = 0.35, 0.3, 0.85  # each of what is left
 # one) around the best schedule so far (a trust region; see CutMaster.solve).
 TRUST_RADIUS = 0.25
 MIN_SOLVE_S = 2.0  # the least time limit worth giving an evaluation
+# A solve given less time than its master's first round needs stands on its plan at
+# first prices (200x40x24, 20 samples in 600 s: evaluations of ~5 s each, expected costs
+# $275-321 M from run to run where a 20-s solve alone plans $260 M). The least limit
+# the wait-and-see solves would have needed for their plan from the LP, with this
+# margin for the spread between solves run side by side, is what a later solve gets:
+# fewer candidates and fresh samples instead of solves too short to plan.
+NEED_MARGIN = 1.25
+# The cuts' rounds leave the evaluation time for this many candidates at that limit (the
+# mean forecast's schedule and one other: else there is nothing to choose between).
+LEAST_CANDIDATES = 2
 
 
 def sample_scenarios(scenario: Scenario, samples: int, spread: float, seed: int,
@@ -130,6 +142,7 @@ def _summary(run) -> dict:
         "stranded_usd": t["idle_committed_usd"],
         "commitments": {(c.offer, int(c.start)): int(c.gpus)
                         for c in plan.commitments.itertuples()},
+        "least_s": run.least_s,
     }
 
 
@@ -191,8 +204,12 @@ class StochasticResult:
     evpi_usd: float
     out_of_sample: dict | None = None  # the schedule on fresh samples (out_of_sample)
     overhead_s: float = 0.0  # seconds a solve took beyond its time limit
+    need_s: float = MIN_SOLVE_S  # the least time limit a solve needs to plan (`_need`)
+    missed: int = 0  # wait-and-see solves that got no plan from their LP in their time
     cut_rounds: int = 0  # rounds of Lagrangian cuts behind the bound
     bound_from: str = "wait and see"  # what proved the bound
+    # per scenario, the cheapest plan known for it alone (its own or a candidate's)
+    foresight: list = field(default_factory=list)
 
     def scenario_rows(self) -> list[dict]:
         return [dict(name=s.name, probability=s.probability,
@@ -200,8 +217,10 @@ class StochasticResult:
                      objective_usd=r.get("objective_usd"),
                      unmet_unit_hours=r.get("unmet_unit_hours"),
                      stranded_usd=r.get("stranded_usd"),
-                     wait_and_see_usd=w.get("objective_usd"), status=r.get("status"))
-                for s, r, w in zip(self.scenarios, self.chosen.results, self.wait_and_see)]
+                     wait_and_see_usd=known, status=r.get("status"))
+                for s, r, known in zip(self.scenarios, self.chosen.results,
+                                       self.foresight or [w.get("objective_usd")
+                                                          for w in self.wait_and_see])]
 
 
 def _consensus(scenarios, results: list[dict], offers) -> dict:
@@ -237,6 +256,19 @@ def _whole_schedule(schedule: dict, offers) -> dict:
         if gpus > 0:
             out[key] = gpus
     return out
+
+
+def _need(results: list[dict], limit: float) -> tuple[float, int]:
+    """The least time limit a solve of these scenarios needs to make its plan from the
+    master's LP, and how many of `results` (solves given `limit`) made none: NEED_MARGIN
+    over the slowest one's least limit (`Run.least_s`); one that made none needed more
+    than `limit`, taken as limit / BOUND_SHARE (the master's first round then gets all
+    the time the solve had). Models small enough to be solved whole need MIN_SOLVE_S."""
+    times = [r["least_s"] for r in results if r.get("least_s") is not None]
+    missed = sum(1 for t in times if not math.isfinite(t))
+    slowest = max([t for t in times if math.isfinite(t)]
+                  + [limit / BOUND_SHARE] * bool(missed), default=0.0)
+    return max(MIN_SOLVE_S, NEED_MARGIN * slowest), missed
 
 
 def _same_schedule(a: dict, b: dict, tolerance: float = 1e-6) -> bool:
@@ -291,6 +323,8 @@ class _Stochastic:
         self.probabilities = np.array([s.probability for s in scenarios])
         self.apart = [apply(scenario, s) for s in scenarios]
         self.overhead = 0.0  # seconds a solve takes beyond its time limit (build, tables)
+        self.need = MIN_SOLVE_S  # the least time limit a solve needs to plan (`_need`)
+        self.missed = 0  # wait-and-see solves that got no plan from their LP
 
     def each(self, count: int, share: float) -> float:
         """The time limit of each of `count` solves sharing `share` of what is left."""
@@ -298,17 +332,49 @@ class _Stochastic:
         return max(1.0, slot - self.overhead)
 
     def wait_and_see(self) -> tuple[dict, list[dict]]:
-        """1. The mean forecast's own plan, and every scenario planned alone; the time
-        a solve takes beyond its limit is measured on them."""
-        self.say(f"planning {len(self.scenarios)} scenarios alone and the mean forecast")
-        limit = self.each(len(self.scenarios) + 1, WAIT_SHARE)
+        """1. The mean forecast's own plan and every scenario planned alone. A first wave
+        (the mean forecast and a scenario per other worker, side by side as every wave
+        runs) measures what a solve needs to plan (`_need`) and takes beyond its limit;
+        the rest, and any of the first wave that made no plan from its LP, get at least
+        that while it leaves the evaluation one schedule (the mean forecast: whatever
+        it leaves)."""
+        n = len(self.scenarios)
+        self.say(f"planning the mean forecast and {n} scenarios alone")
+        limit = self.each(n + 1, WAIT_SHARE)
+        tasks = [mean_forecast(self.scenario, self.scenarios), *self.apart]
+        first = range(min(self.workers, n + 1))
         started = self.budget.elapsed()
-        mean = mean_forecast(self.scenario, self.scenarios)
-        solved = self.runner.map(solve_task, [(s, self.solver, limit, self.gap)
-                                              for s in [mean, *self.apart]])
-        waves = math.ceil((len(self.scenarios) + 1) / self.workers)
-        self.overhead = max(0.0, (self.budget.elapsed() - started) / waves - limit)
-        return solved[0], solved[1:]
+        solved = dict(zip(first, self.runner.map(
+            solve_task, [(tasks[i], self.solver, limit, self.gap) for i in first])))
+        self.overhead = max(0.0, self.budget.elapsed() - started - limit)
+        self.need, _ = _need(list(solved.values()), limit)
+        rest = [i for i in range(n + 1)
+                if i not in solved or not math.isfinite(solved[i].get("least_s") or 0.0)]
+        if rest:
+            most = (self.budget.left() - self.evaluation_room(1)) * self.workers \
+                / len(rest) - self.overhead
+            limit = max(limit, min(self.need, most))
+            # the mean forecast's schedule is the candidate every run evaluates: its plan
+            # gets what it needs whatever the others get
+            limits = [max(limit, self.need) if i == 0 else limit for i in rest]
+            started = self.budget.elapsed()
+            solved.update(zip(rest, self.runner.map(
+                solve_task, [(tasks[i], self.solver, t, self.gap)
+                             for i, t in zip(rest, limits)])))
+            waves = math.ceil(len(rest) / self.workers)
+            self.overhead = max(self.overhead,
+                                (self.budget.elapsed() - started) / waves - limit)
+        results = [solved[i] for i in range(n + 1)]
+        self.need, self.missed = _need(results, limit)
+        if self.missed:
+            self.say(f"{self.missed} of {n + 1} solves got no plan from their LP in "
+                     f"{limit:.0f} s; later solves get {self.need:.0f} s each")
+        return results[0], results[1:]
+
+    def evaluation_room(self, candidates: int) -> float:
+        """Seconds of the budget the evaluation of `candidates` schedules needs."""
+        solves = candidates * len(self.scenarios)
+        return solves * (self.need + self.overhead) / self.workers / EVALUATE_SHARE
 
     def cut_rounds(self, mean_result: dict, wait: list[dict]) -> tuple[float, tuple | None, int]:
         """2. The bound: an L-shaped master over Lagrangian cuts, a round of cuts (one
@@ -334,7 +400,10 @@ class _Stochastic:
             for key, q in w.get("commitments", {}).items():
                 schedule[key] = schedule.get(key, 0.0) + sc.probability * q
         rounds, seen, best = 0, [], None
-        cut_budget = self.budget.share(CUT_SHARE)
+        # the cuts leave the evaluation its least candidates at the limit solves need
+        left = self.budget.left()
+        cut_budget = Budget(min(CUT_SHARE * left,
+                                max(0.0, left - self.evaluation_room(LEAST_CANDIDATES))))
         n = len(self.scenarios)
         while not any(_same_schedule(schedule, x) for x in seen):
             left = cut_budget.left()
@@ -383,10 +452,10 @@ class _Stochastic:
 
     def evaluate(self, candidates: list[Candidate]) -> list[Candidate]:
         """4. Every candidate in every scenario: as many candidates as the time holds,
-        each solve given at least MIN_SOLVE_S beyond its overhead."""
+        each solve given at least what a solve needs to plan (`_need`)."""
         n = len(self.scenarios)
         room = self.budget.share(EVALUATE_SHARE).left() * self.workers
-        fits = int(room // (n * (self.overhead + MIN_SOLVE_S)))
+        fits = int(room // (n * (self.overhead + self.need)))
         candidates = candidates[:max(1, fits)]
         self.say(f"evaluating {len(candidates)} commitment schedules in {n} scenarios")
         limit = self.each(len(candidates) * n, EVALUATE_SHARE)
@@ -411,7 +480,13 @@ class _Stochastic:
         chosen = min(candidates, key=lambda c: (self.value(c)[0], candidates.index(c)))
         objective, expected, tail = self.value(chosen)
         mean_candidate = candidates[0]  # the mean forecast's schedule is always the first
-        ws_value = float(np.dot([w.get("objective_usd", math.inf) for w in wait], p))
+        # each scenario's cheapest plan known alone: its own, or a candidate schedule's
+        # re-planned there where that is cheaper (its own solve may have been stopped
+        # short: EVPI then stays what perfect information is worth over what was found)
+        foresight = [min([w.get("objective_usd", math.inf)]
+                         + [c.results[i].get("objective_usd", math.inf) for c in candidates])
+                     for i, w in enumerate(wait)]
+        ws_value = float(np.dot(foresight, p))
         ws_bound = float(np.dot([w.get("bound_usd") if w.get("bound_usd") is not None
                                  else -math.inf for w in wait], p))
         bound = (1 + self.risk_aversion) * ws_bound if math.isfinite(ws_bound) else 0.0
@@ -426,7 +501,8 @@ class _Stochastic:
             objective_usd=objective, bound_usd=bound,
             gap=(objective - bound) / objective if objective > 0 else 0.0,
             vss_usd=self.value(mean_candidate)[1] - expected, evpi_usd=expected - ws_value,
-            overhead_s=self.overhead, cut_rounds=rounds, bound_from=bound_from)
+            overhead_s=self.overhead, need_s=self.need, missed=self.missed,
+            cut_rounds=rounds, bound_from=bound_from, foresight=foresight)
 
 
 def out_of_sample(result: StochasticResult, scenario: Scenario,
@@ -435,12 +511,17 @@ def out_of_sample(result: StochasticResult, scenario: Scenario,
     """The chosen schedule evaluated on `fresh` scenarios it was not chosen on: their
     expected objective, and how far it lies from the in-sample one (sample average
     approximation's check that the samples were enough)."""
-    limit = max(1.0, budget.left() * runner.workers / max(len(fresh), 1) - result.overhead_s)
+    # as many fresh samples as fit at the limit a solve needs (equally likely: the
+    # first k are a sample too)
+    room = budget.left() * runner.workers
+    fresh = fresh[:max(1, int(room // (result.need_s + result.overhead_s)))]
+    limit = max(1.0, room / len(fresh) - result.overhead_s)
     commitments = tuple(sorted(result.chosen.commitments.items()))
     results = runner.map(evaluate_task, [(apply(scenario, s), commitments, solver, limit, gap)
                                          for s in fresh])
     costs = np.array([r.get("objective_usd", math.inf) for r in results])
     probabilities = np.array([s.probability for s in fresh])
+    probabilities /= probabilities.sum()
     expected = float(np.dot(costs, probabilities))
     return {"samples": len(fresh), "expected_cost_usd": expected,
             "cvar_usd": cvar(costs, probabilities, result.alpha),

@@ -286,6 +286,23 @@ def test_generated_markets_reach_the_lp_relaxation(tmp_path, seed):
     run = plan_scenario(s, time_limit=60, method="decompose")
     assert check_plan(s, run.plan) == []
     assert run.result.bound <= run.result.objective
+    # the least limit in which it would have made its plan from the master's LP: a
+    # solve given that (and a margin for the clock's noise) makes one too
+    assert 0 < run.least_s < 60
+    again = plan_scenario(s, time_limit=1.5 * run.least_s, method="decompose")
+    assert int(again.result.rounds.split("+")[1]) >= 1
+    assert again.least_s < 1.5 * run.least_s
+
+
+def test_a_budget_too_short_for_the_master_says_so(tmp_path):
+    # no time for a master round: the plan at first prices stands, and the run says it
+    # made no plan from the LP (what a two-stage plan sizes its later solves by)
+    generate(tmp_path / "g", 8, 6, 3, 1)
+    s = load_scenario(tmp_path / "g")
+    run = plan_scenario(s, budget=Budget(0.0), method="decompose")
+    assert check_plan(s, run.plan) == []
+    assert run.result.rounds.split("+")[1] == "0"
+    assert run.least_s == float("inf")
 
 
 @pytest.mark.parametrize("seed", [1, 4, 5])

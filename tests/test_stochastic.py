@@ -27,6 +27,7 @@ least at q = 5: 500 + 2,000 = $2,500, the optimum, proven.
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 from scenarios import scenario, write_csv
@@ -35,8 +36,19 @@ from typer.testing import CliRunner
 from planner.cli import app
 from planner.cluster import Runner
 from planner.io.validate import load_scenario
+from planner.model.builder import ModelBuilder
+from planner.model.candidates import find_candidates
 from planner.solve.budget import Budget
-from planner.stochastic import cvar, sample_scenarios, solve_stochastic
+from planner.solve.decompose.cuts import commitment_space
+from planner.stochastic import (
+    MIN_SOLVE_S,
+    Candidate,
+    _need,
+    _Stochastic,
+    cvar,
+    sample_scenarios,
+    solve_stochastic,
+)
 
 NEWSVENDOR = scenario(
     settings={"hours_per_month": 100},
@@ -149,8 +161,6 @@ def test_sampled_scenarios_are_checked_out_of_sample(tmp_path):
     # 4 samples choose the schedule; 4 fresh ones (the seed + FRESH_SEED) evaluate it. On a
     # sample with multiplier f the schedule of q GPUs costs 200 q + 300 max(0, 10 f − q)
     # (whole GPUs: the excess is served by ceil(10 f − q) on-demand GPUs).
-    import math
-
     from planner.cli import FRESH_SEED
 
     out = _solve(tmp_path, "--samples", "4", "--demand-spread", "0.3", "--seed", "2")
@@ -167,11 +177,73 @@ def test_sampled_scenarios_are_checked_out_of_sample(tmp_path):
                                                     abs=0.02)
 
 
+def test_later_solves_get_the_time_the_first_ones_needed_to_plan():
+    # wait-and-see solves given 10 s would have made their plans from the LP with 3 s and
+    # 8 s: later solves get more than 8 s; one that made none within its 10 s: more
+    # than 10 s; models solved whole (no master): the floor
+    need, missed = _need([{"least_s": 3.0}, {"least_s": 8.0}], limit=10.0)
+    assert need > 8.0 and missed == 0
+    need, missed = _need([{"least_s": 3.0}, {"least_s": math.inf}], limit=10.0)
+    assert need > 10.0 and missed == 1
+    assert _need([{"least_s": None}, {"status": "no_plan"}], limit=10.0) == (MIN_SOLVE_S, 0)
+
+
+def test_the_evaluation_compares_only_the_schedules_it_has_time_to_plan(tmp_path):
+    # 100 s, one worker, two scenarios: the evaluation's share (EVALUATE_SHARE, 85 s) at
+    # 40 s a solve holds one schedule (2 solves); at the floor, all three
+    s = load_scenario(write_csv(tmp_path / "s", NEWSVENDOR))
+    key = next(iter(commitment_space(ModelBuilder(s, find_candidates(s)))))
+    schedules = [Candidate("none", {}), Candidate("five", {key: 5}),
+                 Candidate("ten", {key: 10})]
+    with Runner() as alone:
+        run = _Stochastic(s, s.demand_scenarios, Budget(100), alone, None, None, 0.0, 0.9,
+                          lambda text: None)
+        run.need = 40.0
+        assert [c.name for c in run.evaluate(schedules)] == ["none"]
+        run.need = MIN_SOLVE_S
+        evaluated = run.evaluate(schedules)
+    assert [c.name for c in evaluated] == ["none", "five", "ten"]
+    # q committed GPUs: low 200 q + 300 max(0, 5 − q), high 200 q + 300 (15 − q)
+    assert [float(c.costs() @ [0.5, 0.5]) for c in evaluated] == pytest.approx(
+        [3000, 2500, 2750])
+
+
+def test_perfect_information_is_worth_what_the_cheapest_plans_found_say(tmp_path):
+    # the newsvendor, each scenario's own solve stopped short (costs above the optima,
+    # 1,000 and 3,000): the schedule of 5 GPUs re-planned in the low scenario costs
+    # 1,000, less than its own plan; known in advance is the cheaper of the two, and
+    # EVPI = 2,500 − (1,000 + 3,000) / 2 = 500 as with exact wait-and-see plans
+    s = load_scenario(write_csv(tmp_path / "s", NEWSVENDOR))
+    key = next(iter(commitment_space(ModelBuilder(s, find_candidates(s)))))
+    with Runner() as alone:
+        run = _Stochastic(s, s.demand_scenarios, Budget(100), alone, None, None, 0.0, 0.9,
+                          lambda text: None)
+        schedules = run.evaluate([Candidate("five", {key: 5})])
+    rough = [{"objective_usd": 1_200.0, "bound_usd": 900.0},
+             {"objective_usd": 3_000.0, "bound_usd": 2_900.0}]
+    result = run.choose(schedules, rough, cut_bound=0.0, rounds=0)
+    assert result.expected_cost_usd == pytest.approx(2_500)
+    assert [r["wait_and_see_usd"] for r in result.scenario_rows()] == pytest.approx(
+        [1_000, 3_000])
+    assert result.evpi_usd == pytest.approx(500)
+
+
 def _slow_square(x: int) -> int:
     import time
 
     time.sleep(0.3)
     return x * x
+
+
+def test_tasks_carrying_large_scenarios_raise_no_warning():
+    # 12 MiB of tasks (a 200x40x24 stochastic run sends 14 MiB of scenarios): Dask's
+    # advice about large graphs is not for the user of the command
+    import warnings
+
+    with Runner(jobs=2, processes=False) as cluster, warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sizes = cluster.map(len, [bytes(4 << 20)] * 3)
+    assert sizes == [4 << 20] * 3
 
 
 def test_a_worker_lost_mid_run_has_its_tasks_run_again(tmp_path):

@@ -24,8 +24,9 @@ def risk_sheet(wb, result) -> None:
         "Objective (with penalty)": "what the plan minimizes: total cost (discounted as "
                                     "the objective) + unmet demand at its penalty",
         "Stranded commitments": "committed GPU-hours this scenario leaves idle",
-        "Known in advance": "this scenario's objective had its demand been known (wait "
-                            "and see)",
+        "Known in advance": "this scenario's objective had its demand been known: the "
+                            "cheapest plan found for it alone (its own, or a candidate "
+                            "schedule's re-planned there)",
         "Weighted": "= probability × objective",
     })
     rows = result.scenario_rows()

@@ -35,6 +35,10 @@ class Run:
     result: SolveResult
     seconds: dict[str, float] = field(default_factory=dict)
     prices: tuple | None = None  # the decomposition's best capacity prices (its bound)
+    # the least time limit in which the decomposition would have made its plan from the
+    # master LP (planner.solve.decompose.method.Outcome.least_s, with what came before it;
+    # inf: not within this one; None: the model was solved whole)
+    least_s: float | None = None
 
     @property
     def candidates(self):
@@ -68,7 +72,7 @@ def plan_scenario(scenario: Scenario, solver: str | None = None,
     t = time.perf_counter()
     whole = method == "whole" or (method == "auto" and rounds is None
                                   and builder.cell_count <= WHOLE_CELLS)
-    prices = None
+    prices = least_s = None
     if whole:
         solution, result = _whole(builder, solver, budget, gap, threads)
         seconds["solve"] = time.perf_counter() - t
@@ -80,9 +84,11 @@ def plan_scenario(scenario: Scenario, solver: str | None = None,
         # where the model is small enough for that to help
         instances = any(o.gpus_per_instance > 1 for o in scenario.offers)
         repair = instances and builder.cell_count <= REPAIR_CELLS
+        before = budget.elapsed()
         outcome = decompose(builder, budget.share(INSTANCE_SHARE if repair else 1.0),
                             rounds, progress)
         solution, objective = outcome.solution, outcome.objective
+        least_s = before + outcome.least_s / (INSTANCE_SHARE if repair else 1.0)
         done, prices = outcome.rounds, outcome.prices
         if instances:
             solution, objective = whole_instances(builder, solution, solver, budget,
@@ -100,7 +106,7 @@ def plan_scenario(scenario: Scenario, solver: str | None = None,
         t = time.perf_counter()
         plan = extract_plan(builder, solution, result)
         seconds["extract"] = time.perf_counter() - t
-    return Run(builder, plan, result, seconds, prices)
+    return Run(builder, plan, result, seconds, prices, least_s)
 
 
 def _whole(builder: ModelBuilder, solver: str, budget: Budget, gap: float,

@@ -135,6 +135,9 @@ class Outcome:
     converged: bool  # the bound is the LP relaxation's
     termination: str
     prices: tuple = None  # (y_payg, y_committed) of the bound: a two-stage plan's cuts
+    # the least budget in which the master's first round would have been done, and so a
+    # plan made from its LP (inf: not within this one): what a solve of this size needs
+    least_s: float = float("inf")
 
 
 def decompose(builder: ModelBuilder, budget: Budget, rounds: Rounds | None = None,
@@ -168,7 +171,7 @@ def decompose(builder: ModelBuilder, budget: Budget, rounds: Rounds | None = Non
     else:
         termination = "time limit (LP relaxation not reached)"
     return Outcome(draft.solution(), draft.cost(), run.bound, run.done, converged,
-                   termination, run.best_prices)
+                   termination, run.best_prices, run.least_s())
 
 
 class _Run:
@@ -186,6 +189,12 @@ class _Run:
         self.keep = 0.0  # seconds kept back after the master's rounds
         self.longest_pool = 0.0  # seconds of the longest pool MIP so far
         self.tried = Tried()  # fix and optimize: pools whose MIP found nothing
+        self.first_round_s = np.inf  # seconds into the budget to the first master round
+
+    def least_s(self) -> float:
+        """The least budget in which the first round of column generation would have
+        been done: within BOUND_SHARE of it and the time kept back after it (`greedy`)."""
+        return max(self.first_round_s / BOUND_SHARE, self.first_round_s + self.keep)
 
     def raise_bound(self, bound: float, prices) -> None:
         """Keep `bound` (L at `prices`) if it is the best so far."""
@@ -251,6 +260,7 @@ class _Run:
             if not dual.step(seconds):
                 break
             seen.append((dual.master_value, dual.best, self.budget.elapsed()))
+            self.first_round_s = min(self.first_round_s, seen[-1][2])
             setattr(self.done, step, getattr(self.done, step) + 1)
             self.tell(f"LP round {self.done.bound}" if step == "bound"
                       else f"LP of the choice, round {self.done.choice}", dual)
