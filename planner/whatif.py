@@ -23,6 +23,7 @@ from planner.io.schema import PAY_AS_YOU_GO, TERMS
 from planner.model.builder import Restrictions
 from planner.report.plan import Plan
 from planner.solve.budget import Budget
+from planner.solve.decompose.method import Rounds
 from planner.solve.pipeline import plan_scenario
 
 DEFAULT_POLICIES = (
@@ -89,6 +90,13 @@ class Variant:
     @property
     def label(self) -> str:
         return f"{self.policy.name} @{self.demand_scale:g}"
+
+    @property
+    def short_of_lp(self) -> bool:
+        """Whether its decomposition ran out of time before the master's first round:
+        its plan is the one at first prices, its bound that of first prices."""
+        rounds = self.plan.result.rounds if self.plan is not None else ""
+        return bool(rounds) and Rounds.parse(rounds).bound == 0
 
 
 def _solve_variant(args) -> tuple[Plan | None, str, dict]:

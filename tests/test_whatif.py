@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from planner.check import check_plan
 from planner.cli import app
 from planner.io.validate import load_scenario
-from planner.whatif import PolicyError, parse_policy, run_whatif
+from planner.whatif import PolicyError, Variant, parse_policy, run_whatif
 
 # 2 GPUs (20 units) for 6 months at 100 h/month. On-demand $2, monthly $1.8 (1 month),
 # reserved $1.5 (3 months). payg: 2 × 6 × 200 = 2400; monthly: 2 × 6 × 180 = 2160;
@@ -166,3 +166,21 @@ def test_comparison_states_savings_and_top_ups_only_like_for_like(tmp_path):
     assert more["Note"].startswith("no saving stated: it leaves 6,000.0 unit-hours unmet")
     payg = rows[("payg", 1.5)]
     assert payg["Unmet unit-hours"] == 0 and payg["Note"] is None
+
+
+def test_a_variant_stopped_before_its_lp_is_told_apart(tmp_path):
+    # a decomposition with no time for a master round plans at first prices: the
+    # comparison says so (and names it) rather than set it beside plans from their LP
+    from planner.io.generate import generate
+    from planner.solve.budget import Budget
+    from planner.solve.pipeline import plan_scenario
+
+    generate(tmp_path / "g", 8, 6, 3, 1)
+    s = load_scenario(tmp_path / "g")
+    policy = parse_policy("payg=spot,on_demand")  # the label only: plans solved here
+    rough = plan_scenario(s, budget=Budget(0.0), method="decompose")
+    planned = plan_scenario(s, time_limit=60, method="decompose")
+    assert Variant(policy, 1.0, rough.plan).short_of_lp
+    assert not Variant(policy, 1.0, planned.plan).short_of_lp
+    whole = plan_scenario(s, time_limit=60, method="whole")  # no master at all
+    assert not Variant(policy, 1.0, whole.plan).short_of_lp

@@ -131,7 +131,15 @@ def whatif(
         write_whatif_workbook(s, variants, out, stress_scales)
     for v in variants:
         total = f"${v.plan.totals['total_cost_usd']:,.0f}" if v.plan else "no plan"
-        err.print(f"{v.label:>24}: {total} ({v.status})")
+        gap = v.plan.result.gap if v.plan is not None else None
+        err.print(f"{v.label:>24}: {total} ({v.status}"
+                  + (f", gap {gap:.2%}" if gap is not None else "") + ")")
+    short = [v.label for v in variants if v.short_of_lp]
+    if short:
+        err.print(f"[yellow]warning: {len(short)} of {len(variants)} variants ran out of "
+                  f"time before their plan from the LP ({', '.join(short)}): their plans "
+                  f"are rough and their gaps wide; a longer --time-limit or fewer policies "
+                  f"and demand scales compare them better[/]")
     err.print(f"wrote {out}")
     if as_json:
         sys.stdout.write(json.dumps({"policies": [variant_summary(v) for v in variants]},
