@@ -271,6 +271,20 @@ def _need(results: list[dict], limit: float) -> tuple[float, int]:
     return max(MIN_SOLVE_S, NEED_MARGIN * slowest), missed
 
 
+def _limits(count: int, pot: float, need: float, limit: float,
+            overhead: float) -> list[float]:
+    """Time limits for `count` solves sharing `pot` worker-seconds (each also taking
+    `overhead` beyond its limit): all max(`limit`, `need`) when they fit; else as many as
+    fit get `need` (the first always) and the others MIN_SOLVE_S, since a solve stopped
+    before its master's first round plans no better for the time short of the need
+    (the plan and bound at first prices)."""
+    if count * (max(limit, need) + overhead) <= pot:
+        return [max(limit, need)] * count
+    fits = int((pot - count * (MIN_SOLVE_S + overhead)) // max(need - MIN_SOLVE_S, 1e-9))
+    fits = min(count, max(1, fits))
+    return [need] * fits + [MIN_SOLVE_S] * (count - fits)
+
+
 def _same_schedule(a: dict, b: dict, tolerance: float = 1e-6) -> bool:
     return all(abs(a.get(k, 0.0) - b.get(k, 0.0)) <= tolerance for k in set(a) | set(b))
 
@@ -336,8 +350,8 @@ class _Stochastic:
         (the mean forecast and a scenario per other worker, side by side as every wave
         runs) measures what a solve needs to plan (`_need`) and takes beyond its limit;
         the rest, and any of the first wave that made no plan from its LP, get at least
-        that while it leaves the evaluation one schedule (the mean forecast: whatever
-        it leaves)."""
+        that while it leaves the evaluation one schedule (`_limits`: where not all fit,
+        as many as fit, the mean forecast first; the others a plan at first prices)."""
         n = len(self.scenarios)
         self.say(f"planning the mean forecast and {n} scenarios alone")
         limit = self.each(n + 1, WAIT_SHARE)
@@ -350,25 +364,28 @@ class _Stochastic:
         self.need, _ = _need(list(solved.values()), limit)
         rest = [i for i in range(n + 1)
                 if i not in solved or not math.isfinite(solved[i].get("least_s") or 0.0)]
+        limits = []
         if rest:
-            most = (self.budget.left() - self.evaluation_room(1)) * self.workers \
-                / len(rest) - self.overhead
-            limit = max(limit, min(self.need, most))
-            # the mean forecast's schedule is the candidate every run evaluates: its plan
-            # gets what it needs whatever the others get
-            limits = [max(limit, self.need) if i == 0 else limit for i in rest]
+            # what the rest may take (worker-seconds): the wait-and-see share, or all
+            # that leaves the evaluation one schedule if that is more
+            pot = max(len(rest) * (limit + self.overhead),
+                      (self.budget.left() - self.evaluation_room(1)) * self.workers)
+            limits = _limits(len(rest), pot, self.need, limit, self.overhead)
             started = self.budget.elapsed()
             solved.update(zip(rest, self.runner.map(
                 solve_task, [(tasks[i], self.solver, t, self.gap)
                              for i, t in zip(rest, limits)])))
-            waves = math.ceil(len(rest) / self.workers)
-            self.overhead = max(self.overhead,
-                                (self.budget.elapsed() - started) / waves - limit)
+            spent = (self.budget.elapsed() - started) * self.workers
+            self.overhead = max(self.overhead, (spent - sum(limits)) / len(rest))
         results = [solved[i] for i in range(n + 1)]
-        self.need, self.missed = _need(results, limit)
+        # what a solve needs, from those given the need (or the first wave's limit)
+        fair = [solved[i] for i in first] + [
+            solved[i] for i, t in zip(rest, limits) if t >= self.need]
+        self.need = max(self.need, _need(fair, max([limit, *limits]))[0])
+        self.missed = _need(results, limit)[1]
         if self.missed:
-            self.say(f"{self.missed} of {n + 1} solves got no plan from their LP in "
-                     f"{limit:.0f} s; later solves get {self.need:.0f} s each")
+            self.say(f"{self.missed} of {n + 1} solves got no plan from their LP; later "
+                     f"solves get {self.need:.0f} s each")
         return results[0], results[1:]
 
     def evaluation_room(self, candidates: int) -> float:

@@ -43,6 +43,7 @@ from planner.solve.decompose.cuts import commitment_space
 from planner.stochastic import (
     MIN_SOLVE_S,
     Candidate,
+    _limits,
     _need,
     _Stochastic,
     cvar,
@@ -186,6 +187,17 @@ def test_later_solves_get_the_time_the_first_ones_needed_to_plan():
     need, missed = _need([{"least_s": 3.0}, {"least_s": math.inf}], limit=10.0)
     assert need > 10.0 and missed == 1
     assert _need([{"least_s": None}, {"status": "no_plan"}], limit=10.0) == (MIN_SOLVE_S, 0)
+
+
+def test_solves_that_cannot_all_have_what_they_need_are_not_all_cut_short():
+    # 10 solves, 100 worker-seconds, 1 s overhead each, 24 s needed: 10 × 25 do not fit;
+    # 3 × 25 + 7 × 3 = 96 do: three get the need, seven a plan at first prices
+    assert _limits(10, 100.0, 24.0, 9.0, 1.0) == [24.0] * 3 + [MIN_SOLVE_S] * 7
+    # all fit: each gets the wait-and-see share's limit, or the need if more
+    assert _limits(4, 100.0, 12.0, 9.0, 1.0) == [12.0] * 4
+    assert _limits(4, 100.0, 5.0, 9.0, 1.0) == [9.0] * 4
+    # never none: the first (the mean forecast's) gets the need whatever
+    assert _limits(3, 10.0, 24.0, 3.0, 1.0) == [24.0, MIN_SOLVE_S, MIN_SOLVE_S]
 
 
 def test_the_evaluation_compares_only_the_schedules_it_has_time_to_plan(tmp_path):
