@@ -202,14 +202,14 @@ class StochasticResult:
     gap: float
     vss_usd: float
     evpi_usd: float
+    # per scenario, the cheapest plan known for it alone (its own or a candidate's)
+    foresight: list
     out_of_sample: dict | None = None  # the schedule on fresh samples (out_of_sample)
     overhead_s: float = 0.0  # seconds a solve took beyond its time limit
     need_s: float = MIN_SOLVE_S  # the least time limit a solve needs to plan (`_need`)
     missed: int = 0  # wait-and-see solves that got no plan from their LP in their time
     cut_rounds: int = 0  # rounds of Lagrangian cuts behind the bound
     bound_from: str = "wait and see"  # what proved the bound
-    # per scenario, the cheapest plan known for it alone (its own or a candidate's)
-    foresight: list = field(default_factory=list)
 
     def scenario_rows(self) -> list[dict]:
         return [dict(name=s.name, probability=s.probability,
@@ -218,9 +218,7 @@ class StochasticResult:
                      unmet_unit_hours=r.get("unmet_unit_hours"),
                      stranded_usd=r.get("stranded_usd"),
                      wait_and_see_usd=known, status=r.get("status"))
-                for s, r, known in zip(self.scenarios, self.chosen.results,
-                                       self.foresight or [w.get("objective_usd")
-                                                          for w in self.wait_and_see])]
+                for s, r, known in zip(self.scenarios, self.chosen.results, self.foresight)]
 
 
 def _consensus(scenarios, results: list[dict], offers) -> dict:
@@ -265,10 +263,16 @@ def _need(results: list[dict], limit: float) -> tuple[float, int]:
     than `limit`, taken as limit / BOUND_SHARE (the master's first round then gets all
     the time the solve had). Models small enough to be solved whole need MIN_SOLVE_S."""
     times = [r["least_s"] for r in results if r.get("least_s") is not None]
-    missed = sum(1 for t in times if not math.isfinite(t))
+    missed = sum(map(_short, results))
     slowest = max([t for t in times if math.isfinite(t)]
                   + [limit / BOUND_SHARE] * bool(missed), default=0.0)
     return max(MIN_SOLVE_S, NEED_MARGIN * slowest), missed
+
+
+def _short(result: dict) -> bool:
+    """Whether a solve's decomposition ran out of time before its master's first round
+    (its plan and bound those at first prices); not so for models solved whole."""
+    return not math.isfinite(result.get("least_s") or 0.0)
 
 
 def _limits(count: int, pot: float, need: float, limit: float,
@@ -362,8 +366,7 @@ class _Stochastic:
             solve_task, [(tasks[i], self.solver, limit, self.gap) for i in first])))
         self.overhead = max(0.0, self.budget.elapsed() - started - limit)
         self.need, _ = _need(list(solved.values()), limit)
-        rest = [i for i in range(n + 1)
-                if i not in solved or not math.isfinite(solved[i].get("least_s") or 0.0)]
+        rest = [i for i in range(n + 1) if i not in solved or _short(solved[i])]
         limits = []
         if rest:
             # what the rest may take (worker-seconds): the wait-and-see share, or all
@@ -382,7 +385,7 @@ class _Stochastic:
         fair = [solved[i] for i in first] + [
             solved[i] for i, t in zip(rest, limits) if t >= self.need]
         self.need = max(self.need, _need(fair, max([limit, *limits]))[0])
-        self.missed = _need(results, limit)[1]
+        self.missed = sum(map(_short, results))
         if self.missed:
             self.say(f"{self.missed} of {n + 1} solves got no plan from their LP; later "
                      f"solves get {self.need:.0f} s each")
@@ -518,8 +521,8 @@ class _Stochastic:
             objective_usd=objective, bound_usd=bound,
             gap=(objective - bound) / objective if objective > 0 else 0.0,
             vss_usd=self.value(mean_candidate)[1] - expected, evpi_usd=expected - ws_value,
-            overhead_s=self.overhead, need_s=self.need, missed=self.missed,
-            cut_rounds=rounds, bound_from=bound_from, foresight=foresight)
+            foresight=foresight, overhead_s=self.overhead, need_s=self.need, missed=self.missed,
+            cut_rounds=rounds, bound_from=bound_from)
 
 
 def out_of_sample(result: StochasticResult, scenario: Scenario,
