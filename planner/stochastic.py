@@ -53,7 +53,7 @@ from planner.solve.decompose.cuts import (
     cut_with,
 )
 from planner.solve.decompose.method import BOUND_SHARE
-from planner.solve.pipeline import plan_scenario
+from planner.solve.pipeline import plan_scenario, short_of_lp
 
 MAX_CANDIDATES = 6
 # Shares of the budget: the wait-and-see solves, the cuts, the evaluations, the final
@@ -270,9 +270,8 @@ def _need(results: list[dict], limit: float) -> tuple[float, int]:
 
 
 def _short(result: dict) -> bool:
-    """Whether a solve's decomposition ran out of time before its master's first round
-    (its plan and bound those at first prices); not so for models solved whole."""
-    return not math.isfinite(result.get("least_s") or 0.0)
+    """Whether a solve (its `_summary`) ran out of time before its master's first round."""
+    return short_of_lp(result.get("least_s"))
 
 
 def _limits(count: int, pot: float, need: float, limit: float,

@@ -23,8 +23,7 @@ from planner.io.schema import PAY_AS_YOU_GO, TERMS
 from planner.model.builder import Restrictions
 from planner.report.plan import Plan
 from planner.solve.budget import Budget
-from planner.solve.decompose.method import Rounds
-from planner.solve.pipeline import plan_scenario
+from planner.solve.pipeline import plan_scenario, short_of_lp
 
 DEFAULT_POLICIES = (
     "payg=spot,on_demand",
@@ -86,6 +85,7 @@ class Variant:
     plan: Plan | None = None
     status: str = ""
     stress: dict[float, dict] = field(default_factory=dict)  # stress scale -> figures
+    least_s: float | None = None  # its solve's Run.least_s
 
     @property
     def label(self) -> str:
@@ -93,13 +93,12 @@ class Variant:
 
     @property
     def short_of_lp(self) -> bool:
-        """Whether its decomposition ran out of time before the master's first round:
-        its plan is the one at first prices, its bound that of first prices."""
-        rounds = self.plan.result.rounds if self.plan is not None else ""
-        return bool(rounds) and Rounds.parse(rounds).bound == 0
+        """Whether its solve ran out of time before its master's first round: its plan
+        is the one at first prices, its bound that of first prices."""
+        return short_of_lp(self.least_s)
 
 
-def _solve_variant(args) -> tuple[Plan | None, str, dict]:
+def _solve_variant(args) -> tuple[Plan | None, str, dict, float | None]:
     """Worker: one (policy, demand level) and, at the base level, its stress tests."""
     scenario, policy, scale, per_workload, stress_scales, solver, time_limit, gap, base = args
     s = scale_demand(scenario, scale, per_workload)
@@ -128,7 +127,7 @@ def _solve_variant(args) -> tuple[Plan | None, str, dict]:
             }
     if plan is not None:
         plan.candidates = None  # the parent needs the tables, not the search structures
-    return plan, (plan.result.status if plan else run.result.status), stress
+    return plan, (plan.result.status if plan else run.result.status), stress, run.least_s
 
 
 def run_whatif(scenario: Scenario, policies: list[Policy], demand_scales: list[float],
@@ -156,8 +155,8 @@ def run_whatif(scenario: Scenario, policies: list[Policy], demand_scales: list[f
 
     with Runner(jobs, scheduler) as runner:
         results = runner.map(_solve_variant, tasks, done)
-    for v, (plan, status, stress) in zip(variants, results):
-        v.plan, v.status, v.stress = plan, status, stress
+    for v, (plan, status, stress, least_s) in zip(variants, results):
+        v.plan, v.status, v.stress, v.least_s = plan, status, stress, least_s
         if plan is not None:
             plan.scenario = scale_demand(scenario, v.demand_scale, per_workload)
     return variants

@@ -168,11 +168,12 @@ def test_comparison_states_savings_and_top_ups_only_like_for_like(tmp_path):
     assert payg["Unmet unit-hours"] == 0 and payg["Note"] is None
 
 
-def test_a_variant_stopped_before_its_lp_is_told_apart(tmp_path):
+def test_a_variant_stopped_before_its_lp_is_told_apart(tmp_path, monkeypatch):
     # a decomposition with no time for a master round plans at first prices: the
     # comparison says so (and names it) rather than set it beside plans from their LP
     from planner.io.generate import generate
     from planner.solve.budget import Budget
+    from planner.solve.decompose.method import Rounds
     from planner.solve.pipeline import plan_scenario
 
     generate(tmp_path / "g", 8, 6, 3, 1)
@@ -180,7 +181,13 @@ def test_a_variant_stopped_before_its_lp_is_told_apart(tmp_path):
     policy = parse_policy("payg=spot,on_demand")  # the label only: plans solved here
     rough = plan_scenario(s, budget=Budget(0.0), method="decompose")
     planned = plan_scenario(s, time_limit=60, method="decompose")
-    assert Variant(policy, 1.0, rough.plan).short_of_lp
-    assert not Variant(policy, 1.0, planned.plan).short_of_lp
+    assert Variant(policy, 1.0, rough.plan, least_s=rough.least_s).short_of_lp
+    assert Rounds.parse(rough.plan.result.rounds).bound == 0  # indeed no master round
+    assert not Variant(policy, 1.0, planned.plan, least_s=planned.least_s).short_of_lp
     whole = plan_scenario(s, time_limit=60, method="whole")  # no master at all
-    assert not Variant(policy, 1.0, whole.plan).short_of_lp
+    assert not Variant(policy, 1.0, whole.plan, least_s=whole.least_s).short_of_lp
+
+    # a comparison's variant carries its solve's least_s back (decomposed, no time)
+    monkeypatch.setattr("planner.solve.pipeline.WHOLE_CELLS", 0)
+    variants = run_whatif(s, [policy], [1.0, 1.2], stress_scales=(), time_limit=0.0)
+    assert [v.short_of_lp for v in variants] == [True, True]

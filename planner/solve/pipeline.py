@@ -8,6 +8,7 @@ passes through the same tables, and the gap is taken on what the plan can change
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -43,6 +44,17 @@ class Run:
     @property
     def candidates(self):
         return self.builder.c
+
+    @property
+    def short_of_lp(self) -> bool:
+        return short_of_lp(self.least_s)
+
+
+def short_of_lp(least_s: float | None) -> bool:
+    """Whether a solve whose `Run.least_s` this is ran out of time before its master's
+    first round: its plan and bound are those at first prices. Never so for a model
+    solved whole (None)."""
+    return least_s is not None and not math.isfinite(least_s)
 
 
 def plan_scenario(scenario: Scenario, solver: str | None = None,
