@@ -16,11 +16,12 @@ _count = itertools.count()
 
 
 def solve_tables(tmp_path: Path, tables: dict, solver: str = "highs",
-                 restrictions: Restrictions | None = None, time_limit: float = 60):
+                 restrictions: Restrictions | None = None, time_limit: float = 60,
+                 gap: float = 1e-9):
     """Write, load, solve, check; return the plan (asserting the checker accepts it)."""
     folder = write_csv(tmp_path / f"scenario{next(_count)}", tables)
     scenario = load_scenario(folder)
-    run = plan_scenario(scenario, solver=solver, time_limit=time_limit, gap=1e-9,
+    run = plan_scenario(scenario, solver=solver, time_limit=time_limit, gap=gap,
                         restrictions=restrictions)
     assert run.plan is not None, f"no plan: {run}"
     problems = check_plan(scenario, run.plan, restricted=restrictions is not None)

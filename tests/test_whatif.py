@@ -131,7 +131,8 @@ def test_cli_whatif_bad_policy_exits_2(tmp_path):
 def test_cli_bad_solver_options_exit_2(tmp_path):
     folder = write_csv(tmp_path / "scn", TABLES)
     for args in (["whatif", str(folder), "--solver", "gurobi"],
-                 ["solve", str(folder), "--gap", "-1"]):
+                 ["solve", str(folder), "--gap", "-1"],
+                 ["solve", str(folder), "--gap", "1.5"]):  # a fraction, as mip_gap
         res = CliRunner().invoke(app, args)
         assert res.exit_code == 2 and "error" in res.output
 

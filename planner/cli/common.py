@@ -71,6 +71,9 @@ def _check_solver_options(solver, time_limit, gap) -> None:
         if value is not None and value < 0:
             err.print(f"[red]error:[/] {name} must not be negative")
             raise typer.Exit(EXIT_BAD_INPUT)
+    if gap is not None and gap > 1:  # as the settings table's mip_gap
+        err.print(f"[red]error:[/] --gap is a fraction (0.01 = 1 %), at most 1, not {gap:g}")
+        raise typer.Exit(EXIT_BAD_INPUT)
 
 
 FORMATS = ("table", "csv", "json")
