@@ -131,6 +131,24 @@ def test_written_files_honour_the_umask(tmp_path):
     assert stat.S_IMODE((tmp_path / "private.xlsx").stat().st_mode) == 0o600
 
 
+def test_template_and_generate_paths_that_cannot_be_written_are_bad_input(tmp_path):
+    # SPEC §4 v2: a directory, a path under a regular file: exit 2; a missing folder is
+    # created (these two wrote nothing but failed with exit 1 and the error's name)
+    a_file = tmp_path / "f"
+    a_file.write_text("x")
+    runner = CliRunner()
+    small = ["--workloads", "2", "--regions", "3", "--months", "2"]
+    for args in (["template", str(tmp_path)], ["template", str(a_file / "t.xlsx")],
+                 ["generate", str(a_file), *small], ["generate", str(a_file / "g"), *small]):
+        res = runner.invoke(app, args)
+        assert res.exit_code == 2 and "cannot write" in res.output, (args, res.output)
+        assert "Traceback" not in res.output and a_file.read_text() == "x"
+    assert runner.invoke(app, ["template", str(tmp_path / "new" / "t.xlsx")]).exit_code == 0
+    assert (tmp_path / "new" / "t.xlsx").is_file()
+    assert runner.invoke(app, ["generate", str(tmp_path / "new" / "g"), *small]).exit_code == 0
+    assert (tmp_path / "new" / "g" / "offers.csv").is_file()
+
+
 def test_a_file_that_is_not_utf8_is_named_with_its_row_and_column(tmp_path):
     folder = write_csv(tmp_path / "scn", TABLES)
     offers = folder / "offers.csv"

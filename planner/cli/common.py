@@ -201,6 +201,16 @@ def _writable(path: Path) -> str | None:
     return None
 
 
+def _check_output_folder(folder: Path) -> None:
+    """A folder the command writes files into: bad input (exit 2) when it is a file or
+    cannot be made; a missing one is created."""
+    why = f"{folder} is a file, not a folder" if folder.exists() and not folder.is_dir() \
+        else _writable(folder / ".planner-probe")
+    if why is not None:
+        err.print(f"[red]error:[/] cannot write into {folder}: {why}")
+        raise typer.Exit(EXIT_BAD_INPUT)
+
+
 def _check_outputs(*paths: Optional[Path]) -> None:
     for path in paths:
         if path is None:

@@ -11,6 +11,8 @@ from rich.table import Table
 from planner.cli.common import (
     EXIT_BAD_INPUT,
     Issue,
+    _check_output_folder,
+    _check_outputs,
     _guard,
     _print_issues,
     app,
@@ -40,6 +42,7 @@ def template(file: Path = typer.Argument(..., help="the .xlsx file to write")):
     """Write an empty input workbook: every table, its columns, notes and drop-downs."""
     from planner.io.template import write_template
 
+    _check_outputs(file)
     write_template(file)
     err.print(f"wrote {file}")
 
@@ -104,6 +107,7 @@ def generate(
     """Write a synthetic but realistic scenario (for benchmarks and experiments)."""
     from planner.io.generate import generate as make
 
+    _check_output_folder(out)
     counts = make(out, workloads, regions, months, seed)
     err.print(f"wrote {out}: " + ", ".join(f"{n} {k}" for k, n in counts.items()))
 
