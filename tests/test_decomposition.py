@@ -568,6 +568,33 @@ def test_unservable_demand_is_out_of_the_gap(tmp_path):
         / (data["objective_usd"] - data["unservable_penalty_usd"]), abs=1e-9)
 
 
+def test_json_is_strict_where_unmet_demand_has_no_site(tmp_path):
+    """A training run has no demand site; left unmet (one 8-GPU replica, 4 GPUs on
+    offer) its row's site is null beside the site of an inference workload's unmet row
+    (10 units at s1, 4 GPUs): pandas' blank was printed as NaN, which is not JSON."""
+    tables = scenario(
+        settings=H,
+        offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 2,
+                 "max_gpus": 4}],
+        workloads=[{"workload": "w", "kind": "training"},
+                   {"workload": "v", "kind": "inference"}],
+        throughput=[{"workload": "w", "gpu": "A", "units_per_gpu": 1,
+                     "gpus_per_replica": 8},
+                    {"workload": "v", "gpu": "A", "units_per_gpu": 1}],
+        demand=[{"workload": "w", "period": "2027-01", "amount": 8},
+                {"workload": "v", "period": "2027-01", "amount": 10, "site": "s1"}])
+    folder = write_csv(tmp_path / "s", tables)
+    res = CliRunner().invoke(app, ["solve", str(folder), "-o", str(tmp_path / "p.xlsx"),
+                                   "--json", "--no-baselines"])
+    assert res.exit_code == 0, res.output
+
+    def refuse(constant):
+        raise ValueError(f"{constant} is not JSON")
+
+    data = json.loads(res.stdout, parse_constant=refuse)
+    assert {u["workload"]: u["site"] for u in data["unmet"]} == {"w": None, "v": "s1"}
+
+
 @pytest.mark.parametrize("all_arcs", [dual_module.ALL_ARCS, 0])
 def test_rounds_rebuild_a_run_stopped_by_its_budget(tmp_path, all_arcs, monkeypatch):
     """Also with column generation from a few arcs a cell, arcs leaving the master."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Optional
@@ -23,6 +22,7 @@ from planner.cli.common import (
     app,
     err,
 )
+from planner.report.json_text import dumps
 
 
 def _check_format(fmt: str) -> None:
@@ -36,8 +36,7 @@ def _listed(rows: list[dict], columns: list[str], fmt: str) -> bool:
     import csv
 
     if fmt == "json":
-        sys.stdout.write(json.dumps([{c: r[c] for c in columns} for r in rows], indent=2)
-                         + "\n")
+        sys.stdout.write(dumps([{c: r[c] for c in columns} for r in rows]))
     elif fmt == "csv":
         writer = csv.DictWriter(sys.stdout, fieldnames=columns, extrasaction="ignore",
                                 lineterminator="\n")

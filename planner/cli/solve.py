@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import time
 from contextlib import ExitStack
@@ -31,6 +30,7 @@ from planner.cli.common import (
     default_scenario,
     err,
 )
+from planner.report.json_text import dumps
 
 # Share of the solve's time the plan gets when the comparison plans are solved after it
 # (one core; they share the rest): they are what its savings are stated against, not the
@@ -174,7 +174,7 @@ def solve(
               + (f", rounds {res.rounds}" if res.rounds else "") + f"; wrote {out}")
     if as_json:
         data = plan_json(plan, baselines=compare)
-        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        sys.stdout.write(dumps(data))
 
 
 def _comparison_plans(s, plan, run, beside, baselines, solver, gap, budget, threads):
@@ -276,6 +276,6 @@ def _solve_stochastic(s, budget, keep, out, as_json, focus, solver, gap, samples
     if as_json:
         data = plan_json(plan)
         data["stochastic"] = stochastic_json(result)
-        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+        sys.stdout.write(dumps(data))
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -31,6 +30,7 @@ from planner.cli.common import (
     app,
     err,
 )
+from planner.report.json_text import dumps
 
 
 @app.command()
@@ -142,7 +142,6 @@ def whatif(
                   f"and demand scales compare them better[/]")
     err.print(f"wrote {out}")
     if as_json:
-        sys.stdout.write(json.dumps({"policies": [variant_summary(v) for v in variants]},
-                                    indent=2, default=float) + "\n")
+        sys.stdout.write(dumps({"policies": [variant_summary(v) for v in variants]}))
 
 

@@ -36,7 +36,8 @@ def plan_json(plan: Plan, seconds: float | None = None,
         for a in plan.assignments.itertuples()
     ]
     unmet = [
-        dict(workload=u.workload, site=u.site, month=u.month_label, segment=int(u.segment),
+        dict(workload=u.workload, site=u.site if isinstance(u.site, str) else None,
+             month=u.month_label, segment=int(u.segment),
              units=_r(u.units), unit_hours=_r(u.unit_hours), reason=u.reason)
         for u in plan.unmet.itertuples()
     ]
