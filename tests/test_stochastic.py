@@ -41,6 +41,7 @@ from planner.model.candidates import find_candidates
 from planner.solve.budget import Budget
 from planner.solve.decompose.cuts import commitment_space
 from planner.stochastic import (
+    MIN_NEED_S,
     MIN_SOLVE_S,
     Candidate,
     _limits,
@@ -95,6 +96,17 @@ def test_the_newsvendor_commits_for_the_low_scenario(tmp_path):
     assert [c["gpus"] for c in out["commitments"]] == [5]
     assert set(st) >= {"expected_cost_usd", "cvar_usd", "cvar_alpha", "vss_usd", "evpi_usd",
                        "scenarios"}
+
+
+def test_a_short_budget_still_leaves_small_models_their_cuts(tmp_path):
+    # 10 s: the solves take a fraction of a second each, so there is time for the cuts
+    # and for every schedule; they were each reckoned at 2 s, which left none for the
+    # cuts and one schedule to evaluate: the mean forecast's 10 GPUs, $2,750 expected
+    # (low 10 × 100 × 2 = 2,000; high 2,000 + 5 × 100 × 3 = 3,500), not the $2,500 of 5
+    st = _solve(tmp_path, "--time-limit", "10")["stochastic"]
+    assert st["cut_rounds"] >= 2 and st["mip_gap"] == pytest.approx(0)
+    assert st["expected_cost_usd"] == pytest.approx(2500)
+    assert st["status"] == "optimal"
 
 
 def test_risk_aversion_commits_for_the_high_scenario(tmp_path):
@@ -181,12 +193,16 @@ def test_sampled_scenarios_are_checked_out_of_sample(tmp_path):
 def test_later_solves_get_the_time_the_first_ones_needed_to_plan():
     # wait-and-see solves given 10 s would have made their plans from the LP with 3 s and
     # 8 s: later solves get more than 8 s; one that made none within its 10 s: more
-    # than 10 s; models solved whole (no master): the floor
+    # than 10 s; models solved whole (no master): what their solves took, at least the
+    # floor (a solve that found no plan tells nothing)
     need, missed = _need([{"least_s": 3.0}, {"least_s": 8.0}], limit=10.0)
     assert need > 8.0 and missed == 0
     need, missed = _need([{"least_s": 3.0}, {"least_s": math.inf}], limit=10.0)
     assert need > 10.0 and missed == 1
-    assert _need([{"least_s": None}, {"status": "no_plan"}], limit=10.0) == (MIN_SOLVE_S, 0)
+    need, missed = _need([{"least_s": None, "seconds": 4.0}, {"least_s": 3.0}], limit=10.0)
+    assert 4.0 < need < 10.0 and missed == 0
+    assert _need([{"least_s": None, "seconds": 0.05}, {"status": "no_plan"}],
+                 limit=10.0) == (MIN_NEED_S, 0)
 
 
 def test_solves_that_cannot_all_have_what_they_need_are_not_all_cut_short():
