@@ -3,6 +3,9 @@ reconciling totals, finance formatting, text that never becomes a formula, atomi
 
 from __future__ import annotations
 
+import datetime as dt
+import re
+
 import pytest
 from openpyxl import load_workbook
 from rendering import error_values, recalculated, too_narrow
@@ -144,6 +147,46 @@ def test_sheets_formulas_and_finance_formatting(finance):
     commit = wb["Commitments"]
     head = [c.value for c in commit[1]]
     assert commit.cell(2, head.index("Utilization") + 1).number_format == "0.0%"
+
+
+DATE_TEXT = re.compile(r"^\d{4}-\d{2}(-\d{2})?$")
+
+
+def test_every_sheet_prints_and_dates_are_dates(finance, tmp_path):
+    # SPEC §5 v2: every sheet prints (print titles, fit to width); dates are dates — also
+    # the FOCUS sheet's periods and the months of unmet demand in Diagnostics (text
+    # before); the input sheets stay as read. Demand left unmet: 4 GPUs on offer, an
+    # 8-GPU training replica and 10 units of inference at one unit a GPU.
+    unmet = scenario(
+        offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 2,
+                 "max_gpus": 4}],
+        workloads=[{"workload": "w", "kind": "training"},
+                   {"workload": "v", "kind": "inference"}],
+        throughput=[{"workload": "w", "gpu": "A", "units_per_gpu": 1, "gpus_per_replica": 8},
+                    {"workload": "v", "gpu": "A", "units_per_gpu": 1}],
+        demand=[{"workload": "w", "period": "2027-01", "amount": 8},
+                {"workload": "v", "period": "2027-01", "amount": 10, "site": "s1"}])
+    plan = solve_tables(tmp_path, unmet)
+    assert len(plan.unmet) > 0
+    write_workbook(plan, tmp_path / "unmet.xlsx")
+    for path in (finance[1], tmp_path / "unmet.xlsx"):
+        wb = load_workbook(path)
+        for ws in wb.worksheets:
+            assert ws.print_title_rows == "$1:$1", ws.title
+            assert ws.sheet_properties.pageSetUpPr.fitToPage and ws.page_setup.fitToWidth == 1
+            if ws.title.startswith("Input "):
+                continue
+            as_text = [c.coordinate for row in ws.iter_rows() for c in row
+                       if isinstance(c.value, str) and DATE_TEXT.match(c.value)]
+            assert as_text == [], (ws.title, as_text[:5])
+        focus = wb["FOCUS"]
+        head = [c.value for c in focus[1]]
+        start = focus.cell(2, head.index("ChargePeriodStart") + 1)
+        assert isinstance(start.value, dt.datetime) and start.number_format == "yyyy-mm-dd"
+    rows = [tuple(c.value for c in row[:3]) for row in wb["Diagnostics"].iter_rows()]
+    start = rows.index(("Unmet demand", None, None)) + 2  # below its header
+    months = [r[2] for r in rows[start:start + len(plan.unmet)]]
+    assert all(isinstance(m, dt.datetime) for m in months), months
 
 
 def test_input_text_never_becomes_a_formula(finance):

@@ -39,6 +39,7 @@ from planner.report.plan import COST_KEYS, Plan
 USD = '"$"#,##0.00'
 RATE = '"$"#,##0.0000'  # prices per GPU-hour or GB: four decimals, so a hand check holds
 MONTH = "yyyy-mm"  # months are dates (their first day), shown as 2027-01
+DAY = "yyyy-mm-dd"
 USD0 = '"$"#,##0'
 PCT = "0.0%"
 NUM = "#,##0.###"
@@ -203,8 +204,8 @@ def print_setup(wb: Workbook) -> None:
     """Every sheet prints one page wide; a table's header row repeats on every page."""
     for ws in wb.worksheets:
         fit_to_page_width(ws)
-        if ws.freeze_panes == "A2":  # a Sheet: one header row over its table
-            ws.print_title_rows = "1:1"
+        # a table's header row (a Sheet's), or a sheet's title, on every page
+        ws.print_title_rows = "1:1"
 
 
 def _name(wb: Workbook, name: str, ref: str) -> None:
@@ -604,11 +605,13 @@ def _diagnostics_sheet(wb, plan: Plan) -> None:
     if plan.unmet.empty:
         ws.cell(r, 1, "none: all demand is served")
         r += 1
+    st = s.settings
     for u in plan.unmet.itertuples():
         for j, v in enumerate([u.workload, u.site if isinstance(u.site, str) else "",
-                               u.month_label, int(u.segment), u.units, u.unit_hours,
-                               u.penalty_usd, u.reason], start=1):
+                               month_date(st, int(u.month)), int(u.segment), u.units,
+                               u.unit_hours, u.penalty_usd, u.reason], start=1):
             text_cell(ws.cell(r, j), v)
+        ws.cell(r, 3).number_format = MONTH
         ws.cell(r, 7).number_format = USD
         r += 1
     r += 1
@@ -786,13 +789,16 @@ def _focus_sheet(wb, plan: Plan) -> None:
     from planner.report.focus import COLUMNS, focus_rows
 
     money = ("ListCost", "BilledCost", "EffectiveCost")
+    dates = {c for c in COLUMNS if c.endswith(("PeriodStart", "PeriodEnd"))}
     sh = Sheet(wb, "FOCUS", [(c, USD if c in money else RATE if c == "ListUnitPrice"
-                               else NUM if c.endswith("Quantity") else None)
-                              for c in COLUMNS],
+                               else NUM if c.endswith("Quantity") else DAY if c in dates
+                               else None) for c in COLUMNS],
                notes={"EffectiveCost": "sums to the plan's total cost (nominal): commitments "
                                        "amortized over their GPU-hours, used and unused"})
     for row in focus_rows(plan):
-        sh.add([row[c] if row[c] != "" else None for c in COLUMNS])
+        # the CSV's ISO dates as dates (SPEC §5 v2: dates are dates)
+        sh.add([None if row[c] == "" else dt.date.fromisoformat(row[c]) if c in dates
+                else row[c] for c in COLUMNS])
     sh.finish()
 
 
