@@ -209,12 +209,19 @@ def test_unknown_tables_columns_and_settings_are_warnings(tmp_path):
 
 
 def test_demand_outside_the_horizon_is_one_warning(tmp_path):
-    data = scenario(demand=[{"workload": "w", "period": "2027-01", "amount": 1},
+    # SPEC §2: rows outside the horizon are counted (rows, not months: a quarter outside
+    # counted three). The horizon is January 2027 alone: 2027Q1 keeps January and is
+    # partly outside; 2026Q4, 2030-01 and 2026-12 are three rows outside.
+    data = scenario(demand=[{"workload": "w", "period": "2027Q1", "amount": 1},
                             {"workload": "w", "period": "2026Q4", "amount": 1},
-                            {"workload": "w", "period": "2030-01", "amount": 1}])
+                            {"workload": "w", "period": "2030-01", "amount": 1},
+                            {"workload": "w", "period": "2026-12", "amount": 1}])
     result, issues = _issues(tmp_path, data)
     outside = [i for i in issues if "outside the horizon" in i.message]
-    assert result is not None and len(outside) == 1 and "4 month(s)" in outside[0].message
+    assert result is not None and len(outside) == 1
+    assert "3 row(s) of demand lie outside the horizon" in outside[0].message
+    assert "1 quarter row(s) lie partly outside" in outside[0].message
+    assert [(d.month, d.amount) for d in result.demand] == [(0, 1)]
 
 
 def test_stale_prices_are_named_in_a_warning(tmp_path):

@@ -536,7 +536,7 @@ class _Builder:
         reachable = _reachable_from_regions(sites, links, regions)
         rows: list[Demand] = []
         seen: dict[tuple, int] = {}
-        outside = 0
+        outside = partly = 0  # demand rows wholly, and quarters partly, outside
         for number, v, ok in self.rows["demand"]:
             if not ok:
                 continue
@@ -561,10 +561,12 @@ class _Builder:
             kind, (year, part) = v["period"]
             first = _month_index(s, (year, 3 * part - 2) if kind == "quarter" else (year, part))
             count = 3 if kind == "quarter" else 1
-            for month in range(first, first + count):
-                if not 0 <= month < s.horizon_months:
-                    outside += 1
-                    continue
+            inside = [m for m in range(first, first + count) if 0 <= m < s.horizon_months]
+            if not inside:
+                outside += 1
+            elif len(inside) < count:
+                partly += 1
+            for month in inside:
                 key = (w.workload, v["site"], month)
                 if key in seen:
                     self.out.error(label, number, "period",
@@ -574,9 +576,12 @@ class _Builder:
                     continue
                 seen[key] = number
                 rows.append(Demand(w.workload, month, v["amount"], v["site"]))
-        if outside:
-            self.out.warn(label, None, "period",
-                          f"{outside} month(s) of demand lie outside the horizon; ignored")
+        if outside or partly:
+            # SPEC §2: rows outside the horizon are ignored and counted in one warning
+            self.out.warn(label, None, "period", "; ".join(
+                [f"{outside} row(s) of demand lie outside the horizon; ignored"] * bool(outside)
+                + [f"{partly} quarter row(s) lie partly outside it; their months outside "
+                   "ignored"] * bool(partly)))
         if not rows and s is not None:
             self.out.warn(label, None, None, "no demand inside the horizon: the plan "
                           "buys nothing (is the forecast empty?)")
