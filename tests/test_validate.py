@@ -277,3 +277,46 @@ def test_cli_solve_bad_input_writes_nothing(tmp_path):
     assert not out.exists()
     assert "Traceback" not in res.output
     assert "not a number" in res.output
+
+
+def test_a_row_left_out_for_one_problem_still_has_its_others_reported(tmp_path):
+    # SPEC §3: every problem at once. A duplicate region naming an unknown site, a region
+    # with a negative egress price naming another, an existing contract that is not
+    # whole GPUs and ends before it starts, a scenario row with a bad month and an
+    # unknown workload: each problem once, and the probabilities' sum counts that row
+    data = scenario(
+        regions=[{"region": "r1", "provider": "p", "site": "s1"},
+                 {"region": "r1", "provider": "p", "site": "nowhere"},
+                 {"region": "r2", "provider": "p", "site": "nowhere2",
+                  "egress_usd_per_gb": -1}],
+        existing=[{"region": "r1", "gpu": "A", "gpus": 2.5, "start_month": "2027-03",
+                   "end_month": "2027-01", "usd_per_gpu_hour": 3}],
+        demand_scenarios=[{"scenario": "low", "probability": 0.5, "multiplier": 0.5},
+                          {"scenario": "mid", "probability": 0.5, "workload": "ghost",
+                           "period": "2027-13", "multiplier": 1}])
+    result, issues = _issues(tmp_path, data)
+    errors = {(i.table, i.row, i.column): i.message for i in issues if i.severity == "error"}
+    assert result is None
+    assert errors == {
+        ("regions.csv", 3, "region"): "duplicate region 'r1' (first at row 2)",
+        ("regions.csv", 3, "site"): "unknown site 'nowhere'",
+        ("regions.csv", 4, "egress_usd_per_gb"): errors[("regions.csv", 4,
+                                                           "egress_usd_per_gb")],
+        ("regions.csv", 4, "site"): "unknown site 'nowhere2'",
+        ("existing.csv", 2, "gpus"): errors[("existing.csv", 2, "gpus")],
+        ("existing.csv", 2, "end_month"): "end_month is before start_month",
+        ("demand_scenarios.csv", 3, "period"): errors[("demand_scenarios.csv", 3, "period")],
+        ("demand_scenarios.csv", 3, "workload"): "unknown workload 'ghost'",
+    }, errors
+
+
+def test_rows_that_name_an_invalid_row_are_not_said_to_name_nothing(tmp_path):
+    # the workload's own problem once, not "unknown workload 'w'" in its throughput and
+    # demand rows; a regions table missing a column: not "unknown region" in every offer
+    data = scenario(workloads=[{"workload": "w", "kind": "inference", "peak_to_average": 2,
+                                "peak_hours_share": 0.75}])
+    del data["regions"][0]["provider"]
+    result, issues = _issues(tmp_path, data)
+    errors = [(i.table, i.row, i.column) for i in issues if i.severity == "error"]
+    assert sorted(errors) == [("regions.csv", 1, "provider"),
+                              ("workloads.csv", 2, "peak_hours_share")], errors

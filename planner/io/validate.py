@@ -36,6 +36,7 @@ from planner.io.schema import (
     SETTINGS,
     SETTINGS_BY_NAME,
     TABLES,
+    TABLES_BY_NAME,
     Column,
 )
 
@@ -259,7 +260,7 @@ def validate(raw: RawScenario) -> tuple[Scenario | None, list[Issue]]:
         # references to an unreadable table's rows would all be reported as unknown
         return None, _sorted(issues)
     settings = _settings(rows["settings"], labels["settings"], out)
-    builder = _Builder(rows, labels, settings, out)
+    builder = _Builder(rows, labels, settings, out, _named(raw))
     scenario_parts = builder.build()
     errors = [i for i in issues if i.severity == "error"]
     if errors or settings is None:
@@ -333,8 +334,11 @@ def _settings(rows, label: str, out: _Collector) -> Settings | None:
 class _Builder:
     """Cross-row and cross-table rules, building the typed rows as it goes."""
 
-    def __init__(self, rows, labels, settings: Settings | None, out: _Collector):
+    def __init__(self, rows, labels, settings: Settings | None, out: _Collector,
+                 named: dict[str, set]):
         self.rows, self.labels, self.settings, self.out = rows, labels, settings, out
+        self.named = named  # _named: what each table names, valid rows or not
+        self.duplicates: list[tuple] = []  # (table, row number, values) left out
 
     def _unique(self, table: str, key_of, what: str):
         """Rows whose key is new; duplicates reported with the first row's number."""
@@ -346,14 +350,19 @@ class _Builder:
             if key in seen:
                 self.out.error(self.labels[table], number, what.split(",")[0].strip(),
                                f"duplicate {what} {key!r} (first at row {seen[key]})")
+                self.duplicates.append((table, number, values))
                 continue
             seen[key] = number
             yield number, values
 
     def _ref(self, table, number, column, value, known, what) -> bool:
+        """Whether `value` names a valid `what`; an error if it names none at all (a
+        row that names an invalid one is left out silently: that row's problems are
+        reported where they are, not once more in every row that refers to it)."""
         if value is None or value in known:
             return True
-        self.out.error(self.labels[table], number, column, f"unknown {what} '{value}'")
+        if value not in self.named.get(what, ()):
+            self.out.error(self.labels[table], number, column, f"unknown {what} '{value}'")
         return False
 
     def build(self) -> dict:
@@ -371,12 +380,25 @@ class _Builder:
         demand = self._demand(workloads, site_names, sites, links, regions)
         self._implausible_demand(throughput)
         existing = self._existing(region_names, gpu_names)
+        self._references_of_rows_left_out({"gpu": gpu_names, "site": site_names,
+                                           "region": region_names,
+                                           "workload": workload_names})
         return dict(
             gpus=tuple(gpus), sites=tuple(sites), links=tuple(links), regions=tuple(regions),
             offers=tuple(offers), workloads=tuple(workloads), throughput=tuple(throughput),
             demand=tuple(demand), existing=tuple(existing),
             demand_scenarios=tuple(self._demand_scenarios(workload_names)),
         )
+
+    def _references_of_rows_left_out(self, known: dict[str, set]) -> None:
+        """The names a row refers to, checked also where the row is left out for another
+        problem (a cell that does not parse, a duplicate): every problem at once."""
+        left_out = [(table, number, values) for table in _REFERENCES
+                    for number, values, ok in self.rows[table] if not ok]
+        for table, number, values in left_out + self.duplicates:
+            for column, what in _REFERENCES.get(table, ()):
+                if values.get(column) is not None:
+                    self._ref(table, number, column, values[column], known[what], what)
 
     def _sites(self):
         sites = []
@@ -618,13 +640,14 @@ class _Builder:
         s = self.settings
         rows = []
         for number, v, ok in self.rows["existing"]:
-            if not ok:
-                continue
-            ok = self._ref("existing", number, "region", v["region"], region_names, "region")
-            ok &= self._ref("existing", number, "gpu", v["gpu"], gpu_names, "gpu")
-            if v["end_month"] < v["start_month"]:
+            if v.get("start_month") and v.get("end_month") and \
+                    v["end_month"] < v["start_month"]:
                 self.out.error(label, number, "end_month", "end_month is before start_month")
                 ok = False
+            if not ok:
+                continue  # its references: _references_of_rows_left_out
+            ok = self._ref("existing", number, "region", v["region"], region_names, "region")
+            ok &= self._ref("existing", number, "gpu", v["gpu"], gpu_names, "gpu")
             if not ok or s is None:
                 continue
             rows.append(Existing(v["region"], v["gpu"], int(v["gpus"]),
@@ -642,6 +665,12 @@ class _Builder:
         first_row: dict[str, int] = {}
         for number, v, ok in self.rows["demand_scenarios"]:
             if not ok:
+                # its scenario's probability still counts towards the sum (else the sum
+                # is off by it, a second, false, problem)
+                if v.get("scenario") is not None and v.get("probability") is not None:
+                    found.setdefault(v["scenario"], {"probability": v["probability"],
+                                                     "multipliers": {}})
+                    first_row.setdefault(v["scenario"], number)
                 continue
             name = v["scenario"]
             if v["workload"] is not None:
@@ -678,6 +707,39 @@ class _Builder:
         return [DemandScenario(name, x["probability"],
                                tuple(sorted(x["multipliers"].items(), key=str)))
                 for name, x in found.items()]
+
+
+# per table, its columns that name a row of another table, and what they name
+_REFERENCES = {
+    "links": (("site_a", "site"), ("site_b", "site")), "regions": (("site", "site"),),
+    "offers": (("region", "region"), ("gpu", "gpu")),
+    "throughput": (("workload", "workload"), ("gpu", "gpu")),
+    "demand": (("workload", "workload"), ("site", "site")),
+    "existing": (("region", "region"), ("gpu", "gpu")),
+    "demand_scenarios": (("workload", "workload"),),
+}
+# what a reference names -> (its table, the column holding the name)
+_NAMED_BY = {"gpu": ("gpus", "gpu"), "site": ("sites", "site"),
+             "region": ("regions", "region"), "workload": ("workloads", "workload")}
+
+
+def _named(raw: RawScenario) -> dict[str, set]:
+    """Every gpu, site, region and workload a table names, in rows valid or not (and in
+    tables missing a required column)."""
+    out: dict[str, set] = {}
+    for what, (table_name, column_name) in _NAMED_BY.items():
+        table = raw.tables.get(table_name)
+        column = next(c for c in TABLES_BY_NAME[table_name].columns if c.name == column_name)
+        names = set()
+        for _, cells in (table.rows if table else []):
+            try:
+                v = parse_cell(column, cells.get(column_name))
+            except CellError:
+                continue
+            if v is not BLANK:
+                names.add(v)
+        out[what] = names
+    return out
 
 
 def _month_index(settings: Settings, year_month: tuple[int, int]) -> int:
