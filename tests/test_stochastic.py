@@ -127,6 +127,17 @@ def test_risk_aversion_commits_for_the_high_scenario(tmp_path):
     assert labels["Risk aversion λ"] == 1
 
 
+def test_stochastic_options_without_stochastic_are_said_to_change_nothing(tmp_path):
+    folder = write_csv(tmp_path / "s", NEWSVENDOR)
+    res = CliRunner().invoke(app, ["solve", str(folder), "--samples", "3", "--jobs", "2",
+                                   "--no-baselines", "-o", str(tmp_path / "p.xlsx")])
+    assert res.exit_code == 0
+    assert "--samples, --jobs apply to --stochastic only; ignored" in res.output
+    res = CliRunner().invoke(app, ["solve", str(folder), "--no-baselines",
+                                   "-o", str(tmp_path / "p.xlsx")])
+    assert res.exit_code == 0 and "--stochastic only" not in res.output
+
+
 def test_probabilities_that_do_not_sum_to_one_are_bad_input(tmp_path):
     bad = dict(NEWSVENDOR, demand_scenarios=[
         {"scenario": "low", "probability": 0.5, "multiplier": 0.5},

@@ -121,6 +121,10 @@ def solve(
                     start=started)
     keep = _report_seconds(s)
     _warn_short_budget(budget, keep)
+    if not stochastic:
+        _warn_stochastic_only(samples=samples, demand_spread=demand_spread, seed=seed,
+                              correlation=correlation, risk_aversion=risk_aversion,
+                              cvar_alpha=cvar_alpha, jobs=jobs, scheduler=scheduler)
     if stochastic:
         _solve_stochastic(s, budget, keep, out, as_json, focus, solver, gap, samples,
                           demand_spread, seed, correlation, risk_aversion, cvar_alpha, jobs,
@@ -175,6 +179,20 @@ def solve(
     if as_json:
         data = plan_json(plan, baselines=compare)
         sys.stdout.write(dumps(data))
+
+
+# the options of --stochastic alone, as their defaults
+_STOCHASTIC_DEFAULTS = dict(samples=None, demand_spread=0.2, seed=0, correlation=0.5,
+                            risk_aversion=0.0, cvar_alpha=0.9, jobs=1, scheduler=None)
+
+
+def _warn_stochastic_only(**given) -> None:
+    """Say so when options of --stochastic are given without it: they change nothing."""
+    moot = [f"--{name.replace('_', '-')}" for name, value in given.items()
+            if value != _STOCHASTIC_DEFAULTS[name]]
+    if moot:
+        err.print(f"[yellow]warning: {', '.join(moot)} appl{'ies' if len(moot) == 1 else 'y'}"
+                  f" to --stochastic only; ignored[/]")
 
 
 def _comparison_plans(s, plan, run, beside, baselines, solver, gap, budget, threads):
