@@ -159,7 +159,7 @@ def test_a_file_that_is_not_utf8_is_named_with_its_row_and_column(tmp_path):
     assert res.exit_code == 2
     assert "not UTF-8: byte 0xE9" in res.output
     problem = next(line for line in res.output.splitlines() if "0xE9" in line)
-    assert "offers.csv" in problem and " 3 " in problem and "region" in problem
+    assert "offers.csv, row 3, column region" in problem
     # nothing that merely follows from it: no missing table, no unknown region or offer
     assert "1 error(s)" in res.output, res.output
 

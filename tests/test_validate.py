@@ -267,6 +267,9 @@ def test_cli_validate_exit_status_and_listing(tmp_path):
     assert "Traceback" not in res.output and res.exception is None or \
         isinstance(res.exception, SystemExit)
     assert "unknown gpu 'Z9'" in res.output and "1 error(s)" in res.output
+    # not a terminal: one line a problem, whole at any width (a table wrapped it)
+    res = runner.invoke(app, ["validate", str(bad)], env={"COLUMNS": "40"})
+    assert "error: offers.csv, row 2, column gpu: unknown gpu 'Z9'" in res.output.splitlines()
 
 
 def test_cli_solve_bad_input_writes_nothing(tmp_path):

@@ -13,6 +13,7 @@ from typing import Optional
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from planner import interrupt
 from planner.io.issues import Issue, ScenarioError
@@ -37,15 +38,21 @@ def default_scenario() -> Path:
 
 
 def _print_issues(issues: list[Issue], scenario: str) -> None:
-    if issues:
+    """Every problem: a table on a terminal; elsewhere (a log, CI, a pipe) one line
+    each, whole whatever the width, so that it can be searched for."""
+    if issues and err.is_terminal:
         table = Table(title=f"Problems in {scenario}", show_lines=False, expand=False)
         for col in ("", "table", "row", "column", "problem"):
             table.add_column(col, overflow="fold")
         for i in issues:
             mark = "[red]error[/]" if i.severity == "error" else "[yellow]warning[/]"
-            table.add_row(mark, i.table, "" if i.row is None else str(i.row),
-                          i.column or "", i.message)
+            table.add_row(mark, Text(i.table), "" if i.row is None else str(i.row),
+                          Text(i.column or ""), Text(i.message))
         err.print(table)
+    for i in issues if not err.is_terminal else ():
+        where = ", ".join([i.table] + [f"row {i.row}"] * (i.row is not None)
+                          + [f"column {i.column}"] * bool(i.column))
+        err.print(f"{i.severity}: {where}: {i.message}", markup=False, soft_wrap=True)
     errors = sum(1 for i in issues if i.severity == "error")
     warnings = len(issues) - errors
     verdict = "[red]not valid[/]" if errors else "[green]valid[/]"
