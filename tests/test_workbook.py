@@ -242,6 +242,17 @@ def test_cli_solve_writes_json_and_workbook(tmp_path):
     for a in data["assignments"]:
         assert {"month", "workload", "region", "gpu", "term", "gpus"} <= set(a)
     assert out.exists() and model.read_text().startswith("*") or "NAME" in model.read_text()
+    # the model file solves to the plan's objective, its constant (the existing contract)
+    # included: PuLP's MPS left it out
+    import highspy
+
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", False)
+    h.readModel(str(model))
+    h.run()
+    assert h.getLp().offset_ > 0
+    assert h.getInfo().objective_function_value == pytest.approx(data["objective_usd"],
+                                                                  rel=1e-4)
     # same input, same plan
     again = CliRunner().invoke(app, ["solve", str(folder), "-o", str(out), "--json"])
     second = json.loads(again.stdout)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from planner.io.scenario import Scenario
 from planner.model.builder import ModelBuilder, Restrictions
@@ -156,5 +157,15 @@ def _whole(builder: ModelBuilder, solver: str, budget: Budget, gap: float,
 
 
 def export_model(run: Run, path) -> None:
-    """Write the whole model of a run as MPS (for audit, and for any solver)."""
-    run.builder.build().prob.writeMPS(str(path))
+    """Write the whole model of a run as MPS (for audit, and for any solver), with its
+    objective's constant (existing contracts, unservable demand): PuLP leaves it out;
+    MPS states it as the objective row's right-hand side, negated (as HiGHS and CBC
+    read it), so the file's optimum is the plan's objective."""
+    prob = run.builder.build().prob
+    prob.writeMPS(str(path))
+    constant = prob.objective.constant if prob.objective is not None else 0.0
+    if constant:
+        name = prob.objective.name or "OBJ"
+        text = Path(path).read_text()
+        text = text.replace("\nRHS\n", f"\nRHS\n    RHS       {name:<8}  {-constant: .12e}\n", 1)
+        Path(path).write_text(text)
