@@ -203,5 +203,7 @@ def variant_summary(v: Variant) -> dict:
     out["average_commitment_utilization"] = used / available if available else None
     out["obligation_usd"] = v.plan.totals["obligation_usd"]
     out["beyond_horizon_usd"] = v.plan.totals["beyond_horizon_usd"]
-    out["stress"] = {f"{k:g}": val for k, val in v.stress.items()}
+    out["stress"] = {f"{k:g}": {name: round(x, 2) if isinstance(x, float) else x
+                                for name, x in val.items()}
+                     for k, val in v.stress.items()}  # money to the cent, as solve's
     return out

@@ -169,6 +169,58 @@ def test_comparison_states_savings_and_top_ups_only_like_for_like(tmp_path):
     assert payg["Unmet unit-hours"] == 0 and payg["Note"] is None
 
 
+def test_no_saving_is_stated_where_pay_as_you_go_serves_less(tmp_path):
+    # On-demand holds 1 GPU (10 of the 20 units): pay-as-you-go leaves 10 units a month
+    # unmet (6 × 10 × 100 = 6,000 unit-hours) and so costs less than it would serving all;
+    # the r3 policy serves everything: not like for like either, no saving stated
+    from planner.report.whatif_workbook import write_whatif_workbook
+
+    tables = dict(TABLES)
+    tables["offers"] = [dict(o, max_gpus=1) if o["term"] == "on_demand" else o
+                        for o in TABLES["offers"]]
+    s = load_scenario(write_csv(tmp_path / "scn", tables))
+    policies = [parse_policy("payg=spot,on_demand"), parse_policy("r3=reserved:3")]
+    variants = run_whatif(s, policies, [1.0], stress_scales=())
+    write_whatif_workbook(s, variants, tmp_path / "w.xlsx", ())
+    ws = load_workbook(tmp_path / "w.xlsx")["Comparison"]
+    head = [c.value for c in ws[1]]
+    rows = {r[0]: dict(zip(head, r)) for r in ws.iter_rows(min_row=2, values_only=True)
+            if r[0] is not None}
+    assert rows["payg"]["Unmet unit-hours"] == pytest.approx(6000)
+    assert rows["r3"]["Unmet unit-hours"] == 0
+    assert rows["r3"]["Savings vs pay-as-you-go"] is None
+    assert rows["r3"]["Note"] == ("no saving stated: it leaves 0.0 unit-hours unmet, "
+                                  "pay-as-you-go 6,000.0")
+    assert not any(h and h.startswith("Stress") for h in head)
+
+
+def test_stress_columns_follow_the_scales_given(tmp_path):
+    # one fall: its total and idle commitments once; a fall and two rises: each its own
+    # columns (a rise: its total, pay-as-you-go and top-up); none ('' ): no columns
+    folder = write_csv(tmp_path / "scn", TABLES)
+    runner = CliRunner()
+    expected = {
+        "-0.2": ["Stress 0.8× total", "Stress 0.8× idle committed"],
+        "-0.2,+0.1,+0.3": ["Stress 0.8× total", "Stress 0.8× idle committed",
+                           "Stress 1.1× total", "Stress 1.1× pay-as-you-go",
+                           "Stress 1.1× top-up", "Stress 1.3× total",
+                           "Stress 1.3× pay-as-you-go", "Stress 1.3× top-up"],
+        "": []}
+    for stress, columns in expected.items():
+        out = tmp_path / f"w{len(columns)}.xlsx"
+        res = runner.invoke(app, ["whatif", str(folder), "--policy", "r3=reserved:3",
+                                  "--stress", stress, "-o", str(out), "--jobs", "1",
+                                  "--json"])
+        assert res.exit_code == 0, res.output
+        head = [c.value for c in load_workbook(out)["Comparison"][1]]
+        assert [h for h in head if h.startswith("Stress") and "unmet" not in h] == columns
+        data = json.loads(res.stdout)
+        # one object per policy given; the pay-as-you-go reference the command added apart
+        assert [p["name"] for p in data["policies"]] == ["r3"]
+        assert [p["name"] for p in data["payg_reference"]] == ["payg-reference"]
+        assert len(data["policies"][0]["stress"]) == stress.count(",") + bool(stress)
+
+
 def test_a_variant_stopped_before_its_lp_is_told_apart(tmp_path, monkeypatch):
     # a decomposition with no time for a master round plans at first prices: the
     # comparison says so (and names it) rather than set it beside plans from their LP

@@ -86,8 +86,10 @@ def whatif(
     if len(set(names)) != len(names):
         err.print("[red]error:[/] two policies have the same name")
         raise typer.Exit(EXIT_BAD_INPUT)
+    reference = None  # the savings' pay-as-you-go plan, where no policy given is one
     if not any(set(p.terms) <= {"spot", "on_demand"} for p in policies):
-        policies.append(Policy("payg-reference", {"spot": None, "on_demand": None}))
+        reference = Policy("payg-reference", {"spot": None, "on_demand": None})
+        policies.append(reference)
     scales = _numbers(demand_scale, "--demand-scale")
     stress_scales = tuple(1.0 + x for x in _numbers(stress, "--stress"))
     if not scales or any(x < 0 for x in scales) or any(x < 0 for x in stress_scales):
@@ -142,6 +144,12 @@ def whatif(
                   f"and demand scales compare them better[/]")
     err.print(f"wrote {out}")
     if as_json:
-        sys.stdout.write(dumps({"policies": [variant_summary(v) for v in variants]}))
+        # one object per policy given (SPEC §4); the reference the savings are taken
+        # against, where the command added it, apart
+        data = {"policies": [variant_summary(v) for v in variants if v.policy is not reference]}
+        if reference is not None:
+            data["payg_reference"] = [variant_summary(v) for v in variants
+                                      if v.policy is reference]
+        sys.stdout.write(dumps(data))
 
 

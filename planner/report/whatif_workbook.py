@@ -56,34 +56,44 @@ def write_whatif_workbook(scenario: Scenario, variants: list[Variant], path: str
     info.column_dimensions["A"].width = 50
     info.column_dimensions["D"].width = 24
 
-    down, up = (min(stress_scales), max(stress_scales)) if stress_scales else (None, None)
+    # a column group per stress scale: a fall in demand strands commitments, a rise is
+    # topped up with pay-as-you-go
+    scales = sorted(x for x in set(stress_scales) if x != 1.0)
+    stress_columns: list[tuple[str, str]] = []
+    stress_notes: dict[str, str] = {}
+    for x in scales:
+        stress_columns.append((f"Stress {x:g}× total", USD))
+        stress_notes[f"Stress {x:g}× total"] = ("commitments of this policy kept, only "
+                                                "pay-as-you-go re-optimised, demand scaled")
+        if x < 1:
+            stress_columns.append((f"Stress {x:g}× idle committed", USD))
+            stress_notes[f"Stress {x:g}× idle committed"] = (
+                "commitment payments no workload uses (stranded) when demand falls")
+        else:
+            stress_columns += [(f"Stress {x:g}× pay-as-you-go", USD),
+                               (f"Stress {x:g}× top-up", USD)]
+            stress_notes[f"Stress {x:g}× top-up"] = (
+                "extra pay-as-you-go spend over this policy's own plan when demand rises "
+                "(only where the stressed plan serves all that demand)")
+    if scales:
+        stress_columns += [("Stress unmet unit-hours", NUM),
+                           ("Stress unmet at the penalty", USD)]
     columns = [("Policy", None), ("Terms", None), ("Demand scale", "0.00"), ("Status", None),
                ("Gap", PCT), *[(t, USD) for t in COST_KEYS], ("egress", USD),
                ("Total cost", USD), ("Obligation (new)", USD), ("Beyond horizon", USD),
                ("Average utilization", PCT), ("Pay-as-you-go total", USD),
                ("Savings vs pay-as-you-go", USD), ("Savings %", PCT),
-               ("Unmet unit-hours", NUM), ("Unmet at the penalty", USD)]
-    if stress_scales:
-        columns += [(f"Stress {down:g}× total", USD), (f"Stress {down:g}× idle committed", USD),
-                    (f"Stress {up:g}× total", USD), (f"Stress {up:g}× pay-as-you-go", USD),
-                    (f"Stress {up:g}× top-up", USD), ("Stress unmet unit-hours", NUM),
-                    ("Stress unmet at the penalty", USD)]
-    columns.append(("Note", None))
+               ("Unmet unit-hours", NUM), ("Unmet at the penalty", USD), *stress_columns,
+               ("Note", None)]
     sh = Sheet(wb, "Comparison", columns, notes={
         "Total cost": "= sum of the cost by term and egress (nominal, tail policy applied)",
         "Average utilization": "GPU-hours used / GPU-hours committed inside the horizon",
         "Pay-as-you-go total": "total of the pay-as-you-go-only policy at the same demand",
-        f"Stress {down:g}× total": "commitments of this policy kept, only pay-as-you-go "
-                                   "re-optimised, demand scaled",
-        f"Stress {down:g}× idle committed": "commitment payments no workload uses "
-                                            "(stranded) when demand falls",
-        f"Stress {up:g}× top-up": "extra pay-as-you-go spend over this policy's own plan "
-                                  "when demand rises (only where the stressed plan serves "
-                                  "all that demand)",
+        **stress_notes,
         "Unmet at the penalty": "not paid: unmet_penalty_usd_per_unit_hour on the demand "
                                 "left unserved (nominal)",
-        "Note": "why a saving or a top-up is not stated: a plan that leaves more demand "
-                "unmet is not like for like",
+        "Note": "why a saving or a top-up is not stated: a plan that leaves more or less "
+                "demand unmet is not like for like",
     })
     c = sh.col
     payg_row: dict[float, int] = {}
@@ -106,21 +116,25 @@ def write_whatif_workbook(scenario: Scenario, variants: list[Variant], path: str
                   t["obligation_usd"], t["beyond_horizon_usd"], util,
                   None, None, None, t["unmet_unit_hours"], t["unmet_penalty_usd"]]
         notes = []
-        if stress_scales:
-            lo, hi = v.stress.get(down, {}), v.stress.get(up, {})
-            short = (hi.get("unmet_unit_hours") or 0) > t["unmet_unit_hours"] + SAME_DEMAND
+        for x in scales:
+            stressed = v.stress.get(x, {})
+            values.append(stressed.get("total_cost_usd"))
+            if x < 1:
+                values.append(stressed.get("idle_committed_usd"))
+                continue
+            short = (stressed.get("unmet_unit_hours") or 0) > t["unmet_unit_hours"] + SAME_DEMAND
             if short:
-                notes.append(f"top-up not stated: at {up:g}× demand its commitments with "
-                             f"pay-as-you-go leave {hi['unmet_unit_hours']:,.1f} unit-hours "
-                             "unmet")
-            values += [lo.get("total_cost_usd"), lo.get("idle_committed_usd"),
-                       hi.get("total_cost_usd"), hi.get("payg_usd"),
-                       F(f"={c(f'Stress {up:g}× pay-as-you-go')}{{r}}-{c('spot')}{{r}}"
+                notes.append(f"top-up not stated: at {x:g}× demand its commitments with "
+                             f"pay-as-you-go leave {stressed['unmet_unit_hours']:,.1f} "
+                             "unit-hours unmet")
+            values += [stressed.get("payg_usd"),
+                       F(f"={c(f'Stress {x:g}× pay-as-you-go')}{{r}}-{c('spot')}{{r}}"
                          f"-{c('on_demand')}{{r}}")
-                       if hi.get("payg_usd") is not None and not short else None,
-                       (lo.get("unmet_unit_hours") or 0) + (hi.get("unmet_unit_hours") or 0)
+                       if stressed.get("payg_usd") is not None and not short else None]
+        if scales:
+            values += [sum(v.stress.get(x, {}).get("unmet_unit_hours") or 0 for x in scales)
                        if v.stress else None,
-                       (lo.get("unmet_penalty_usd") or 0) + (hi.get("unmet_penalty_usd") or 0)
+                       sum(v.stress.get(x, {}).get("unmet_penalty_usd") or 0 for x in scales)
                        if v.stress else None]
         values.append(None)
         r = sh.add(values)
@@ -134,7 +148,8 @@ def write_whatif_workbook(scenario: Scenario, variants: list[Variant], path: str
         if ref is None or v.plan is None:
             continue
         payg = unmet_of.get(ref, 0.0)
-        if v.plan.totals["unmet_unit_hours"] > payg + SAME_DEMAND:
+        if abs(v.plan.totals["unmet_unit_hours"] - payg) > SAME_DEMAND:
+            # like for like only (SPEC §4): either plan serving less makes it cheaper
             note[r].insert(0, f"no saving stated: it leaves "
                               f"{v.plan.totals['unmet_unit_hours']:,.1f} unit-hours unmet, "
                               f"pay-as-you-go {payg:,.1f}")
@@ -155,11 +170,10 @@ def write_whatif_workbook(scenario: Scenario, variants: list[Variant], path: str
         j = sh.columns.index("Total cost") + 1
         chart.add_data(Reference(sh.ws, min_col=j, max_col=j, min_row=1, max_row=sh.row),
                        titles_from_data=True)
-        if stress_scales:
-            for name in (f"Stress {down:g}× total", f"Stress {up:g}× total"):
-                k = sh.columns.index(name) + 1
-                chart.add_data(Reference(sh.ws, min_col=k, max_col=k, min_row=1,
-                                         max_row=sh.row), titles_from_data=True)
+        for x in scales:
+            k = sh.columns.index(f"Stress {x:g}× total") + 1
+            chart.add_data(Reference(sh.ws, min_col=k, max_col=k, min_row=1,
+                                     max_row=sh.row), titles_from_data=True)
         chart.set_categories(Reference(sh.ws, min_col=1, max_col=1, min_row=2,
                                        max_row=sh.row))
         chart.width, chart.height = 24, 12
