@@ -324,3 +324,14 @@ def test_no_number_renders_as_hashes(finance, tmp_path):
     # (a cell too narrow for its number shows ### at 100 % zoom).
     _, path = finance
     assert too_narrow(path, recalculated(path, tmp_path / "recalc")) == []
+    # also demand left unmet by the billion at its penalty (Diagnostics' columns were
+    # fixed at 14 characters): 20 M units a month, 4 GPUs of one unit each
+    plan = solve_tables(tmp_path, scenario(
+        offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 2,
+                 "max_gpus": 4}],
+        throughput=[{"workload": "w", "gpu": "A", "units_per_gpu": 1}],
+        demand=[{"workload": "w", "period": "2027-01", "amount": 2e7}]))
+    assert plan.totals["unmet_penalty_usd"] > 1e12
+    write_workbook(plan, tmp_path / "unmet.xlsx")
+    assert too_narrow(tmp_path / "unmet.xlsx",
+                      recalculated(tmp_path / "unmet.xlsx", tmp_path / "recalc2")) == []

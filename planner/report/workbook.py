@@ -612,6 +612,7 @@ def _diagnostics_sheet(wb, plan: Plan) -> None:
                                u.unit_hours, u.penalty_usd, u.reason], start=1):
             text_cell(ws.cell(r, j), v)
         ws.cell(r, 3).number_format = MONTH
+        ws.cell(r, 5).number_format = ws.cell(r, 6).number_format = NUM
         ws.cell(r, 7).number_format = USD
         r += 1
     r += 1
@@ -624,7 +625,11 @@ def _diagnostics_sheet(wb, plan: Plan) -> None:
     r += 1
     _pruned(ws, r, plan.candidates.pruned)
     for col, width in zip("ABCDEFGH", (40, 36, 40, 10, 14, 14, 14, 50)):
-        ws.column_dimensions[col].width = width
+        # the unmet figures as wide as they show (a month of a training run left unmet
+        # is billions at its penalty)
+        shown = [_shown_width(c.value, c.number_format) for c in ws[col]
+                 if isinstance(c.value, (int, float)) and not isinstance(c.value, bool)]
+        ws.column_dimensions[col].width = max([width, *shown])
 
 
 def _pruned(ws, r: int, pruned: dict[tuple[str, str], str]) -> None:
