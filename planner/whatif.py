@@ -98,6 +98,17 @@ class Variant:
         return short_of_lp(self.least_s)
 
 
+def _idle_in_horizon(plan: Plan) -> float:
+    """Commitment payments for months inside the horizon that no workload uses: what a
+    fall in demand strands. (The plan's idle_committed_usd also holds, under tail policy
+    full, the payments after the horizon, which no plan inside it uses however high
+    demand goes.)"""
+    k, a = plan.contracts, plan.assignments
+    paid = float((k["available_gpu_hours"] * k["usd_per_gpu_hour"]).sum())
+    used = float(a.loc[~a["term"].isin(list(PAY_AS_YOU_GO)), "cost_usd"].sum())
+    return paid - used
+
+
 def _solve_variant(args) -> tuple[Plan | None, str, dict, float | None]:
     """Worker: one (policy, demand level) and, at the base level, its stress tests."""
     scenario, policy, scale, per_workload, stress_scales, solver, time_limit, gap, base = args
@@ -122,7 +133,7 @@ def _solve_variant(args) -> tuple[Plan | None, str, dict, float | None]:
                 "objective_usd": t["objective_usd"],
                 "unmet_unit_hours": t["unmet_unit_hours"],
                 "unmet_penalty_usd": t["unmet_penalty_usd"],
-                "idle_committed_usd": t["idle_committed_usd"],
+                "idle_committed_usd": _idle_in_horizon(stressed.plan),
                 "payg_usd": t["cost_by_term_usd"]["spot"] + t["cost_by_term_usd"]["on_demand"],
             }
     if plan is not None:

@@ -76,6 +76,23 @@ def test_stress_equals_a_solve_with_the_commitments_fixed(tmp_path):
     assert r3.stress[0.8]["total_cost_usd"] == pytest.approx(1800)
 
 
+def test_stress_strands_only_payments_inside_the_horizon(tmp_path):
+    # Reserved at $0.9 for 12 months, a 6-month horizon: r12 signs 2 GPUs (20 units),
+    # 2 × 12 × 100 × $0.9 = $2,160 (on demand: 2 × 6 × 100 × 2 = $2,400), $1,080 of it
+    # after the horizon. At 1.2× every committed GPU is busy: nothing stranded (the tail
+    # was counted as idle: $1,080). At 0.4× (8 units: one GPU) one GPU idles for the six
+    # months: 6 × 100 × 0.9 = $540 (was $1,620).
+    tables = dict(TABLES)
+    tables["offers"] = [dict(o, commit_months=12, usd_per_gpu_hour=0.9)
+                        if o["term"] == "reserved" else o for o in TABLES["offers"]]
+    s = load_scenario(write_csv(tmp_path / "scn", tables))
+    (r12,) = run_whatif(s, [parse_policy("r12=on_demand,reserved:12")], [1.0],
+                        stress_scales=(0.4, 1.2))
+    assert r12.plan.totals["beyond_horizon_usd"] == pytest.approx(1080)
+    assert r12.stress[1.2]["idle_committed_usd"] == pytest.approx(0, abs=1e-6)
+    assert r12.stress[0.4]["idle_committed_usd"] == pytest.approx(540)
+
+
 def test_parallel_equals_sequential(tmp_path):
     s = load_scenario(write_csv(tmp_path / "scn", TABLES))
     one = run_whatif(s, POLICIES, [0.5, 1.0], jobs=1)

@@ -68,7 +68,8 @@ def write_whatif_workbook(scenario: Scenario, variants: list[Variant], path: str
         if x < 1:
             stress_columns.append((f"Stress {x:g}× idle committed", USD))
             stress_notes[f"Stress {x:g}× idle committed"] = (
-                "commitment payments no workload uses (stranded) when demand falls")
+                "commitment payments inside the horizon no workload uses (stranded) "
+                "when demand falls")
         else:
             stress_columns += [(f"Stress {x:g}× pay-as-you-go", USD),
                                (f"Stress {x:g}× top-up", USD)]
