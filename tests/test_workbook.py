@@ -189,6 +189,25 @@ def test_every_sheet_prints_and_dates_are_dates(finance, tmp_path):
     assert all(isinstance(m, dt.datetime) for m in months), months
 
 
+def test_input_sheets_hold_numbers_as_numbers_and_names_as_read(finance):
+    # the input sheets as read, but a price a number at four decimals (it was text such
+    # as '3'), a whole number whole; names stay text, '=1+1' too
+    wb = load_workbook(finance[1])
+    offers = wb["Input offers"]
+    head = [c.value for c in offers[1]]
+    price = offers.cell(2, head.index("usd_per_gpu_hour") + 1)
+    assert price.value == 3 and price.number_format == '"$"#,##0.0000'
+    assert offers.cell(2, head.index("region") + 1).value == "r1"
+    workloads = wb["Input workloads"]
+    names = [r[0] for r in workloads.iter_rows(min_row=2, values_only=True)]
+    assert names == ["=1+1", "@SUM(A1)"]
+    assert all(c.data_type == "s" for c in workloads["A"][1:])
+    demand = wb["Input demand"]
+    head = [c.value for c in demand[1]]
+    assert [r[head.index("period")] for r in demand.iter_rows(min_row=2, values_only=True)] \
+        == ["2027Q1", "2027-04", "2027-02"]  # periods as written
+
+
 def test_input_text_never_becomes_a_formula(finance):
     plan, path = finance
     wb = load_workbook(path)

@@ -11,6 +11,7 @@ so a failed run leaves an earlier workbook intact.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -818,12 +819,49 @@ def _input_sheets(wb, plan: Plan) -> None:
             cell = ws.cell(1, j)
             text_cell(cell, name)
             cell.font, cell.fill = BOLD, HEADER_FILL
+        kinds = {c.name: c for c in table.columns}
         for i, cells in enumerate(rows, start=2):
             for j, name in enumerate(columns, start=1):
                 v = cells.get(name)
                 if v is not None and not isinstance(v, (str, int, float, bool)):
                     v = str(v)
-                text_cell(ws.cell(i, j), v)
+                cell = ws.cell(i, j)
+                text_cell(cell, _as_read(v, kinds.get(name)))
+                if name in kinds and isinstance(cell.value, (int, float, dt.date)):
+                    cell.number_format = _input_format(kinds[name])
         ws.freeze_panes = "A2"
         for j, name in enumerate(columns, start=1):
-            ws.column_dimensions[get_column_letter(j)].width = max(12, len(name) + 2)
+            letter = get_column_letter(j)
+            shown = [_shown_width(c.value, c.number_format) for c in ws[letter][1:]
+                     if isinstance(c.value, (int, float)) and not isinstance(c.value, bool)]
+            ws.column_dimensions[letter].width = max([12, len(name) + 2, *shown])
+
+
+def _as_read(v, column):
+    """A cell of an input sheet: as read, but a number of a numeric column as a number
+    and a date of a date column as a date (SPEC §5 v2: dates are dates, rates show four
+    decimals); text that does not parse stays as it was."""
+    if not isinstance(v, str) or column is None or not v.strip():
+        return v
+    try:
+        if column.type in ("float", "int"):
+            text = v.strip()
+            # a whole number written whole stays whole: the cell reads as the file did
+            return int(text) if re.fullmatch(r"[+-]?\d+", text) else float(text)
+        if column.type == "date":
+            return dt.date.fromisoformat(v.strip())
+    except ValueError:
+        pass
+    return v
+
+
+def _input_format(column) -> str:
+    """The number format of an input column: prices per GPU-hour or GB to four decimals,
+    money per GPU in dollars, counts whole, dates as dates, other figures as figures."""
+    if column.type == "date":
+        return DAY
+    if column.unit in ("USD/GPU-hour", "USD/GB", "USD/unit-hour"):
+        return RATE
+    if column.unit.startswith("USD"):
+        return USD
+    return "0" if column.type == "int" else NUM
