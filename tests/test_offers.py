@@ -117,3 +117,32 @@ def test_for_a_workload_cheapest_per_unit_within_its_rules(tmp_path):
     assert listed("--workload", "w", "--from", "sf") == []
     # --slo overrides the workload's own
     assert len(listed("--workload", "w", "--from", "sf", "--slo", "100")) == 3
+
+
+def test_a_name_as_written_wins_over_one_that_differs_in_case(tmp_path):
+    # GPU types 'A' and 'a': --gpu A lists A's offers, --gpu a a's; 'B' matches b alone
+    # whatever the case; a name two types match only in case is refused (exit 2)
+    market = dict(MARKET, gpus=[{"gpu": "A"}, {"gpu": "a"}, {"gpu": "B"}],
+                  offers=[*MARKET["offers"],
+                          {"region": "west", "gpu": "a", "term": "spot",
+                           "usd_per_gpu_hour": 0.1}])
+    folder = write_csv(tmp_path / "market", market)
+    runner = CliRunner()
+
+    def listed(gpu):
+        res = runner.invoke(app, ["offers", str(folder), "--gpu", gpu, "--format", "json"])
+        assert res.exit_code == 0, res.output
+        return sorted((r["gpu"], r["term"]) for r in json.loads(res.stdout))
+
+    assert listed("A") == [("A", "monthly"), ("A", "on_demand"), ("A", "reserved")]
+    assert listed("a") == [("a", "spot")]
+    assert listed("b") == [("B", "on_demand")]
+    # 'Gx' and 'gX': 'GX' is neither as written and matches both
+    market = dict(MARKET, gpus=[{"gpu": "Gx"}, {"gpu": "gX"}],
+                  offers=[{"region": "east", "gpu": "Gx", "term": "on_demand",
+                           "usd_per_gpu_hour": 1}],
+                  throughput=[{"workload": "w", "gpu": "Gx", "units_per_gpu": 1}])
+    folder = write_csv(tmp_path / "market2", market)
+    res = runner.invoke(app, ["offers", str(folder), "--gpu", "GX"])
+    assert res.exit_code == 2 and "matches Gx, gX" in res.output
+    assert runner.invoke(app, ["offers", str(folder), "--gpu", "Gx"]).exit_code == 0

@@ -159,16 +159,21 @@ def _guard(fn):
 
 
 def _named(name: str | None, names, what: str) -> str | None:
-    """`name` as the scenario spells it (names match whatever their case); exit 2 when
-    there is no such one."""
+    """`name` as the scenario spells it: the name itself where the scenario has it, else
+    the one name that matches whatever the case; exit 2 when there is none, or several
+    that differ only in case ('tokyo' and 'Tokyo' given as 'TOKYO')."""
     if name is None:
         return None
-    found = {n.casefold(): n for n in names}.get(name.casefold())
-    if found is None:
-        err.print(f"[red]error:[/] unknown {what} '{name}'; {what}s are: "
-                  + ", ".join(sorted(names)))
+    names = list(names)
+    if name in names:
+        return name
+    found = sorted(n for n in names if n.casefold() == name.casefold())
+    if len(found) != 1:
+        err.print(f"[red]error:[/] {what} '{name}' matches {', '.join(found)}: give one "
+                  "as written" if found else f"[red]error:[/] unknown {what} '{name}'; "
+                  f"{what}s are: " + ", ".join(sorted(names)))
         raise typer.Exit(EXIT_BAD_INPUT)
-    return found
+    return found[0]
 
 
 HEADINGS = {"usd_per_gpu_hour": "$/GPU-h", "effective_usd_per_gpu_hour": "effective $/GPU-h",
