@@ -64,11 +64,14 @@ def test_a_run_stopped_by_its_budget_is_rebuilt_from_its_rounds(tmp_path):
     """A plan stopped by the time limit, rebuilt in a fresh process from the rounds its
     JSON records, with another thread count: the same plan (SPEC: same input, same
     plan; issue #17: reproducible on any machine)."""
+    said = []
+
     def run(*flags):
         out = subprocess.run(
             [sys.executable, "-m", "planner", "solve", "--json", "--no-baselines",
              "-o", str(tmp_path / "plan.xlsx"), *flags],
             capture_output=True, text=True, timeout=600, check=True)
+        said.append(out.stderr)
         data = json.loads(out.stdout)
         data.pop("solve_seconds")
         return data
@@ -76,6 +79,8 @@ def test_a_run_stopped_by_its_budget_is_rebuilt_from_its_rounds(tmp_path):
     first = run("--time-limit", "8", "--threads", "1")
     again = run("--rounds", first["rounds"], "--threads", "2")
     assert again == first
+    # the replay says the clock does not stop it (SPEC's time limit is the clock's)
+    assert "the time limit does not stop it" in said[1] and "--rounds" not in said[0]
 
 
 def test_a_time_limit_shorter_than_the_writing_is_said_and_still_gets_a_whole_plan(tmp_path):

@@ -110,6 +110,9 @@ def solve(
         except ValueError as e:
             err.print(f"[red]error:[/] --rounds: {e}")
             raise typer.Exit(EXIT_BAD_INPUT) from None
+        # a replay is bounded by its rounds, not the clock (SPEC's S + 10 % is the clock's)
+        err.print(f"[yellow]warning: --rounds {rounds} rebuilds the plan round for round, "
+                  f"whatever the clock: the time limit does not stop it[/]")
     path = scenario or default_scenario()
     out = output or Path("reports/plan.xlsx")
     _check_outputs(out, export_model, focus)
