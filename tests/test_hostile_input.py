@@ -387,3 +387,22 @@ def test_ending_the_workers_of_a_local_cluster_starts_none_in_their_place():
         interrupt.end_workers()
         time.sleep(2)  # a restart takes well under a second to spawn its process
         assert multiprocessing.active_children() == []
+
+
+def test_the_time_limit_counts_from_the_command_start(tmp_path, monkeypatch):
+    # `planner` (planner.cli.main) starts the clock before a command loads the solver's
+    # libraries (1-2 s a 10-s limit did not count): a command whose process started
+    # 100 s ago has no time left to plan, and says so
+    import time
+
+    from planner.cli import common
+
+    folder = write_csv(tmp_path / "scn", TABLES)
+    monkeypatch.setattr(common, "STARTED", time.perf_counter() - 100)
+    res = CliRunner().invoke(app, ["solve", str(folder), "--time-limit", "5",
+                                   "--no-baselines", "-o", str(tmp_path / "p.xlsx")])
+    assert res.exit_code == 0 and "leaves no time to plan" in res.output
+    monkeypatch.setattr(common, "STARTED", None)  # a command called otherwise: from now
+    res = CliRunner().invoke(app, ["solve", str(folder), "--time-limit", "5",
+                                   "--no-baselines", "-o", str(tmp_path / "p.xlsx")])
+    assert res.exit_code == 0 and "leaves no time" not in res.output

@@ -27,6 +27,7 @@ from planner.cli.common import (
     _status,
     _warn_short_budget,
     app,
+    command_started,
     default_scenario,
     err,
 )
@@ -101,7 +102,7 @@ def solve(
     from planner.solve.pipeline import export_model as write_mps
     from planner.solve.pipeline import plan_scenario
 
-    started = time.perf_counter()
+    started = command_started()
     _check_solver_options(solver, time_limit, gap)
     fixed_rounds = None
     if rounds is not None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import sys
-import time
 from pathlib import Path
 from typing import Optional
 
@@ -28,6 +27,7 @@ from planner.cli.common import (
     _status,
     _warn_short_budget,
     app,
+    command_started,
     err,
 )
 from planner.report.json_text import dumps
@@ -75,7 +75,7 @@ def whatif(
         variant_summary,
     )
 
-    started = time.perf_counter()
+    started = command_started()
     _check_solver_options(solver, time_limit, gap)
     try:
         policies = [parse_policy(p) for p in (policy or DEFAULT_POLICIES)]
