@@ -137,8 +137,10 @@ def test_transit_latency_is_the_shortest_path(tmp_path):
     assert res.exit_code == 0, res.output
     import json
 
-    assert [(r["region"], r["latency_ms"], r["path"]) for r in json.loads(res.stdout)] == [
+    rows = json.loads(res.stdout)
+    assert [(r["region"], r["latency_ms"], r["path"]) for r in rows] == [
         ("ra", 0, "a"), ("rd", 25, "a → b → c → d")]
+    assert all(isinstance(r["latency_ms"], float) for r in rows)  # 0.0 too, not 0
     res = CliRunner().invoke(app, ["latency", str(tmp_path / "g"), "a", "--format", "csv"])
     assert res.stdout.splitlines()[0] == "region,provider,site,jurisdiction,country," \
         "latency_ms,path"

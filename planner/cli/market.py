@@ -62,7 +62,8 @@ def latency(scenario: Path = typer.Argument(..., help="folder of CSV files or .x
     s = _load(scenario)
     site = _named(site, s.site_by_name, "site")
     rows = [{**row, "latency_ms": None if row["latency_ms"] == float("inf")
-             else row["latency_ms"], "path": " → ".join(row["path"])}
+             else float(row["latency_ms"]),  # 0.0 at the site itself, as 90.0 elsewhere
+             "path": " → ".join(row["path"])}
             for row in region_latencies(s, site)]
     columns = ["region", "provider", "site", "jurisdiction", "country", "latency_ms", "path"]
     if _listed(rows, columns, fmt):
