@@ -70,3 +70,17 @@ def test_comparison_plans_beside_the_plan_or_after_it(tmp_path, monkeypatch, bes
     for name, (total, saving) in EXPECTED.items():
         assert got[name] == (pytest.approx(total), pytest.approx(saving, abs=1e-6)), name
     assert {b["status"] for b in data["baselines"]} == {"optimal"}
+
+
+def test_a_comparison_plan_cheaper_like_for_like_is_said(capsys):
+    # a negative saving (the comparison plan costs less and leaves no more demand unmet)
+    # means the plan is not the best found: the command says so; no saving stated, or a
+    # positive one, says nothing
+    from planner.cli.solve import _warn_beaten
+
+    _warn_beaten([{"name": "pay-as-you-go only", "saving_usd": -523159.0},
+                  {"name": "one provider", "saving_usd": None},
+                  {"name": "single GPU type", "saving_usd": 1200.0}])
+    said = " ".join(capsys.readouterr().err.split())
+    assert "'pay-as-you-go only' costs $523,159 less than the plan" in said
+    assert "one provider" not in said and "single GPU type" not in said

@@ -161,6 +161,7 @@ def solve(
         with _status("solving the comparison plans"):
             compare = _comparison_plans(s, plan, run, beside, baselines, solver, gap,
                                         budget.share(1.0, keep), threads)
+        _warn_beaten(compare)
     if export_model is not None:
         write_mps(run, export_model)
         err.print(f"model written to {export_model}")
@@ -183,6 +184,18 @@ def solve(
     if as_json:
         data = plan_json(plan, baselines=compare)
         sys.stdout.write(dumps(data))
+
+
+def _warn_beaten(compare: list[dict]) -> None:
+    """Say so when a comparison plan costs less than the plan and leaves no more demand
+    unmet (a negative saving): the plan is then not the best found. (Seen where demand is
+    a thousandth of the default scenario's: whole replicas and rounded commitments cost
+    more than pay-as-you-go alone.)"""
+    for b in compare:
+        if b.get("saving_usd") is not None and b["saving_usd"] < -0.005:
+            err.print(f"[yellow]warning: the comparison plan '{b['name']}' costs "
+                      f"${-b['saving_usd']:,.0f} less than the plan and leaves no more "
+                      f"demand unmet: the plan is not the best found[/]")
 
 
 # the options of --stochastic alone, as their defaults
