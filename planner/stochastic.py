@@ -539,14 +539,18 @@ class _Stochastic:
 
 def out_of_sample(result: StochasticResult, scenario: Scenario,
                   fresh: tuple[DemandScenario, ...], budget: Budget, runner,
-                  solver: str | None = None, gap: float | None = None) -> dict:
+                  solver: str | None = None, gap: float | None = None) -> dict | None:
     """The chosen schedule evaluated on `fresh` scenarios it was not chosen on: their
     expected objective, and how far it lies from the in-sample one (sample average
-    approximation's check that the samples were enough)."""
+    approximation's check that the samples were enough). None where the time left holds
+    not one such solve (--time-limit 1 ran one past the limit, to 10 s)."""
     # as many fresh samples as fit at the limit a solve needs (equally likely: the
     # first k are a sample too)
     room = budget.left() * runner.workers
-    fresh = fresh[:max(1, int(room // (result.need_s + result.overhead_s)))]
+    fits = int(room // (result.need_s + result.overhead_s))
+    if fits < 1:
+        return None
+    fresh = fresh[:fits]
     limit = max(1.0, room / len(fresh) - result.overhead_s)
     commitments = tuple(sorted(result.chosen.commitments.items()))
     results = runner.map(evaluate_task, [(apply(scenario, s), commitments, solver, limit, gap)

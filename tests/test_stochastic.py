@@ -48,6 +48,7 @@ from planner.stochastic import (
     _need,
     _Stochastic,
     cvar,
+    out_of_sample,
     sample_scenarios,
     solve_stochastic,
 )
@@ -199,6 +200,17 @@ def test_sampled_scenarios_are_checked_out_of_sample(tmp_path):
     assert check["expected_cost_usd"] == pytest.approx(expected)
     assert check["difference_usd"] == pytest.approx(expected - st["expected_cost_usd"],
                                                     abs=0.02)
+
+
+def test_no_fresh_sample_is_evaluated_past_the_time(tmp_path):
+    # no time left for one solve at what a solve needs: no out-of-sample check (it ran
+    # one anyway, past the limit)
+    s = load_scenario(write_csv(tmp_path / "s", NEWSVENDOR))
+    with Runner() as alone:
+        result = solve_stochastic(s, s.demand_scenarios, Budget(30), alone)
+        fresh = sample_scenarios(s, 4, 0.3, seed=5)
+        assert out_of_sample(result, s, fresh, Budget(0.0), alone) is None
+        assert out_of_sample(result, s, fresh, Budget(30), alone)["samples"] == 4
 
 
 def test_later_solves_get_the_time_the_first_ones_needed_to_plan():

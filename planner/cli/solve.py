@@ -277,6 +277,9 @@ def _solve_stochastic(s, budget, keep, out, as_json, focus, solver, gap, samples
                 result.out_of_sample = out_of_sample(result, s, fresh,
                                                      budget.share(1.0, final), runner,
                                                      solver, gap)
+                if result.out_of_sample is None:
+                    err.print("[yellow]warning: no time left to evaluate the schedule on "
+                              "fresh samples (out_of_sample is null)[/]")
     fixed = Restrictions(fixed_commitments=dict(result.chosen.commitments))
     with _status("planning the mean forecast under the schedule"):
         run = plan_scenario(mean_forecast(s, scenarios), solver, gap=gap,
