@@ -105,6 +105,14 @@ def _shown_width(value, fmt: str | None) -> int:
     return len(str(value)) + 2
 
 
+def _fit_figures(ws, col: str, least: float, first_row: int = 1) -> None:
+    """Column `col` of `ws` at least `least` wide and as wide as its figures show (from
+    `first_row`): a number too wide for its column shows ###."""
+    shown = [_shown_width(c.value, c.number_format) for c in ws[col][first_row - 1:]
+             if isinstance(c.value, (int, float)) and not isinstance(c.value, bool)]
+    ws.column_dimensions[col].width = max([least, *shown])
+
+
 class Sheet:
     """A worksheet holding one table: header row, typed columns, filters, widths."""
 
@@ -628,9 +636,7 @@ def _diagnostics_sheet(wb, plan: Plan) -> None:
     for col, width in zip("ABCDEFGH", (40, 36, 40, 10, 14, 14, 14, 50)):
         # the unmet figures as wide as they show (a month of a training run left unmet
         # is billions at its penalty)
-        shown = [_shown_width(c.value, c.number_format) for c in ws[col]
-                 if isinstance(c.value, (int, float)) and not isinstance(c.value, bool)]
-        ws.column_dimensions[col].width = max([width, *shown])
+        _fit_figures(ws, col, width)
 
 
 def _pruned(ws, r: int, pruned: dict[tuple[str, str], str]) -> None:
@@ -831,10 +837,7 @@ def _input_sheets(wb, plan: Plan) -> None:
                     cell.number_format = _input_format(kinds[name])
         ws.freeze_panes = "A2"
         for j, name in enumerate(columns, start=1):
-            letter = get_column_letter(j)
-            shown = [_shown_width(c.value, c.number_format) for c in ws[letter][1:]
-                     if isinstance(c.value, (int, float)) and not isinstance(c.value, bool)]
-            ws.column_dimensions[letter].width = max([12, len(name) + 2, *shown])
+            _fit_figures(ws, get_column_letter(j), max(12, len(name) + 2), first_row=2)
 
 
 def _as_read(v, column):
