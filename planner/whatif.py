@@ -103,10 +103,11 @@ def _idle_in_horizon(plan: Plan) -> float:
     fall in demand strands. (The plan's idle_committed_usd also holds, under tail policy
     full, the payments after the horizon, which no plan inside it uses however high
     demand goes.)"""
-    k, a = plan.contracts, plan.assignments
-    paid = float((k["available_gpu_hours"] * k["usd_per_gpu_hour"]).sum())
-    used = float(a.loc[~a["term"].isin(list(PAY_AS_YOU_GO)), "cost_usd"].sum())
-    return paid - used
+    k = plan.contracts
+    inside = float((k["available_gpu_hours"] * k["usd_per_gpu_hour"]).sum())
+    # what workloads use of the commitments: the payments counted less those left idle
+    used = float(k["counted_payments_usd"].sum()) - plan.totals["idle_committed_usd"]
+    return inside - used
 
 
 def _solve_variant(args) -> tuple[Plan | None, str, dict, float | None]:
