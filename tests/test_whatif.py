@@ -154,6 +154,14 @@ def test_cli_bad_solver_options_exit_2(tmp_path):
         assert res.exit_code == 2 and "error" in res.output
 
 
+def _comparison(path, key) -> tuple[list, dict]:
+    """The Comparison sheet's header and its rows as {key(row): {column: value}}."""
+    ws = load_workbook(path)["Comparison"]
+    head = [c.value for c in ws[1]]
+    return head, {key(r): dict(zip(head, r))
+                  for r in ws.iter_rows(min_row=2, values_only=True) if r[0] is not None}
+
+
 def test_comparison_states_savings_and_top_ups_only_like_for_like(tmp_path):
     # Reserved holds 2 GPUs (20 units): the reserved-only policy serves the base demand
     # (20 units, as pay-as-you-go does) — its saving is stated — but not 1.5× (30 units:
@@ -170,10 +178,7 @@ def test_comparison_states_savings_and_top_ups_only_like_for_like(tmp_path):
     variants = run_whatif(s, policies, [1.0, 1.5], stress_scales=(0.8, 1.2))
     path = tmp_path / "whatif.xlsx"
     write_whatif_workbook(s, variants, path, (0.8, 1.2))
-    ws = load_workbook(path)["Comparison"]
-    head = [c.value for c in ws[1]]
-    rows = {(r[0], r[2]): dict(zip(head, r)) for r in ws.iter_rows(min_row=2, values_only=True)
-            if r[0] is not None}
+    head, rows = _comparison(path, lambda r: (r[0], r[2]))
     base, more = rows[("ronly", 1.0)], rows[("ronly", 1.5)]
     assert str(base["Savings vs pay-as-you-go"]).startswith("=")
     assert base["Stress 1.2× top-up"] is None
@@ -199,10 +204,7 @@ def test_no_saving_is_stated_where_pay_as_you_go_serves_less(tmp_path):
     policies = [parse_policy("payg=spot,on_demand"), parse_policy("r3=reserved:3")]
     variants = run_whatif(s, policies, [1.0], stress_scales=())
     write_whatif_workbook(s, variants, tmp_path / "w.xlsx", ())
-    ws = load_workbook(tmp_path / "w.xlsx")["Comparison"]
-    head = [c.value for c in ws[1]]
-    rows = {r[0]: dict(zip(head, r)) for r in ws.iter_rows(min_row=2, values_only=True)
-            if r[0] is not None}
+    head, rows = _comparison(tmp_path / "w.xlsx", lambda r: r[0])
     assert rows["payg"]["Unmet unit-hours"] == pytest.approx(6000)
     assert rows["r3"]["Unmet unit-hours"] == 0
     assert rows["r3"]["Savings vs pay-as-you-go"] is None
