@@ -365,6 +365,16 @@ class _Builder:
             self.out.error(self.labels[table], number, column, f"unknown {what} '{value}'")
         return False
 
+    def _refs(self, table, number, values, known: dict) -> bool:
+        """Whether every name of the row `values` of `table` that refers to another table
+        (_REFERENCES) names a valid row of it (`known`, by what it names); each that
+        does not is reported (`_ref`). A cell that did not parse is not checked."""
+        ok = True
+        for column, what in _REFERENCES.get(table, ()):
+            if values.get(column) is not None:
+                ok &= self._ref(table, number, column, values[column], known[what], what)
+        return ok
+
     def build(self) -> dict:
         gpus = [Gpu(**v) for _, v in self._unique("gpus", lambda v: v["gpu"], "gpu")]
         gpu_names = {g.gpu for g in gpus}
@@ -396,9 +406,7 @@ class _Builder:
         left_out = [(table, number, values) for table in _REFERENCES
                     for number, values, ok in self.rows[table] if not ok]
         for table, number, values in left_out + self.duplicates:
-            for column, what in _REFERENCES.get(table, ()):
-                if values.get(column) is not None:
-                    self._ref(table, number, column, values[column], known[what], what)
+            self._refs(table, number, values, known)
 
     def _sites(self):
         sites = []
@@ -418,8 +426,7 @@ class _Builder:
         for number, v in self._unique(
             "links", lambda v: tuple(sorted((v["site_a"], v["site_b"]))), "site_a, site_b pair"
         ):
-            ok = self._ref("links", number, "site_a", v["site_a"], site_names, "site")
-            ok &= self._ref("links", number, "site_b", v["site_b"], site_names, "site")
+            ok = self._refs("links", number, v, {"site": site_names})
             if v["site_a"] == v["site_b"]:
                 self.out.error(label, number, "site_b", "a link joins a site to itself")
                 ok = False
@@ -430,7 +437,7 @@ class _Builder:
     def _regions(self, site_names):
         regions = []
         for number, v in self._unique("regions", lambda v: v["region"], "region"):
-            if self._ref("regions", number, "site", v["site"], site_names, "site"):
+            if self._refs("regions", number, v, {"site": site_names}):
                 regions.append(Region(**v))
         return regions
 
@@ -443,8 +450,7 @@ class _Builder:
             return (v["region"], v["gpu"], v["term"], months)
 
         for number, v in self._unique("offers", key, "region, gpu, term, commit_months"):
-            ok = self._ref("offers", number, "region", v["region"], region_names, "region")
-            ok &= self._ref("offers", number, "gpu", v["gpu"], gpu_names, "gpu")
+            ok = self._refs("offers", number, v, {"region": region_names, "gpu": gpu_names})
             months = v["commit_months"]
             if v["term"] in COMMITMENT_TERMS:
                 if not months or months < 1:
@@ -533,9 +539,8 @@ class _Builder:
         for number, v in self._unique(
             "throughput", lambda v: (v["workload"], v["gpu"]), "workload, gpu pair"
         ):
-            ok = self._ref("throughput", number, "workload", v["workload"], workload_names,
-                           "workload")
-            ok &= self._ref("throughput", number, "gpu", v["gpu"], gpu_names, "gpu")
+            ok = self._refs("throughput", number, v,
+                            {"workload": workload_names, "gpu": gpu_names})
             pool = pools.get(v["workload"])
             if ok and pool:
                 size = v["gpus_per_replica"]
@@ -563,8 +568,7 @@ class _Builder:
             if not ok:
                 continue
             w = by_name.get(v["workload"])
-            ok = self._ref("demand", number, "workload", v["workload"], by_name, "workload")
-            ok &= self._ref("demand", number, "site", v["site"], site_names, "site")
+            ok = self._refs("demand", number, v, {"workload": by_name, "site": site_names})
             if w is None or not ok:
                 continue
             if w.latency_slo_ms is not None and v["site"] is None:
@@ -646,8 +650,7 @@ class _Builder:
                 ok = False
             if not ok:
                 continue  # its references: _references_of_rows_left_out
-            ok = self._ref("existing", number, "region", v["region"], region_names, "region")
-            ok &= self._ref("existing", number, "gpu", v["gpu"], gpu_names, "gpu")
+            ok = self._refs("existing", number, v, {"region": region_names, "gpu": gpu_names})
             if not ok or s is None:
                 continue
             rows.append(Existing(v["region"], v["gpu"], int(v["gpus"]),
@@ -674,8 +677,8 @@ class _Builder:
                 continue
             name = v["scenario"]
             if v["workload"] is not None:
-                ok = self._ref("demand_scenarios", number, "workload", v["workload"],
-                               workload_names, "workload")
+                ok = self._refs("demand_scenarios", number, v,
+                                {"workload": workload_names})
             if name not in found:
                 found[name] = {"probability": v["probability"], "multipliers": {}}
                 first_row[name] = number
