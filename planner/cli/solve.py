@@ -198,15 +198,14 @@ def _warn_beaten(compare: list[dict]) -> None:
                       f"demand unmet: the plan is not the best found[/]")
 
 
-# the options of --stochastic alone, as their defaults
-_STOCHASTIC_DEFAULTS = dict(samples=None, demand_spread=0.2, seed=0, correlation=0.5,
-                            risk_aversion=0.0, cvar_alpha=0.9, jobs=1, scheduler=None)
-
-
 def _warn_stochastic_only(**given) -> None:
-    """Say so when options of --stochastic are given without it: they change nothing."""
+    """Say so when options of --stochastic are given without it (values other than their
+    defaults in `solve`'s signature): they change nothing."""
+    import inspect
+
+    options = inspect.signature(solve).parameters
     moot = [f"--{name.replace('_', '-')}" for name, value in given.items()
-            if value != _STOCHASTIC_DEFAULTS[name]]
+            if value != options[name].default.default]
     if moot:
         err.print(f"[yellow]warning: {', '.join(moot)} appl{'ies' if len(moot) == 1 else 'y'}"
                   f" to --stochastic only; ignored[/]")
