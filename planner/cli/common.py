@@ -57,10 +57,11 @@ def _print_issues(issues: list[Issue], scenario: str) -> None:
             table.add_row(mark, Text(i.table), "" if i.row is None else str(i.row),
                           Text(i.column or ""), Text(i.message))
         err.print(table)
-    for i in issues if not err.is_terminal else ():
-        where = ", ".join([i.table] + [f"row {i.row}"] * (i.row is not None)
-                          + [f"column {i.column}"] * bool(i.column))
-        err.print(f"{i.severity}: {where}: {i.message}", markup=False, soft_wrap=True)
+    else:
+        for i in issues:
+            where = ", ".join([i.table] + [f"row {i.row}"] * (i.row is not None)
+                              + [f"column {i.column}"] * bool(i.column))
+            err.print(f"{i.severity}: {where}: {i.message}", markup=False, soft_wrap=True)
     errors = sum(1 for i in issues if i.severity == "error")
     warnings = len(issues) - errors
     verdict = "[red]not valid[/]" if errors else "[green]valid[/]"
