@@ -11,21 +11,31 @@ reported with its own status and gap: on a machine with a second core in a proce
 own while the plan is solved (`beside`), else after the plan in what time is left. A
 saving is only stated against a plan that leaves no more demand unmet than the plan
 itself (SPEC §4 v2: like for like).
+
+Each comparison plan is a plan of the scenario itself (its restrictions only leave
+choices out), so the cheapest of them stands as the plan where it costs less than the
+plan found (`Cheapest`, `cheaper_plan`): where whole replicas dominate, the decomposition
+of the whole market can end above its pay-as-you-go-only variant, a smaller model solved
+beside it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
+from dataclasses import dataclass
 
 from planner.beside import Beside
 from planner.io.scenario import Scenario
 from planner.model.builder import Restrictions
 from planner.model.candidates import Candidates, find_candidates
 from planner.model.graph import Transit
-from planner.report.plan import Plan
+from planner.model.solution import Solution
+from planner.report.plan import Plan, extract_plan
 from planner.solve.budget import Budget
-from planner.solve.pipeline import plan_scenario
+from planner.solve.pipeline import Run, plan_scenario
+from planner.solve.whole import honest_gap
 
 PAYG = "pay-as-you-go only"
 SINGLE_GPU = "cheapest single GPU type"
@@ -73,15 +83,27 @@ def comparisons(scenario: Scenario, candidates: Candidates) -> dict[str, Restric
     return variants
 
 
+@dataclass
+class Cheapest:
+    """The comparison plan of least objective: its name, objective and values, with the
+    demand its variant could not serve at all left unmet (the whole scenario's model has
+    sources for some of it, so that demand is not out of its model)."""
+
+    name: str
+    objective: float
+    solution: Solution
+
+
 def solve_comparisons(scenario: Scenario, solver, gap, budget: Budget,
                       threads: int | None = 1, transit: Transit | None = None,
-                      candidates: Candidates | None = None) -> list[dict]:
-    """Every comparison plan, each with an equal share of `budget`; entries without the
-    saving (`against` adds it)."""
+                      candidates: Candidates | None = None
+                      ) -> tuple[list[dict], Cheapest | None]:
+    """Every comparison plan, each with an equal share of `budget`: their entries
+    without the saving (`against` adds it), and the cheapest of them (None: no plan)."""
     transit = transit or Transit(scenario)
     candidates = candidates or find_candidates(scenario, transit)
     variants = comparisons(scenario, candidates)
-    out = []
+    out, cheapest = [], None
     for i, (name, restrictions) in enumerate(variants.items()):
         share = budget.share(1.0 / (len(variants) - i))
         other = plan_scenario(scenario, solver, gap=gap, restrictions=restrictions,
@@ -95,7 +117,34 @@ def solve_comparisons(scenario: Scenario, solver, gap, budget: Budget,
             total_cost_usd=t["total_cost_usd"], objective_usd=t["objective_usd"],
             unmet_unit_hours=t["unmet_unit_hours"], unmet_penalty_usd=t["unmet_penalty_usd"],
             saving_usd=None))
-    return out
+        if cheapest is None or t["objective_usd"] < cheapest.objective:
+            solution = other.solution
+            solution.unmet = {**other.builder.unservable, **solution.unmet}
+            cheapest = Cheapest(name, t["objective_usd"], solution)
+    return out, cheapest
+
+
+def cheaper_plan(run: Run, plan: Plan, cheapest: Cheapest | None,
+                 requested_gap: float) -> Plan | None:
+    """The cheapest comparison plan as the plan, with the plan's bound, where it costs
+    less than `plan` (None where it does not)."""
+    if cheapest is None or cheapest.objective >= plan.totals["objective_usd"] - 1e-6 * max(
+            1.0, abs(plan.totals["objective_usd"])):
+        return None
+    res = run.result
+    value = None if res.bound is None else honest_gap(cheapest.objective, res.bound,
+                                                      res.unservable_usd)
+    result = dataclasses.replace(
+        res, objective=cheapest.objective, gap=value,
+        status="optimal" if value is not None and value <= max(requested_gap, 1e-9)
+        else "feasible",
+        termination=f"{res.termination}; the comparison plan '{cheapest.name}' stands as "
+                    f"the plan: it costs less than the plan found")
+    # demand the whole scenario's model also left out is unmet in its plan already
+    unmet = {key: x for key, x in cheapest.solution.unmet.items()
+             if key not in run.builder.unservable}
+    return extract_plan(run.builder, dataclasses.replace(cheapest.solution, unmet=unmet),
+                        result)
 
 
 def against(entries: list[dict], plan: Plan) -> list[dict]:
@@ -127,7 +176,7 @@ def solve_beside(scenario: Scenario, solver, gap, seconds: float,
 
 
 def _solve_until(scenario: Scenario, solver, gap, deadline: float,
-                 threads: int | None) -> list[dict]:
+                 threads: int | None) -> tuple[list[dict], Cheapest | None]:
     # a wall-clock deadline: the process's own clock starts when it does
     return solve_comparisons(scenario, solver, gap, Budget(max(0.0, deadline - time.time())),
                              threads)

@@ -1,5 +1,6 @@
 """Calls run in a process of their own beside the command (planner.beside), and the
-comparison plans solved that way: the same entries as solved after the plan."""
+comparison plans solved that way: the same entries as solved after the plan, and the
+cheapest standing as the plan where it costs less than the plan found."""
 
 from __future__ import annotations
 
@@ -72,15 +73,77 @@ def test_comparison_plans_beside_the_plan_or_after_it(tmp_path, monkeypatch, bes
     assert {b["status"] for b in data["baselines"]} == {"optimal"}
 
 
-def test_a_comparison_plan_cheaper_like_for_like_is_said(capsys):
-    # a negative saving (the comparison plan costs less and leaves no more demand unmet)
-    # means the plan is not the best found: the command says so; no saving stated, or a
-    # positive one, says nothing
+# 1 GPU of demand in the first of 12 months. On-demand: 100 × $2 = $200; a 12-month
+# reservation at $1.5: 12 × 100 × $1.5 = $1800. The plan at first prices alone (the
+# decomposition stopped before its master) reserves the GPU: $1800.
+MONTH = scenario(
+    settings={"hours_per_month": 100, "horizon_months": 12},
+    offers=YEAR["offers"], demand=[{"workload": "w", "period": "2027-01", "amount": 10}])
+
+
+@pytest.mark.parametrize("beside", [True, False], ids=["beside", "after"])
+def test_a_cheaper_comparison_plan_stands_as_the_plan(tmp_path, monkeypatch, beside):
+    # the plan found reserves ($1800); the pay-as-you-go-only plan ($200) is a plan of
+    # the same scenario: it stands as the plan, passes the checker, and saves nothing
+    # against itself; the plan keeps its bound (at first prices: $200, gap 0)
+    import planner.baselines
+    import planner.solve.pipeline
+    from planner.solve.decompose.method import Rounds
+
+    solve = planner.solve.pipeline.plan_scenario
+
+    def at_first_prices(scenario, *args, restrictions=None, **kw):
+        if restrictions is None:  # the plan (not a comparison plan): greedy alone
+            kw.update(rounds=Rounds(0, 0, 0, 0), method="decompose")
+        return solve(scenario, *args, restrictions=restrictions, **kw)
+
+    monkeypatch.setattr(planner.solve.pipeline, "plan_scenario", at_first_prices)
+    monkeypatch.setattr(planner.baselines, "can_solve_beside", lambda threads: beside)
+    folder = write_csv(tmp_path / "month", MONTH)
+    res = CliRunner().invoke(app, ["solve", str(folder), "-o", str(tmp_path / "plan.xlsx"),
+                                   "--json", "--time-limit", "60"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data["objective_usd"] == pytest.approx(200)
+    assert data["total_cost_usd"] == pytest.approx(200)
+    assert data["commitments"] == []
+    assert data["cost_by_term_usd"]["on_demand"] == pytest.approx(200)
+    assert data["bound_usd"] <= 200 + 1e-6
+    payg = next(b for b in data["baselines"] if b["name"] == "pay-as-you-go only")
+    assert payg["saving_usd"] == pytest.approx(0, abs=1e-6)
+    said = " ".join(res.stderr.split())
+    assert "'pay-as-you-go only' costs $1,600 less than the plan found" in said
+    assert (tmp_path / "plan.xlsx").exists()
+
+
+def test_a_comparison_plan_no_cheaper_leaves_the_plan(tmp_path):
+    # the year of demand: the plan reserves ($1800), pay-as-you-go only costs $2400
+    from planner.baselines import PAYG, cheaper_plan, solve_comparisons
+    from planner.io.validate import load_scenario
+    from planner.solve.budget import Budget
+    from planner.solve.pipeline import plan_scenario
+
+    s = load_scenario(write_csv(tmp_path / "year", YEAR))
+    run = plan_scenario(s)
+    entries, cheapest = solve_comparisons(s, "highs", 1e-4, Budget(60))
+    assert run.plan.totals["objective_usd"] == pytest.approx(1800)
+    assert cheapest.objective == pytest.approx(1800)  # the single GPU type: the plan's
+    assert cheapest.name != PAYG
+    assert cheaper_plan(run, run.plan, cheapest, 1e-4) is None
+
+
+def test_a_comparison_plan_cheaper_than_the_plan_is_said(capsys):
+    # a comparison plan whose objective is below the plan's, yet not standing as the
+    # plan (no time left, or it failed the check): the command says the plan is not the
+    # best found; a dearer one, or one without a plan, says nothing
+    from types import SimpleNamespace
+
     from planner.cli.solve import _warn_beaten
 
-    _warn_beaten([{"name": "pay-as-you-go only", "saving_usd": -523159.0},
-                  {"name": "one provider", "saving_usd": None},
-                  {"name": "single GPU type", "saving_usd": 1200.0}])
+    plan = SimpleNamespace(totals={"objective_usd": 3_085_824.0})
+    _warn_beaten([{"name": "pay-as-you-go only", "objective_usd": 2_562_665.0},
+                  {"name": "one provider", "objective_usd": None},
+                  {"name": "single GPU type", "objective_usd": 4_216_842.0}], plan)
     said = " ".join(capsys.readouterr().err.split())
     assert "'pay-as-you-go only' costs $523,159 less than the plan" in said
     assert "one provider" not in said and "single GPU type" not in said

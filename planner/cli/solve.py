@@ -93,7 +93,7 @@ def solve(
 ):
     """Solve a scenario at least cost and write the finance workbook."""
     QUIET["on"] = quiet
-    from planner.baselines import can_solve_beside, solve_beside
+    from planner.baselines import against, can_solve_beside, solve_beside
     from planner.check import check_plan
     from planner.report.json_out import plan_json
     from planner.report.workbook import write_workbook
@@ -159,9 +159,12 @@ def solve(
                 err.print(f"  {p}")
             raise typer.Exit(EXIT_ERROR)
         with _status("solving the comparison plans"):
-            compare = _comparison_plans(s, plan, run, beside, baselines, solver, gap,
-                                        budget.share(1.0, keep), threads)
-        _warn_beaten(compare)
+            entries, cheapest = _comparison_plans(s, run, beside, baselines, solver, gap,
+                                                  budget.share(1.0, keep), threads)
+        plan = _cheapest_plan(s, run, cheapest, gap if gap is not None else
+                              s.settings.mip_gap, budget, keep)
+        compare = against(entries, plan)
+        _warn_beaten(compare, plan)
     if export_model is not None:
         write_mps(run, export_model)
         err.print(f"model written to {export_model}")
@@ -186,16 +189,38 @@ def solve(
         sys.stdout.write(dumps(data))
 
 
-def _warn_beaten(compare: list[dict]) -> None:
-    """Say so when a comparison plan costs less than the plan and leaves no more demand
-    unmet (a negative saving): the plan is then not the best found. (Seen where demand is
-    a thousandth of the default scenario's: whole replicas and rounded commitments cost
-    more than pay-as-you-go alone.)"""
+def _warn_beaten(compare: list[dict], plan) -> None:
+    """Say so when a comparison plan's objective is below the plan's (it did not stand
+    as the plan: no time left to turn it into tables, or it failed the check)."""
+    ours = plan.totals["objective_usd"]
     for b in compare:
-        if b.get("saving_usd") is not None and b["saving_usd"] < -0.005:
+        if b.get("objective_usd") is not None and b["objective_usd"] < ours - 0.005:
             err.print(f"[yellow]warning: the comparison plan '{b['name']}' costs "
-                      f"${-b['saving_usd']:,.0f} less than the plan and leaves no more "
-                      f"demand unmet: the plan is not the best found[/]")
+                      f"${ours - b['objective_usd']:,.0f} less than the plan (objective): "
+                      f"the plan is not the best found[/]")
+
+
+def _cheapest_plan(s, run, cheapest, gap: float, budget, keep: float):
+    """The plan: the cheapest comparison plan where it costs less than the plan found
+    (planner.baselines.cheaper_plan) and time is left to turn it into tables (as long as
+    the plan's took), checked as the plan was; else the plan found."""
+    from planner.baselines import cheaper_plan
+    from planner.check import check_plan
+
+    if cheapest is None or budget.left() < keep + run.seconds.get("extract", 0.0):
+        return run.plan
+    better = cheaper_plan(run, run.plan, cheapest, gap)
+    if better is None:
+        return run.plan
+    problems = check_plan(s, better)
+    if problems:  # never seen: the plan found stands, and the warning says why
+        err.print(f"[yellow]warning: the comparison plan '{cheapest.name}' fails the "
+                  f"independent check as the plan ({problems[0]})[/]")
+        return run.plan
+    err.print(f"the comparison plan '{cheapest.name}' costs "
+              f"${run.plan.totals['objective_usd'] - better.totals['objective_usd']:,.0f} "
+              f"less than the plan found (objective): it stands as the plan")
+    return better
 
 
 def _warn_stochastic_only(**given) -> None:
@@ -211,24 +236,23 @@ def _warn_stochastic_only(**given) -> None:
                   f" to --stochastic only; ignored[/]")
 
 
-def _comparison_plans(s, plan, run, beside, baselines, solver, gap, budget, threads):
-    """The comparison plans' entries with their savings against `plan`: as solved beside
-    the plan, or solved now in `budget`, or listed as not run."""
-    from planner.baselines import against, solve_comparisons, without_plans
+def _comparison_plans(s, run, beside, baselines, solver, gap, budget, threads):
+    """The comparison plans' entries (without their savings) and the cheapest of them
+    (planner.baselines.Cheapest; None: none has a plan): as solved beside the plan, or
+    solved now in `budget`, or listed as not run."""
+    from planner.baselines import solve_comparisons, without_plans
     from planner.beside import BesideFailed
 
     if not baselines:
-        return without_plans(s, run.candidates, "not_run")
+        return without_plans(s, run.candidates, "not_run"), None
     if beside is None:
-        entries = solve_comparisons(s, solver, gap, budget, threads or None,
-                                    run.candidates.transit, run.candidates)
-    else:
-        try:
-            entries = beside.result()
-        except BesideFailed as e:
-            err.print(f"[yellow]the comparison plans failed: {e}[/]")
-            entries = without_plans(s, run.candidates, "no_plan")
-    return against(entries, plan)
+        return solve_comparisons(s, solver, gap, budget, threads or None,
+                                 run.candidates.transit, run.candidates)
+    try:
+        return beside.result()
+    except BesideFailed as e:
+        err.print(f"[yellow]the comparison plans failed: {e}[/]")
+        return without_plans(s, run.candidates, "no_plan"), None
 
 
 def _solve_stochastic(s, budget, keep, out, as_json, focus, solver, gap, samples, spread,

@@ -52,6 +52,7 @@ class Run:
     # master LP (planner.solve.decompose.method.Outcome.least_s, with what came before it;
     # inf: not within this one; None: the model was solved whole)
     least_s: float | None = None
+    solution: Solution | None = None  # the plan's values (None: the solver failed)
 
     @property
     def candidates(self):
@@ -130,7 +131,8 @@ def plan_scenario(scenario: Scenario, solver: str | None = None,
         t = time.perf_counter()
         plan = extract_plan(builder, solution, result)
         seconds["extract"] = time.perf_counter() - t
-    return Run(builder, plan, result, seconds, prices, least_s)
+    return Run(builder, plan, result, seconds, prices, least_s,
+               solution if result.has_solution else None)
 
 
 def _whole(builder: ModelBuilder, solver: str, budget: Budget, gap: float,
