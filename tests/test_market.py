@@ -180,3 +180,148 @@ def test_the_published_lambda_and_nebius_catalogs(tmp_path):
     catalog_regions = {r["Region"] for cloud in ("lambda", "nebius")
                        for r in _rows(CATALOG / cloud / "vms.csv") if r["AcceleratorName"]}
     assert catalog_regions <= placed
+
+
+def _placed(scn: Path, sites: str = "nyc,sfo") -> Path:
+    """A scenario with its map's sites and acme's east region placed at nyc."""
+    _write(scn / "sites.csv", "site,country,jurisdiction\n"
+           + "".join(f"{s},US,US\n" for s in sites.split(",")))
+    _write(scn / "market" / "regions.csv",
+           "cloud,catalog_region,region,site\nacme,east,acme-east,nyc\n")
+    return scn
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file()}
+
+
+def test_a_catalog_without_metadata_is_bad_input(tmp_path, small_catalog):
+    # the layout names every GPU type in common/metadata.csv: without it no GPU row could
+    # be placed, and a refresh would have removed every imported offer
+    scn = _placed(tmp_path / "scn")
+    assert _import(scn, small_catalog).exit_code == 0
+    before = _snapshot(scn)
+    (small_catalog / "common" / "metadata.csv").unlink()
+    res = _import(scn, small_catalog)
+    assert res.exit_code == 2 and "common/metadata.csv" in res.output
+    assert _snapshot(scn) == before
+
+
+def test_a_file_that_is_not_csv_text_is_bad_input(tmp_path, small_catalog):
+    # a rules "file" that is a folder, a rules file saved as Latin-1, a rule's months
+    # that are not a number, a catalog saved as Latin-1: exit 2 with the file named,
+    # nothing written (each was an unexpected error, exit 1)
+    scn = _placed(tmp_path / "scn")
+    before = _snapshot(scn)
+    latin = tmp_path / "rules_latin1.csv"
+    latin.write_bytes("provider,term,commit_months,discount,source\n"
+                      "acme,reserved,12,0.3,résumé\n".encode("latin-1"))
+    months = _write(tmp_path / "months.csv", "provider,term,commit_months,discount,source\n"
+                                             "acme,reserved,abc,0.3,quote\n")
+    for rules, said in ((tmp_path, "is a folder"), (latin, "not UTF-8"),
+                        (months, "commit_months")):
+        res = _import(scn, small_catalog, "--rules", str(rules))
+        assert res.exit_code == 2, res.output
+        assert said in " ".join(res.output.split()) and "unexpected" not in res.output
+    vms = small_catalog / "acme" / "vms.csv"
+    vms.write_bytes(vms.read_bytes().replace(b"east", "\xe9ast".encode("latin-1")))
+    res = _import(scn, small_catalog)
+    assert res.exit_code == 2 and "acme/vms.csv" in res.output and "not UTF-8" in res.output
+    assert _snapshot(scn) == before
+
+
+def test_the_users_row_wins_over_an_imported_row_of_the_same_offer(tmp_path, small_catalog):
+    # the analyst adds a negotiated quote for an offer the catalog already supplied: the
+    # imported row goes (a duplicate would make the scenario invalid), the quote stays
+    scn = _placed(tmp_path / "scn")
+    assert _import(scn, small_catalog).exit_code == 0
+    with (scn / "offers.csv").open("a") as f:
+        f.write("acme-east,H100,on_demand,2.60,,,,,,,,negotiated quote,2026-11-15\n")
+    res = _import(scn, small_catalog)
+    assert res.exit_code == 0, res.output
+    rows = [r for r in _rows(scn / "offers.csv")
+            if (r["region"], r["gpu"], r["term"]) == ("acme-east", "H100", "on_demand")]
+    assert [(r["usd_per_gpu_hour"], r["source"]) for r in rows] == [("2.60",
+                                                                      "negotiated quote")]
+    assert "kept (your own row) (1): acme-east/H100/on_demand" in " ".join(res.output.split())
+
+
+def test_a_changed_rule_reaches_the_rows_it_made(tmp_path, small_catalog):
+    # reserved at 2.75 × (1 − 0.35), upfront 5000, lead 30, min 8, max 128; then the rule
+    # says 0.40 (2.75 × 0.6 = 1.65), upfront 8000, lead 60, min 16, no max; the provider
+    # written as the catalog does not spell it matches all the same
+    scn = _placed(tmp_path / "scn")
+    head = ("provider,gpu,term,commit_months,discount,upfront_usd_per_gpu,lead_time_days,"
+            "min_gpus,max_gpus,source\n")
+    v1 = _write(tmp_path / "v1.csv", head + "ACME,H100,reserved,12,0.35,5000,30,8,128,v1\n")
+    v2 = _write(tmp_path / "v2.csv", head + "Acme,H100,reserved,12,0.40,8000,60,16,,v2\n")
+    assert _import(scn, small_catalog, "--rules", str(v1)).exit_code == 0
+    r = _offers(scn)[("acme-east", "H100", "reserved", "12")]
+    assert float(r["usd_per_gpu_hour"]) == pytest.approx(1.7875)
+    assert _import(scn, small_catalog, "--rules", str(v2)).exit_code == 0
+    r = _offers(scn)[("acme-east", "H100", "reserved", "12")]
+    assert float(r["usd_per_gpu_hour"]) == pytest.approx(1.65) and "v2" in r["source"]
+    assert (r["upfront_usd_per_gpu"], r["lead_time_days"], r["min_gpus"], r["max_gpus"]) \
+        == ("8000", "60", "16", "")
+
+
+def test_an_unknown_rules_column_is_said(tmp_path, small_catalog):
+    scn = _placed(tmp_path / "scn")
+    rules = _write(tmp_path / "rules.csv", "provider,term,max_gpu,source\nacme,on_demand,"
+                                           "99,console\n")
+    res = _import(scn, small_catalog, "--rules", str(rules))
+    assert res.exit_code == 0 and "'max_gpu'" in res.output
+
+
+def test_a_region_placed_at_a_site_the_map_lacks_is_bad_input(tmp_path, small_catalog):
+    # market/regions.csv places acme east at 'Ohio-Typo': exit 2, nothing written; an
+    # earlier import's region at an unknown site is placed again once corrected
+    scn = _placed(tmp_path / "scn")
+    places = scn / "market" / "regions.csv"
+    places.write_text("cloud,catalog_region,region,site,egress_usd_per_gb\n"
+                      "acme,east,acme-east,Ohio-Typo,-1\n")
+    before = _snapshot(scn)
+    res = _import(scn, small_catalog)
+    assert res.exit_code == 2
+    out = " ".join(res.output.split())
+    assert "unknown site 'Ohio-Typo'" in out and "egress_usd_per_gb" in out
+    assert _snapshot(scn) == before
+    _write(scn / "regions.csv", "region,provider,site\nacme-east,acme,Ohio-Typo\n")
+    places.write_text("cloud,catalog_region,region,site\nacme,east,acme-east,sfo\n")
+    res = _import(scn, small_catalog)
+    assert res.exit_code == 0, res.output
+    assert [(r["region"], r["site"]) for r in _rows(scn / "regions.csv")] == \
+        [("acme-east", "sfo")]
+
+
+def test_a_folder_of_one_cloud_refreshes_that_cloud_alone(tmp_path, small_catalog):
+    # a second cloud's folder imported, then a catalog folder with acme alone: the other
+    # cloud's offers stay (the folder says nothing of them)
+    scn = _placed(tmp_path / "scn")
+    with (scn / "market" / "regions.csv").open("a") as f:
+        f.write("beta,north,beta-north,sfo\n")
+    _write(small_catalog / "beta" / "vms.csv", HEADER + "\nl4-1x,L4,1,8,32,0.70,north,,\n")
+    assert _import(scn, small_catalog).exit_code == 0
+    assert ("beta-north", "L4", "on_demand", "") in _offers(scn)
+    acme_only = tmp_path / "acme_only"
+    for part in ("common/metadata.csv", "acme/vms.csv"):
+        _write(acme_only / part, (small_catalog / part).read_text())
+    res = _import(scn, acme_only)
+    assert res.exit_code == 0 and "0 removed" in " ".join(res.output.split())
+    assert ("beta-north", "L4", "on_demand", "") in _offers(scn)
+
+
+def test_gpu_memory_from_the_rows_gpu_info(tmp_path, small_catalog):
+    # metadata.csv (v7) says B200 has 80 GB; the row's GpuInfo (v8) says 184320 MiB:
+    # 180 GB
+    scn = _placed(tmp_path / "scn")
+    with (small_catalog / "common" / "metadata.csv").open("a") as f:
+        f.write("B200,80,nvidia\n")
+    info = ("\"{'Gpus': [{'Name': 'B200', 'Manufacturer': 'NVIDIA', 'Count': 1.0, "
+            "'MemoryInfo': {'SizeInMiB': 184320}}], 'TotalGpuMemoryInMiB': 184320}\"")
+    with (small_catalog / "acme" / "vms.csv").open("a") as f:
+        f.write(f"b200-1x,B200,1,26,360,6.99,east,{info},\n")
+    assert _import(scn, small_catalog).exit_code == 0
+    gpus = {r["gpu"]: r["memory_gb"] for r in _rows(scn / "gpus.csv")}
+    assert gpus == {"H100": "80", "B200": "180"}

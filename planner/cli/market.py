@@ -165,9 +165,11 @@ def market_import(
         raise typer.Exit(EXIT_BAD_INPUT)
     for title, items in (("added", changes.added), ("removed", changes.removed),
                          ("price up", changes.price_up), ("price down", changes.price_down),
+                         ("instance size", changes.resized),
                          ("kept (your own row)", changes.kept_yours),
                          ("GPU types added", changes.gpus_added),
-                         ("regions added", changes.regions_added)):
+                         ("regions added", changes.regions_added),
+                         ("regions placed again", changes.regions_placed)):
         if items:
             err.print(f"[bold]{title}[/] ({len(items)}): " + ", ".join(items))
     if changes.unplaced_regions:

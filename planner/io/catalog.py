@@ -5,11 +5,13 @@ Price (USD per instance-hour), Region, GpuInfo, SpotPrice; `DIR/common/metadata.
 GPU, MemoryGB. A row's per-GPU rate is Price ÷ AcceleratorCount; a SpotPrice makes a spot
 offer too. Rows without an accelerator are CPU instances and are passed over; a GPU row
 that cannot be priced (no price, no accelerators, a GPU neither in metadata.csv nor in the
-alias table) is reported with its file, row and column.
+alias table) is reported with its file, row and column. A GPU's memory is its rows'
+GpuInfo where they state it (v8), else metadata.csv's (v7: B200, H200 and GH200 at 80 GB).
 """
 
 from __future__ import annotations
 
+import ast
 import csv
 import math
 from dataclasses import dataclass
@@ -29,6 +31,7 @@ class CatalogPrice:
     instance_type: str
     file: str  # e.g. lambda/vms.csv
     row: int
+    memory_gb: float | None = None  # per GPU, from the row's GpuInfo
 
 
 def _number(text: str) -> float | None:
@@ -39,17 +42,38 @@ def _number(text: str) -> float | None:
     return x if math.isfinite(x) else None
 
 
+def read_csv(path: Path, label: str, issues: list[Issue]
+             ) -> tuple[list[str], list[dict]] | None:
+    """A CSV file's columns and rows (None, with an error in `issues`, where it cannot be
+    read as UTF-8 text)."""
+    try:
+        with path.open(newline="", encoding="utf-8-sig") as f:
+            reader = csv.DictReader(f)
+            return list(reader.fieldnames or ()), list(reader)
+    except IsADirectoryError:
+        what = "is a folder, not a CSV file"
+    except UnicodeDecodeError as e:
+        what = f"is not UTF-8 text (byte {e.start}): save it as CSV UTF-8"
+    except OSError as e:
+        what = f"cannot be read ({e.strerror})"
+    issues.append(Issue("error", label, None, None, what))
+    return None
+
+
 def read_metadata(folder: Path, issues: list[Issue]) -> dict[str, float | None]:
     """GPU name (as the catalog spells it) -> memory in GB, from common/metadata.csv."""
     path = folder / "common" / "metadata.csv"
-    if not path.exists():
+    if not path.is_file():
+        issues.append(Issue("error", str(folder), None, None,
+                            "no common/metadata.csv: not a catalog in SkyPilot's layout "
+                            "(it names the GPU types)"))
         return {}
+    read = read_csv(path, "common/metadata.csv", issues)
     out: dict[str, float | None] = {}
-    with path.open(newline="", encoding="utf-8-sig") as f:
-        for row in csv.DictReader(f):
-            name = (row.get("GPU") or "").strip()
-            if name:
-                out[name] = _number(row.get("MemoryGB") or "")
+    for row in read[1] if read else ():
+        name = (row.get("GPU") or "").strip()
+        if name:
+            out[name] = _number(row.get("MemoryGB") or "")
     return out
 
 
@@ -66,18 +90,34 @@ def read_catalog(folder: Path, known_gpus: set[str],
     for path in files:
         cloud = path.parent.name
         label = f"{cloud}/vms.csv"
-        with path.open(newline="", encoding="utf-8-sig") as f:
-            reader = csv.DictReader(f)
-            missing = {"InstanceType", "AcceleratorName", "AcceleratorCount", "Price",
-                       "Region"} - set(reader.fieldnames or ())
-            if missing:
-                issues.append(Issue("error", label, 1, None,
-                                    "missing column(s): " + ", ".join(sorted(missing))))
-                continue
-            for number, row in enumerate(reader, start=2):
-                price = _row_prices(cloud, label, number, row, known_gpus, issues)
-                prices.extend(price)
+        read = read_csv(path, label, issues)
+        if read is None:
+            continue
+        columns, rows = read
+        missing = {"InstanceType", "AcceleratorName", "AcceleratorCount", "Price",
+                   "Region"} - set(columns)
+        if missing:
+            issues.append(Issue("error", label, 1, None,
+                                "missing column(s): " + ", ".join(sorted(missing))))
+            continue
+        for number, row in enumerate(rows, start=2):
+            prices.extend(_row_prices(cloud, label, number, row, known_gpus, issues))
     return prices
+
+
+def _memory_gb(gpu_info: str, gpu: str) -> float | None:
+    """A GPU's memory in GB from a row's GpuInfo (a Python literal: {'Gpus': [{'Name':
+    …, 'MemoryInfo': {'SizeInMiB': …}}], …}); None where it does not say."""
+    try:
+        info = ast.literal_eval(gpu_info)
+        for g in info.get("Gpus", ()):
+            if str(g.get("Name", "")).casefold() == gpu.casefold():
+                mib = float(g["MemoryInfo"]["SizeInMiB"])
+                return round(mib / 1024.0, 1) if math.isfinite(mib) and mib > 0 else None
+    except (ValueError, SyntaxError, TypeError, KeyError, AttributeError,
+            MemoryError, RecursionError):
+        pass
+    return None
 
 
 def _row_prices(cloud: str, label: str, number: int, row: dict, known_gpus: set[str],
@@ -107,7 +147,7 @@ def _row_prices(cloud: str, label: str, number: int, row: dict, known_gpus: set[
     n = int(round(count))
     common = dict(cloud=cloud, catalog_region=region, catalog_gpu=gpu, gpus_per_instance=n,
                   instance_type=(row.get("InstanceType") or "").strip(), file=label,
-                  row=number)
+                  row=number, memory_gb=_memory_gb(row.get("GpuInfo") or "", gpu))
     out = [CatalogPrice(term="on_demand", usd_per_gpu_hour=price / n, **common)]
     spot_text = (row.get("SpotPrice") or "").strip()
     if spot_text:

@@ -19,8 +19,13 @@ scenario's `market/` folder (outside the scenario's own tables):
 One offer per region, GPU type and term: of a catalog's instance types the cheapest per
 GPU (then the fewest GPUs per instance), sold in whole instances of its GPU count.
 Imported rows are marked by their source ("catalog: …", "rule: …"): a re-import updates
-their price, instance size, source and price_date and leaves every other cell as the user
-left it; drops the ones no longer in the catalogs; never touches a row of the user's own.
+their price, instance size, source and price_date (a row a rule made, every cell the rule
+gives: a changed rule reaches the rows it made), and leaves every other cell as the user
+left it;
+drops the ones no longer in the catalogs (of the clouds the catalog folder holds: a folder
+with one cloud refreshes that cloud alone); never touches a row of the user's own, and
+an imported row with the same region, GPU type and term as one of the user's goes (the
+user's wins).
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from planner.files import write_atomically
-from planner.io.catalog import CatalogPrice, read_catalog, read_metadata
+from planner.io.catalog import CatalogPrice, read_catalog, read_csv, read_metadata
 from planner.io.issues import Issue
 from planner.io.schema import COMMITMENT_TERMS, PAY_AS_YOU_GO, TABLES_BY_NAME
 
@@ -41,6 +46,8 @@ SKIP = "-"  # a GPU mapped to this in market/gpus.csv is not imported
 MARKET_FOLDER = "market"
 ALIAS_COLUMNS = ("catalog_gpu", "gpu")
 REGION_COLUMNS = ("cloud", "catalog_region", "region", "site", "egress_usd_per_gb")
+REFRESHED = ("usd_per_gpu_hour", "gpus_per_instance", "source", "price_date")
+DERIVED = ("upfront_usd_per_gpu", "lead_time_days", "min_gpus", "max_gpus")  # from a rule
 RULE_COLUMNS = ("provider", "gpu", "term", "commit_months", "discount",
                 "upfront_usd_per_gpu", "lead_time_days", "min_gpus", "max_gpus",
                 "interruption_rate", "source")
@@ -56,6 +63,8 @@ class Changes:
     unplaced_regions: list[str] = field(default_factory=list)
     gpus_added: list[str] = field(default_factory=list)
     regions_added: list[str] = field(default_factory=list)
+    regions_placed: list[str] = field(default_factory=list)
+    resized: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -65,17 +74,28 @@ class _Table:
     rows: list[dict]
     newline: str = "\n"  # as the file had it
 
+    @property
+    def label(self) -> str:
+        """The file as messages name it: folder/name (the name alone in the working
+        folder)."""
+        return f"{self.path.parent.name}/{self.path.name}" if self.path.parent.name \
+            else self.path.name
+
     @classmethod
-    def read(cls, path: Path, default_columns) -> "_Table":
+    def read(cls, path: Path, default_columns, issues: list[Issue]) -> "_Table":
+        """The table at `path` (empty where there is none; a file that cannot be read as
+        CSV text is reported in `issues`)."""
+        table = cls(path, list(default_columns), [])
         if not path.exists():
-            return cls(path, list(default_columns), [])
+            return table
+        read = read_csv(path, table.label, issues)
+        if read is None:
+            return table
         with path.open("rb") as f:
             newline = "\r\n" if b"\r\n" in f.readline() else "\n"
-        with path.open(newline="", encoding="utf-8-sig") as f:
-            reader = csv.DictReader(f)
-            columns = [c.strip().lower() for c in reader.fieldnames or ()]
-            rows = [{c.strip().lower(): (v or "").strip() for c, v in row.items() if c}
-                    for row in reader]
+        columns = [c.strip().lower() for c in read[0]]
+        rows = [{c.strip().lower(): (v or "").strip() for c, v in row.items() if c}
+                for row in read[1]]
         for c in default_columns:
             if c not in columns:
                 columns.append(c)
@@ -119,17 +139,21 @@ def import_market(scenario: Path, catalog: Path, rules: Path | None,
     are written only when nothing is in error."""
     issues: list[Issue] = []
     market = scenario / MARKET_FOLDER
-    aliases = _Table.read(market / "gpus.csv", ALIAS_COLUMNS)
-    places = _Table.read(market / "regions.csv", REGION_COLUMNS)
+    aliases = _Table.read(market / "gpus.csv", ALIAS_COLUMNS, issues)
+    places = _Table.read(market / "regions.csv", REGION_COLUMNS, issues)
     rules_path = rules if rules is not None else market / "rules.csv"
     if rules is not None and not rules.exists():
         issues.append(Issue("error", str(rules), None, None, "no such rules file"))
-    rule_rows = _rules(_Table.read(rules_path, RULE_COLUMNS), issues)
-    gpus = _Table.read(scenario / "gpus.csv", _columns("gpus"))
-    regions = _Table.read(scenario / "regions.csv", _columns("regions"))
-    offers = _Table.read(scenario / "offers.csv", _columns("offers"))
+    rule_rows = _rules(_Table.read(rules_path, RULE_COLUMNS, issues), issues)
+    gpus = _Table.read(scenario / "gpus.csv", _columns("gpus"), issues)
+    regions = _Table.read(scenario / "regions.csv", _columns("regions"), issues)
+    offers = _Table.read(scenario / "offers.csv", _columns("offers"), issues)
+    sites = _Table.read(scenario / "sites.csv", _columns("sites"), issues)
+    _check_places(places, sites, issues)
     if not catalog.is_dir():
-        issues.append(Issue("error", str(catalog), None, None, "no such catalog folder"))
+        issues.append(Issue("error", str(catalog), None, None,
+                            "not a catalog folder" if catalog.exists()
+                            else "no such catalog folder"))
         return Changes(), issues
 
     alias = {r["catalog_gpu"]: r["gpu"] for r in aliases.rows
@@ -141,6 +165,7 @@ def import_market(scenario: Path, catalog: Path, rules: Path | None,
     if any(i.severity == "error" for i in issues):
         return Changes(), issues
     changes = Changes()
+    clouds = {p.parent.name for p in catalog.glob("*/vms.csv")}
 
     # where each catalog region is
     region_of: dict[tuple, str] = {}
@@ -160,6 +185,8 @@ def import_market(scenario: Path, catalog: Path, rules: Path | None,
                                      "egress_usd_per_gb": row.get("egress_usd_per_gb", "")})
                 known_regions.add(name)
                 changes.regions_added.append(name)
+            else:  # a region placed at a site the scenario lacks: placed again
+                _replace_site(regions, name, row, sites, changes)
         elif name in known_regions:
             region_of[where] = name
         else:
@@ -207,13 +234,16 @@ def import_market(scenario: Path, catalog: Path, rules: Path | None,
     for p in sorted(best.values(), key=lambda p: alias.get(p.catalog_gpu, p.catalog_gpu)):
         gpu = alias.get(p.catalog_gpu, p.catalog_gpu)
         if gpu.casefold() not in have_gpus:
-            mem = memory.get(p.catalog_gpu)
+            mem = p.memory_gb if p.memory_gb is not None else memory.get(p.catalog_gpu)
             gpus.rows.append({"gpu": gpu, "memory_gb": "" if mem is None else f"{mem:g}",
                               "source": f"{CATALOG_MARK} common/metadata.csv"})
             have_gpus.add(gpu.casefold())
             changes.gpus_added.append(gpu)
 
-    _merge_offers(offers, fresh, changes)
+    cloud_of = {**{r["region"]: r.get("provider", "") for r in regions.rows},
+                **{r["region"]: r["cloud"] for r in places.rows if r.get("region")}}
+    _merge_offers(offers, fresh, changes,
+                  lambda row: cloud_of.get(row.get("region", ""), "") in clouds)
     if any(i.severity == "error" for i in issues):
         return changes, issues
     scenario.mkdir(parents=True, exist_ok=True)
@@ -226,7 +256,12 @@ def import_market(scenario: Path, catalog: Path, rules: Path | None,
 def _rules(table: _Table, issues: list[Issue]) -> list[dict]:
     """The rules table, checked: a row with a bad cell is reported and left out."""
     out = []
-    label = f"{table.path.parent.name}/{table.path.name}"
+    label = table.label
+    unknown = [c for c in table.columns if c not in RULE_COLUMNS]
+    if unknown and table.rows:
+        issues.append(Issue("warning", label, 1, None, "unknown column(s) "
+                            + ", ".join(repr(c) for c in unknown) + ": not used (the rules' "
+                            "columns: " + ", ".join(RULE_COLUMNS) + ")"))
     for number, row in enumerate(table.rows, start=2):
         term = row.get("term", "").lower()
         problems = []
@@ -247,9 +282,11 @@ def _rules(table: _Table, issues: list[Issue]) -> list[dict]:
                     share = c in ("discount", "interruption_rate")
                     problems.append((c, f"'{text}' is not " + (
                         "a share below 1" if share else "a non-negative number")))
-        if term in COMMITMENT_TERMS:
-            if not row.get("commit_months") or float(row.get("commit_months") or 0) < 1:
-                problems.append(("commit_months", "a commitment rule needs commit_months ≥ 1"))
+        if term in COMMITMENT_TERMS and not any(c == "commit_months" for c, _ in problems):
+            months = row.get("commit_months", "")
+            if not months or float(months) < 1 or float(months) != int(float(months)):
+                problems.append(("commit_months", "a commitment rule needs commit_months, "
+                                                  "a whole number ≥ 1"))
             if not row.get("discount"):
                 problems.append(("discount", "a commitment rule needs its discount"))
         if not row.get("source"):
@@ -264,7 +301,8 @@ def _rules(table: _Table, issues: list[Issue]) -> list[dict]:
 def _applies(rule: dict, provider: str, gpu: str) -> bool:
     """A rule applies to its provider and GPU type (blank or *: every one)."""
     p, g = rule.get("provider", ""), rule.get("gpu", "")
-    return p in ("", "*", provider) and (g in ("", "*") or g.casefold() == gpu.casefold())
+    return (p in ("", "*") or p.casefold() == provider.casefold()) and (
+        g in ("", "*") or g.casefold() == gpu.casefold())
 
 
 def _derived(on_demand: dict, rule: dict, gpus_per_instance: int,
@@ -277,15 +315,20 @@ def _derived(on_demand: dict, rule: dict, gpus_per_instance: int,
            "source": f"{RULE_MARK} on-demand × (1 − {rule['discount']}) for {months} months: "
                      f"{rule['source']}",
            "price_date": price_date.isoformat()}
-    for c in ("upfront_usd_per_gpu", "lead_time_days", "min_gpus", "max_gpus"):
+    for c in DERIVED:
         if rule.get(c):
             row[c] = rule[c]
     return row
 
 
-def _merge_offers(offers: _Table, fresh: dict[tuple, dict], changes: Changes) -> None:
-    """Rows of the user's own stay as they are; imported rows take the fresh price and
-    keep the user's other edits; imported rows no longer offered go."""
+def _merge_offers(offers: _Table, fresh: dict[tuple, dict], changes: Changes,
+                  refreshed) -> None:
+    """Rows of the user's own stay as they are, and an imported row with the same key as
+    one of them goes; imported rows take the fresh price (and the cells a rule gives) and
+    keep the user's other edits; imported rows no longer offered go, where
+    `refreshed(row)` (their cloud is in the catalog folder)."""
+    yours = {_key(row) for row in offers.rows
+             if not row.get("source", "").startswith((CATALOG_MARK, RULE_MARK))}
     kept = []
     seen = set()
     for row in offers.rows:
@@ -297,9 +340,17 @@ def _merge_offers(offers: _Table, fresh: dict[tuple, dict], changes: Changes) ->
             kept.append(row)
             seen.add(key)
             continue
+        if key in yours:  # the user's row of the same key wins
+            if key not in fresh:
+                changes.kept_yours.append(_label(row))
+            continue
         new = fresh.get(key)
         if new is None:
-            changes.removed.append(_label(row))
+            if refreshed(row):
+                changes.removed.append(_label(row))
+            else:
+                kept.append(row)
+                seen.add(key)
             continue
         seen.add(key)
         old_price = float(row.get("usd_per_gpu_hour") or 0)
@@ -308,11 +359,53 @@ def _merge_offers(offers: _Table, fresh: dict[tuple, dict], changes: Changes) ->
             changes.price_up.append(f"{_label(row)} {old_price:g} → {price:g}")
         elif price < old_price - 1e-9:
             changes.price_down.append(f"{_label(row)} {old_price:g} → {price:g}")
-        for c in ("usd_per_gpu_hour", "gpus_per_instance", "source", "price_date"):
-            row[c] = new[c]
+        if new["gpus_per_instance"] != (row.get("gpus_per_instance") or "1"):
+            changes.resized.append(f"{_label(row)} {row.get('gpus_per_instance') or '1'} → "
+                                   f"{new['gpus_per_instance']} GPUs an instance")
+        # the price, instance size, source and date; a row a rule made takes all the
+        # rule's cells too (its source names the rule); other cells stay as edited
+        derived = new["source"].startswith(RULE_MARK)
+        for c in (*REFRESHED, *(DERIVED if derived else ())):
+            row[c] = new.get(c, "")
         kept.append(row)
     for key, row in fresh.items():
         if key not in seen:
             kept.append(row)
             changes.added.append(_label(row))
     offers.rows = kept
+
+
+def _check_places(places: _Table, sites: _Table, issues: list[Issue]) -> None:
+    """market/regions.csv's sites are the scenario's and its egress fees are rates: a
+    region placed where the map has no site would make the scenario invalid (a market
+    built before its map, with no sites table yet, is not checked)."""
+    known = {r.get("site", "").casefold() for r in sites.rows}
+    for number, row in enumerate(places.rows, start=2):
+        site = row.get("site", "")
+        if site and sites.path.exists() and site.casefold() not in known:
+            issues.append(Issue("error", places.label, number, "site",
+                                f"unknown site '{site}': not in the scenario's sites"))
+        fee = row.get("egress_usd_per_gb", "")
+        if fee:
+            try:
+                ok = math.isfinite(float(fee)) and float(fee) >= 0
+            except ValueError:
+                ok = False
+            if not ok:
+                issues.append(Issue("error", places.label, number, "egress_usd_per_gb",
+                                    f"'{fee}' is not a non-negative number"))
+
+
+def _replace_site(regions: _Table, name: str, place: dict, sites: _Table,
+                  changes: Changes) -> None:
+    """A region of the scenario at a site it does not have (an earlier import's
+    placement, since corrected in market/regions.csv) takes the site it is given now."""
+    known = {r.get("site", "").casefold() for r in sites.rows}
+    if not sites.path.exists():
+        return
+    for row in regions.rows:
+        if row.get("region") == name and row.get("site", "").casefold() not in known:
+            row["site"] = place["site"]
+            if place.get("egress_usd_per_gb"):
+                row["egress_usd_per_gb"] = place["egress_usd_per_gb"]
+            changes.regions_placed.append(f"{name} at {place['site']}")
