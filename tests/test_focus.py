@@ -101,3 +101,61 @@ def test_an_unwritable_focus_path_is_bad_input_before_solving(tmp_path):
                                    "--focus", str(tmp_path)])
     assert res.exit_code == 2 and "is a directory" in res.output
     assert not (tmp_path / "p.xlsx").exists()
+
+
+def test_an_output_over_another_or_over_the_scenario_is_bad_input(tmp_path):
+    # --focus on the workbook's own path, or on one of the scenario's tables, would have
+    # replaced that file (exit 0); a folder made for an output refused is removed again
+    folder = write_csv(tmp_path / "s", TABLES)
+    demand = (folder / "demand.csv").read_bytes()
+    for focus, said in ((tmp_path / "p.xlsx", "is given for two outputs"),
+                        (folder / "demand.csv", "is the scenario's own input")):
+        res = CliRunner().invoke(app, ["solve", str(folder), "-o", str(tmp_path / "p.xlsx"),
+                                       "--focus", str(focus)])
+        assert res.exit_code == 2 and said in " ".join(res.output.split())
+        assert not (tmp_path / "p.xlsx").exists()
+    assert (folder / "demand.csv").read_bytes() == demand
+    res = CliRunner().invoke(app, ["solve", str(folder), "-o",
+                                   str(tmp_path / "new" / "deeper" / "p.xlsx"),
+                                   "--focus", str(tmp_path)])
+    assert res.exit_code == 2 and not (tmp_path / "new").exists()
+
+
+# hours_per_month 100, 3 months, 2 GPUs of demand each month: an existing contract's GPU
+# at $0 an hour serves one; for the other a 12-month build-to-order paid upfront alone
+# ($0 an hour, $500 a GPU) beats on demand (3 × 100 × $5 = $1,500). Both are committed
+# capacity with FOCUS charges of their own (both had none: no monthly payment).
+PREPAID = scenario(
+    settings={"hours_per_month": 100, "horizon_months": 3},
+    offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 5},
+            {"region": "r1", "gpu": "A", "term": "build_to_order", "usd_per_gpu_hour": 0,
+             "commit_months": 12, "upfront_usd_per_gpu": 500}],
+    throughput=[{"workload": "w", "gpu": "A", "units_per_gpu": 1}],
+    demand=[{"workload": "w", "period": f"2027-0{m}", "amount": 2} for m in range(1, 4)],
+    existing=[{"region": "r1", "gpu": "A", "gpus": 1, "start_month": "2027-01",
+               "end_month": "2027-03", "usd_per_gpu_hour": 0}])
+
+
+@pytest.mark.parametrize("policy, counted, months", [("full", 500, 12), ("prorate", 125, 3)])
+def test_a_prepaid_commitment_and_a_free_contract_have_their_charges(tmp_path, policy,
+                                                                     counted, months):
+    # 2 GPUs of demand: the free existing GPU and one prepaid GPU. Full: the $500 upfront
+    # counts, spread over the 12 months' 1,200 GPU-hours ($0.4167 an hour, 100 h used in
+    # each of the 3 months, then the last month repeated); prorate: 3/12 of it, $125,
+    # over the 3 months. The upfront is billed whole either way: $500, as invoiced.
+    plan = solve_tables(tmp_path, scenario(**{**PREPAID, "settings": [
+        *PREPAID["settings"], {"key": "tail_policy", "value": policy}]}))
+    assert plan.totals["total_cost_usd"] == pytest.approx(counted)
+    rows = focus_rows(plan)
+    assert sum(r["EffectiveCost"] for r in rows) == pytest.approx(counted)
+    [upfront] = [r for r in rows if r["ChargeFrequency"] == "One-Time"]
+    assert (upfront["BilledCost"], upfront["ListUnitPrice"]) == (500, 500)
+    assert not [r for r in rows if r["ChargeFrequency"] == "Recurring"]  # no payments
+    new = [r for r in rows if r["CommitmentDiscountId"] == "new 2"
+           or r["CommitmentDiscountType"] == "build_to_order"]
+    used = [r for r in new if r["CommitmentDiscountStatus"] == "Used"]
+    assert len(used) == months
+    assert all(r["EffectiveCost"] == pytest.approx(counted / months) for r in used)
+    existing = [r for r in rows if r["CommitmentDiscountType"] == "existing contract"]
+    assert [(r["ChargePeriodStart"], r["ConsumedQuantity"], r["EffectiveCost"])
+            for r in existing] == [(f"2027-0{m}-01", 100, 0) for m in range(1, 4)]

@@ -4,6 +4,7 @@ the guard that turns Ctrl-C and unexpected errors into one line and an exit stat
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -232,14 +233,42 @@ def _check_output_folder(folder: Path) -> None:
         raise typer.Exit(EXIT_BAD_INPUT)
 
 
-def _check_outputs(*paths: Optional[Path]) -> None:
-    for path in paths:
-        if path is None:
-            continue
-        why = _writable(path)
+def _check_outputs(*paths: Optional[Path], scenario: Optional[Path] = None) -> None:
+    """The command's output files: bad input (exit 2) when one cannot be written, two are
+    the same file, or one is the scenario itself or one of its tables (the run would
+    overwrite its own input). A missing folder is created, and removed again when an
+    output is refused."""
+    given = [p for p in paths if p is not None]
+    inputs = _scenario_files(scenario) if scenario is not None else set()
+    seen: set[Path] = set()
+    for path in given:
+        whole = path.resolve()
+        why = ("is given for two outputs" if whole in seen
+               else "is the scenario's own input" if whole in inputs else None)
+        seen.add(whole)
         if why is not None:
             err.print(f"[red]error:[/] cannot write {path}: {why}")
             raise typer.Exit(EXIT_BAD_INPUT)
+    made: list[Path] = []  # folders made for the outputs, newest last
+    for path in given:
+        missing = [f for f in (path.parent, *path.parent.parents) if not f.exists()]
+        why = _writable(path)
+        made.extend(reversed(missing))
+        if why is not None:
+            for folder in reversed(made):
+                with contextlib.suppress(OSError):
+                    folder.rmdir()  # only if still empty
+            err.print(f"[red]error:[/] cannot write {path}: {why}")
+            raise typer.Exit(EXIT_BAD_INPUT)
+
+
+def _scenario_files(scenario: Path) -> set[Path]:
+    """The files a scenario is read from: the workbook, or the folder's table files."""
+    from planner.io.schema import TABLES_BY_NAME
+
+    if scenario.is_dir():
+        return {(scenario / f"{name}.csv").resolve() for name in TABLES_BY_NAME}
+    return {scenario.resolve()}
 
 
 def _report_seconds(scenario) -> float:

@@ -116,7 +116,7 @@ def solve(
                   f"whatever the clock: the time limit does not stop it[/]")
     path = scenario or default_scenario()
     out = output or Path("reports/plan.xlsx")
-    _check_outputs(out, export_model, focus)
+    _check_outputs(out, export_model, focus, scenario=path)
     with _status(f"loading {path}"):
         s = _load(path)
     for w in s.warnings:

@@ -105,7 +105,7 @@ def whatif(
         per_workload[name] = _numbers(factor, "--scale-workload")[0] if factor else 1.0
     jobs = jobs or os.cpu_count() or 1
     out = output or Path("reports/whatif.xlsx")
-    _check_outputs(out)
+    _check_outputs(out, scenario=scenario)
     budget = Budget(time_limit if time_limit is not None else s.settings.time_limit_s,
                     start=started)
     keep = _report_seconds(s) * len(policies)

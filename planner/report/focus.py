@@ -5,12 +5,14 @@ How each cost becomes charges:
 
 * pay-as-you-go GPU-hours: a Usage row per offer and month (spot: PricingCategory
   Dynamic, on demand: Standard); billed and effective alike.
-* a commitment or existing contract, each month it is counted: a Purchase row of its
-  monthly payment (Recurring; EffectiveCost 0: the cost is carried by its usage rows), a
-  Purchase row of the upfront counted in its start month (One-Time), and Usage rows at
-  the amortized rate (payment + upfront spread over the term's hours) for its GPU-hours
-  Used and Unused (BilledCost 0). After the horizon (tail policy full) the forecast's
-  last month is assumed to repeat, as in the commitment economics.
+* a commitment or existing contract, each month it is counted (planner.report.plan.
+  counted_months; a prepaid or free one too): a Purchase row of its monthly payment
+  (Recurring; EffectiveCost 0: the cost is carried by its usage rows), a Purchase row of
+  its upfront in its start month (One-Time; billed whole, as invoiced, under the prorate
+  tail policy too), and Usage rows at the amortized rate (counted payments + counted
+  upfront spread over the counted months' hours) for its GPU-hours Used and Unused
+  (BilledCost 0). After the horizon (tail policy full) the forecast's last month is
+  assumed to repeat, as in the commitment economics.
 * egress: a Usage row per region and month, priced per GB.
 """
 
@@ -20,10 +22,11 @@ import csv
 import datetime as dt
 from collections import defaultdict
 from pathlib import Path
+from types import SimpleNamespace
 
 from planner.files import write_atomically
 from planner.report.economics import monthly_use
-from planner.report.plan import Plan
+from planner.report.plan import Plan, counted_months
 
 COLUMNS = (
     "BillingPeriodStart", "BillingPeriodEnd", "ChargePeriodStart", "ChargePeriodEnd",
@@ -34,6 +37,8 @@ COLUMNS = (
     "ConsumedUnit", "CommitmentDiscountId", "CommitmentDiscountType",
     "CommitmentDiscountCategory", "CommitmentDiscountStatus", "BillingCurrency",
 )
+FIGURES = ("PricingQuantity", "ListUnitPrice", "ListCost", "BilledCost", "EffectiveCost",
+           "ConsumedQuantity")
 GPU_SERVICE = ("AI and Machine Learning", "GPU compute")
 EGRESS_SERVICE = ("Compute", "Data transfer out")
 GPU_HOURS = "GPU-Hours"
@@ -91,13 +96,12 @@ def focus_rows(plan: Plan) -> list[dict]:
     use = monthly_use(plan)
     last = st.horizon_months - 1
     hpm = st.hours_per_month
-    for c in plan.contracts.itertuples():
-        months = round(c.counted_payments_usd / c.monthly_payment_usd) \
-            if c.monthly_payment_usd else 0
-        first = max(int(c.start), 0)
-        counted = list(range(first, first + months))
+    for _, row in plan.contracts.iterrows():
+        c = SimpleNamespace(**row)
+        counted = counted_months(row, st)
         if not counted:
             continue
+        first = counted[0]
         # the counted cost spread evenly over the counted months' GPU-hours
         amortized = (c.counted_payments_usd + c.counted_upfront_usd) / (c.gpus * hpm
                                                                         * len(counted))
@@ -107,23 +111,26 @@ def focus_rows(plan: Plan) -> list[dict]:
         common = dict(ServiceCategory=category, ServiceName=service, SkuId=sku,
                       CommitmentDiscountId=c.contract, CommitmentDiscountType=kind,
                       CommitmentDiscountCategory="Usage")
+        term = f"{kind} {_months(c.commit_months)}" if c.kind != "existing" else kind
         for m in counted:
-            out.add(m, c.provider, c.region, ChargeCategory="Purchase",
-                    ChargeFrequency="Recurring",
-                    ChargeDescription=f"{c.contract}: {int(c.gpus)} {c.gpu} GPUs, {kind} "
-                                      f"{c.commit_months} months, monthly payment",
-                    PricingCategory="Committed", PricingUnit=GPU_HOURS,
-                    PricingQuantity=c.gpus * hpm, ListUnitPrice=c.usd_per_gpu_hour,
-                    ListCost=c.monthly_payment_usd, BilledCost=c.monthly_payment_usd,
-                    EffectiveCost=0.0, **common)
-            if m == first and c.counted_upfront_usd:
+            if c.monthly_payment_usd:
+                out.add(m, c.provider, c.region, ChargeCategory="Purchase",
+                        ChargeFrequency="Recurring",
+                        ChargeDescription=f"{c.contract}: {int(c.gpus)} {c.gpu} GPUs, "
+                                          f"{term}, monthly payment",
+                        PricingCategory="Committed", PricingUnit=GPU_HOURS,
+                        PricingQuantity=c.gpus * hpm, ListUnitPrice=c.usd_per_gpu_hour,
+                        ListCost=c.monthly_payment_usd, BilledCost=c.monthly_payment_usd,
+                        EffectiveCost=0.0, **common)
+            if m == first and c.upfront_usd:
+                # billed whole, as invoiced (under prorate too: its usage rows carry the
+                # part the plan counts)
                 out.add(m, c.provider, c.region, ChargeCategory="Purchase",
                         ChargeFrequency="One-Time",
                         ChargeDescription=f"{c.contract}: upfront payment",
                         PricingCategory="Committed", PricingUnit="GPUs",
-                        PricingQuantity=c.gpus,
-                        ListUnitPrice=c.counted_upfront_usd / c.gpus,
-                        ListCost=c.counted_upfront_usd, BilledCost=c.counted_upfront_usd,
+                        PricingQuantity=c.gpus, ListUnitPrice=c.upfront_usd / c.gpus,
+                        ListCost=c.upfront_usd, BilledCost=c.upfront_usd,
                         EffectiveCost=0.0, **common)
             used = use.get(c.contract, {}).get(min(m, last), [0.0, 0.0])[0]
             for status, hours in (("Used", used), ("Unused", c.gpus * hpm - used)):
@@ -154,10 +161,18 @@ def focus_rows(plan: Plan) -> list[dict]:
                 PricingCategory="Standard", PricingUnit="GB", PricingQuantity=e.gb,
                 ListUnitPrice=region_rate[e.region], ListCost=e.usd, BilledCost=e.usd,
                 EffectiveCost=e.usd, ConsumedQuantity=e.gb, ConsumedUnit="GB")
+    for row in out.rows:  # to a millionth: no float noise (10.950000000000001)
+        for c in FIGURES:
+            if isinstance(row[c], float):
+                row[c] = round(row[c], 6)
     out.rows.sort(key=lambda r: (r["ChargePeriodStart"], r["ProviderName"], r["RegionId"],
                                  r["SkuId"], r["ChargeCategory"], r["ChargeFrequency"],
                                  r["CommitmentDiscountId"], r["CommitmentDiscountStatus"]))
     return out.rows
+
+
+def _months(n) -> str:
+    return f"{int(n)} month" + ("" if int(n) == 1 else "s")
 
 
 def write_focus_csv(rows: list[dict], path: Path) -> None:

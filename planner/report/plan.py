@@ -409,6 +409,21 @@ def _sites_of(level: dict) -> dict[str, set]:
     return out
 
 
+def counted_months(c, st) -> list[int]:
+    """The months from 0 (after the horizon too) whose payments a contract row `c` counts
+    in the plan's cost: its months under the tail policy (existing contracts: inside the
+    horizon), from the counted payments where it has a monthly payment."""
+    first = max(int(c["start"]), 0)  # existing contracts: months before are not ours
+    if c["monthly_payment_usd"]:
+        return list(range(first, first + round(c["counted_payments_usd"]
+                                               / c["monthly_payment_usd"])))
+    # no monthly payment (prepaid, or free): the months its payments would count
+    end = int(c["end"])
+    if c["kind"] == "existing" or st.tail_policy != "full":
+        end = min(end, st.horizon_months - 1)
+    return list(range(first, end + 1))
+
+
 def _cost_lines(s: Scenario, assignments, contracts, egress) -> pd.DataFrame:
     """Every dollar of the plan once: month (−1: after the horizon), term, provider."""
     st = s.settings
@@ -419,15 +434,7 @@ def _cost_lines(s: Scenario, assignments, contracts, egress) -> pd.DataFrame:
         rows.append(dict(month=int(m), term=term, provider=prov, category="GPU-hours",
                          usd=usd, discounted_usd=usd * st.discount(m)))
     for _, c in contracts.iterrows():
-        counted_months = (c["counted_payments_usd"] / c["monthly_payment_usd"]
-                          if c["monthly_payment_usd"] else 0)
-        paid = 0
-        for m in range(int(c["start"]), int(c["end"]) + 1):
-            if paid >= round(counted_months):
-                break
-            if m < 0:
-                continue  # existing contracts: months before the horizon are not ours
-            paid += 1
+        for m in counted_months(c, st) if c["monthly_payment_usd"] else ():
             inside = m < st.horizon_months
             rows.append(dict(month=m if inside else -1, term=c["term"],
                              provider=c["provider"], category="commitment payments",
