@@ -147,3 +147,25 @@ def test_a_comparison_plan_cheaper_than_the_plan_is_said(capsys):
     said = " ".join(capsys.readouterr().err.split())
     assert "'pay-as-you-go only' costs $523,159 less than the plan" in said
     assert "one provider" not in said and "single GPU type" not in said
+
+
+def test_a_comparison_plan_may_use_what_the_plan_would_prune(tmp_path):
+    # r1 (provider p1) sells on demand at $2, r2 (p2) at $1.5, both at the one site: the
+    # plan never needs r1 (r2 dominates it) and buys 1 GPU at r2: 100 × 1.5 = $150. "On
+    # demand from p1 only" (p1 by name among equals) may not buy r2: 100 × 2 = $200 at
+    # r1, not all demand unmet (r1 was pruned as dominated before the restriction)
+    from planner.baselines import solve_comparisons
+    from planner.io.validate import load_scenario
+    from planner.solve.budget import Budget
+
+    s = load_scenario(write_csv(tmp_path / "two", scenario(
+        settings={"hours_per_month": 100},
+        regions=[{"region": "r1", "provider": "p1", "site": "s1"},
+                 {"region": "r2", "provider": "p2", "site": "s1"}],
+        offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 2},
+                {"region": "r2", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 1.5}])))
+    entries, _ = solve_comparisons(s, "highs", 1e-4, Budget(60))
+    got = {e["name"]: (e["total_cost_usd"], e["unmet_unit_hours"]) for e in entries}
+    assert got == {"pay-as-you-go only": (pytest.approx(150), 0),
+                   "cheapest single GPU type": (pytest.approx(150), 0),
+                   "on-demand from p1 only": (pytest.approx(200), 0)}

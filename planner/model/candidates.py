@@ -149,7 +149,10 @@ def _allowed(scenario: Scenario, w: Workload, region: str) -> bool:
 
 
 def find_candidates(scenario: Scenario, transit: Transit | None = None,
-                    prune_dominated: bool = True) -> Candidates:
+                    prune_dominated: bool = True, may_buy=None) -> Candidates:
+    """The cells and offers a plan of `scenario` can ever use, with why the others
+    cannot. `may_buy(offer)`: the offers a restricted plan may buy (what-if policies,
+    comparison plans): only those prune others as dominating them."""
     s = scenario
     transit = transit or Transit(s)
     segments = make_segments(s)
@@ -202,19 +205,21 @@ def find_candidates(scenario: Scenario, transit: Transit | None = None,
             cands.pruned[(w.workload, o.key)] = reason
         cands.offers[w.workload] = usable
     if prune_dominated:
-        _prune_dominated(cands)
+        _prune_dominated(cands, may_buy or (lambda o: True))
     return cands
 
 
-def _prune_dominated(cands: Candidates) -> None:
+def _prune_dominated(cands: Candidates, may_buy) -> None:
     """Drop pay-as-you-go offers another offer beats for every workload of a pool.
 
     Offer o (region r) is dominated by an on-demand offer o' (region r') of the same GPU
     type when o' has no capacity limit, sells single GPUs (gpus_per_instance 1), costs no more per GPU-hour (ties broken by key),
     is usable no later, and for every workload of the pool that may use o: may use o' too,
     from every demand site that reaches r also reaches r', and pays no more egress per
-    unit. Moving o's replicas to o' one for one then never costs more, so no optimal plan
-    needs o. Single-region workloads are left alone (moving part of them splits them).
+    unit, and the plan may buy o' (`may_buy`: "on-demand from one provider only" may not
+    buy another provider's cheaper offer). Moving o's replicas to o' one for one then
+    never costs more, so no optimal plan needs o. Single-region workloads are left alone
+    (moving part of them splits them).
     """
     s = cands.scenario
     members: dict[str, list[str]] = defaultdict(list)
@@ -237,7 +242,7 @@ def _prune_dominated(cands: Candidates) -> None:
             offers = list(keyed.values())
             # a winner sells single GPUs: whole instances do not move one for one
             winners = sorted((o for o in offers if o.term == "on_demand" and o.max_gpus is None
-                              and o.gpus_per_instance == 1),
+                              and o.gpus_per_instance == 1 and may_buy(o)),
                              key=lambda o: (o.usd_per_gpu_hour, o.key))
             for o in offers:
                 users = [w for w in names if o.key in usable[w]]

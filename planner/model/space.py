@@ -38,6 +38,22 @@ class Restrictions:
     fixed_commitments: dict[tuple[str, int], int] | None = None
     providers: frozenset[str] | None = None
 
+    def allows(self, scenario: Scenario, o: Offer) -> bool:
+        """Whether a plan within these limits may buy offer `o`."""
+        providers = self.providers
+        if providers is not None and scenario.region_by_name[o.region].provider \
+                not in providers:
+            return False
+        fixed = self.fixed_commitments
+        if fixed is not None and o.is_commitment:
+            return any(key == o.key for key, _ in fixed)
+        if self.terms is None:
+            return True
+        if o.term not in self.terms:
+            return False
+        longest = self.terms[o.term]
+        return longest is None or o.commit_months <= longest
+
 
 
 
@@ -65,20 +81,7 @@ class ModelSpace:
         return self.c
 
     def _offer_allowed(self, o: Offer) -> bool:
-        providers = self.restrictions.providers
-        if providers is not None and self.s.region_by_name[o.region].provider not in providers:
-            return False
-        terms = self.restrictions.terms
-        fixed = self.restrictions.fixed_commitments
-        if fixed is not None and o.is_commitment:
-            return any(key == o.key for key, _ in fixed)
-        if terms is None:
-            return True
-        if o.term not in terms:
-            return False
-        longest = terms[o.term]
-        return longest is None or o.commit_months <= longest
-
+        return self.restrictions.allows(self.s, o)
 
     def per_replica(self, w: str, g: str, src: str) -> float:
         """Units one replica of `w` on `g` delivers from `src` (spot: derated)."""

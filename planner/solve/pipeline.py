@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from planner.io.scenario import Scenario
@@ -89,7 +90,8 @@ def plan_scenario(scenario: Scenario, solver: str | None = None,
     transit = transit or Transit(scenario)
     seconds["graph"] = time.perf_counter() - t
     t = time.perf_counter()
-    candidates = find_candidates(scenario, transit)
+    candidates = find_candidates(scenario, transit, may_buy=None if restrictions is None
+                                 else partial(restrictions.allows, scenario))
     seconds["candidates"] = time.perf_counter() - t
     t = time.perf_counter()
     builder = ModelBuilder(scenario, candidates, restrictions)
