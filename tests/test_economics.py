@@ -190,3 +190,26 @@ def test_renewals_whose_gpus_change_are_one_line_that_reconciles(tmp_path):
     assert s["Total cost (nominal)"][0] == pytest.approx(1500)
     assert s["Difference to total (should be 0)"][0] == pytest.approx(0, abs=1e-6)
     assert s["Commitment obligation (new)"][0] == pytest.approx(1500)
+
+
+def test_the_saving_is_against_the_cheapest_pay_as_you_go_source(tmp_path):
+    # 6 GPUs of demand for 3 months. r1: on demand $5, a 3-month reservation of whole
+    # 8-GPU instances at $0.5 plus $400 a GPU upfront (3 × 800 × 0.5 + 3,200 = $4,400);
+    # r2: on demand $3 with 100 GPUs at most (not pruned: it is capped), 3 × 600 × 3 =
+    # $5,400. The reservation wins. Its monthly saving is against r2, the cheapest source
+    # the workload may use: 600 × $3 − 800 × $0.5 = $1,400 (against r1's own $5 it would
+    # read 600 × 5 − 400 = $2,600); break-even: 1,400, 2,800, 4,200 ≥ 3,200 upfront: month 3
+    plan = solve_tables(tmp_path, scenario(
+        settings={"hours_per_month": 100, "horizon_months": 3}, throughput=ONE,
+        demand=demand(range(3), amount=6),
+        regions=[{"region": "r1", "provider": "p1", "site": "s1"},
+                 {"region": "r2", "provider": "p2", "site": "s1"}],
+        offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 5},
+                {"region": "r1", "gpu": "A", "term": "reserved", "usd_per_gpu_hour": 0.5,
+                 "commit_months": 3, "upfront_usd_per_gpu": 400, "gpus_per_instance": 8},
+                {"region": "r2", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 3,
+                 "max_gpus": 100}]))
+    [c] = plan_json(plan)["commitments"]
+    assert (c["region"], c["gpus"]) == ("r1", 8)
+    assert c["monthly_saving_usd"] == pytest.approx(1400)
+    assert c["break_even_month"] == 3

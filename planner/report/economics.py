@@ -31,22 +31,21 @@ from planner.report.plan import Plan
 EPS = 1e-9
 
 
-def payg_rate(plan: Plan, workload: str, region: str, gpu: str) -> float | None:
+def payg_rate(plan: Plan, workload: str, gpu: str) -> float | None:
     """USD per GPU-hour of `gpu` that `workload` would pay at its cheapest pay-as-you-go
-    source in place of a committed GPU in `region`: the same GPU type in the same region,
-    else in any region the workload may use; on demand, or spot where the workload may run
-    wholly on spot (None: no such source)."""
+    source in place of a committed GPU (SPEC §4 v2): the same GPU type in any
+    region the workload may use (the same region's on-demand rate overstated the saving
+    where another region sells it for less); on demand, or spot where the workload may run
+    wholly on spot (None: no such source). Offers pruned as dominated cost no less than
+    the one that dominates them: the least rate is the same with or without them."""
     s = plan.scenario
     whole_spot = s.workload_by_name[workload].max_spot_share >= 1.0
     # a what-if variant's plan comes without its candidates: any region then
     offers = (plan.candidates.offers.get(workload, ()) if plan.candidates is not None
               else s.offers)
-    usable = [o for o in offers
-              if o.gpu == gpu and (o.term == "on_demand" or (o.term == "spot" and whole_spot))]
-    for offers in ([o for o in usable if o.region == region], usable):
-        if offers:
-            return min(o.usd_per_gpu_hour / o.derate for o in offers)
-    return None
+    rates = [o.usd_per_gpu_hour / o.derate for o in offers
+             if o.gpu == gpu and (o.term == "on_demand" or (o.term == "spot" and whole_spot))]
+    return min(rates) if rates else None
 
 
 def monthly_use(plan: Plan) -> dict[str, dict[int, list[float]]]:
@@ -55,7 +54,7 @@ def monthly_use(plan: Plan) -> dict[str, dict[int, list[float]]]:
     use: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(lambda: [0., 0.]))
     committed = plan.assignments[~plan.assignments["term"].isin(["spot", "on_demand"])]
     for a in committed.itertuples():
-        key = (a.workload, a.region, a.gpu)
+        key = (a.workload, a.gpu)
         if key not in rates:
             rates[key] = payg_rate(plan, *key)
         hours = a.gpus * a.hours
