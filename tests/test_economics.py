@@ -213,3 +213,35 @@ def test_the_saving_is_against_the_cheapest_pay_as_you_go_source(tmp_path):
     assert (c["region"], c["gpus"]) == ("r1", 8)
     assert c["monthly_saving_usd"] == pytest.approx(1400)
     assert c["break_even_month"] == 3
+
+
+def test_contiguous_contracts_with_upfronts_and_staggered_ones_are_lines(tmp_path):
+    from planner.report.economics import line_economics, line_name
+
+    # 1 GPU for 6 months; a 3-month reservation at $1 plus $1,000 upfront (300 + 1,000 =
+    # $1,300) beats 3 × 100 × $5 = $1,500 on demand: two reservations back to back, one
+    # line. It saves 500 − 100 = $400 a month: 1,200 by month 3 covers the first $1,000
+    # upfront; the second is paid in month 4 (break-even 3, not the 5 of both upfronts
+    # counted from the start)
+    plan = solve_tables(tmp_path / "a", scenario(
+        settings=H, throughput=ONE, demand=demand(range(6)),
+        offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 5},
+                {"region": "r1", "gpu": "A", "term": "reserved", "usd_per_gpu_hour": 1,
+                 "commit_months": 3, "upfront_usd_per_gpu": 1000}]))
+    [line] = schedule_lines(plan)
+    assert line_name(line) == "new 1 + 1 renewal"
+    e = line_economics(plan, line)
+    assert e["monthly_saving_usd"] == pytest.approx(400)
+    assert e["break_even_month"] == 3
+    # 1, 2, 2, 2, 2, 1 GPUs on 2-month terms at $1 (on demand $10): the only cover is one
+    # contract starting in each of months 0–4; months 0–1, 2–3, 4–5 are one line, 1–2
+    # and 3–4 another
+    plan = solve_tables(tmp_path / "b", scenario(
+        settings=H, throughput=ONE,
+        demand=[d for m, n in enumerate((1, 2, 2, 2, 2, 1)) for d in demand([m], n)],
+        offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 10},
+                {"region": "r1", "gpu": "A", "term": "monthly", "usd_per_gpu_hour": 1,
+                 "commit_months": 2}]))
+    assert plan.totals["total_cost_usd"] == pytest.approx(1000)
+    assert sorted([int(c.start) for c in line] for line in schedule_lines(plan)) == \
+        [[0, 2, 4], [1, 3]]

@@ -74,7 +74,9 @@ def line_economics(plan: Plan, contracts: list, use=None) -> dict:
     # an existing contract's months before the horizon are not the plan's
     start, end = max(int(contracts[0].start), 0), int(contracts[-1].end)
     rate = float(contracts[0].usd_per_gpu_hour)
-    upfront = float(sum(c.upfront_usd for c in contracts))
+    upfront: dict[int, float] = defaultdict(float)  # month -> upfront paid then
+    for c in contracts:
+        upfront[max(int(c.start), 0)] += float(c.upfront_usd)
     gpus: dict[int, float] = defaultdict(float)  # month -> GPUs committed on the line
     series = defaultdict(lambda: [0.0, 0.0])
     for c in contracts:
@@ -84,7 +86,7 @@ def line_economics(plan: Plan, contracts: list, use=None) -> dict:
             series[m][0] += hours
             series[m][1] += payg
     used = payg_total = term_hours = 0.0
-    cumulative, break_even = 0.0, None
+    cumulative, paid_upfront, break_even = 0.0, 0.0, None
     for j, m in enumerate(range(start, end + 1), start=1):
         hours, payg = series[min(m, last)]  # after the horizon: its last month again
         committed_hours = gpus[m] * st.hours_per_month
@@ -92,7 +94,8 @@ def line_economics(plan: Plan, contracts: list, use=None) -> dict:
         payg_total += payg
         term_hours += committed_hours
         cumulative += payg - committed_hours * rate
-        if break_even is None and cumulative >= upfront - 1e-6:
+        paid_upfront += upfront[m]  # a renewal's upfront from its own start
+        if break_even is None and cumulative >= paid_upfront - 1e-6:
             break_even = j
     months = end - start + 1
     return {
@@ -109,22 +112,24 @@ def line_economics(plan: Plan, contracts: list, use=None) -> dict:
 
 
 def schedule_lines(plan: Plan) -> list[list]:
-    """The commitment schedule's lines: contiguous contracts of one offer with no upfront
-    payment (a monthly term renewed month after month, whatever GPUs each month signs) on
-    one line, every other contract on its own; existing contracts first, each on its
+    """The commitment schedule's lines (SPEC §5 v2): contiguous contracts of one offer on
+    one line (a term renewed as it ends, whatever GPUs each contract signs, upfront or
+    not; of staggered contracts, each joins the earliest line that ends the month before
+    it starts), every other contract on its own; existing contracts first, each on its
     own."""
     rows = list(plan.contracts.itertuples())
     lines: list[list] = []
-    open_chain: dict[str, list] = {}  # offer -> the line its next contract may join
+    chains: dict[str, list[list]] = defaultdict(list)  # offer -> its lines, oldest first
     for c in sorted(rows, key=lambda c: (c.kind != "existing", c.offer, c.start, c.gpus)):
-        chain = open_chain.get(c.offer)
-        if (c.kind == "new" and c.upfront_usd == 0 and chain is not None
-                and int(chain[-1].end) + 1 == int(c.start)):
-            chain.append(c)
-            continue
+        if c.kind == "new":
+            chain = next((line for line in chains[c.offer]
+                          if int(line[-1].end) + 1 == int(c.start)), None)
+            if chain is not None:
+                chain.append(c)
+                continue
         lines.append([c])
-        if c.kind == "new" and c.upfront_usd == 0:
-            open_chain[c.offer] = lines[-1]
+        if c.kind == "new":
+            chains[c.offer].append(lines[-1])
     order = {c.contract: i for i, c in enumerate(rows)}
     return sorted(lines, key=lambda line: order[line[0].contract])
 

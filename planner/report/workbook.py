@@ -366,8 +366,9 @@ def commitments_sheet(wb, plan: Plan, plans: Sheet, contracts: Sheet,
         ("Monthly saving", USD), ("Break-even month", "0"),
     ], notes={
         "Kind": "new: to sign; existing: already signed (sunk cost)",
-        "Contracts": "contracts on this line (each on the Contracts sheet): a term renewed "
-                     "month after month is one line, whatever GPUs each month signs",
+        "Contracts": "contracts on this line (each on the Contracts sheet): contiguous "
+                     "contracts of one offer (a term renewed as it ends) are one line, "
+                     "whatever GPUs each signs",
         "Start #": "month index from the start of the horizon (0 = first month)",
         "GPUs": "the most GPUs the line holds in any month",
         "GPU-months": "GPUs × months, summed over the line's contracts",
@@ -388,7 +389,7 @@ def commitments_sheet(wb, plan: Plan, plans: Sheet, contracts: Sheet,
                           "pay-as-you-go source, minus the monthly payment (net of idle "
                           "GPUs, before the upfront)",
         "Break-even month": "month of the term (from 1) at which the cumulative saving "
-                            "covers the upfront payment; blank: never",
+                            "covers the upfront payments made so far; blank: never",
     })
     c = sh.col
     pc, kc = plans, contracts
