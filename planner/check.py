@@ -405,6 +405,8 @@ class _Checker:
         if solver is not None and not _close(solver, disc_total + penalty_disc, rel=1e-5):
             self.fail(f"solver objective {solver:.4f} differs from the recomputed "
                       f"{disc_total + penalty_disc:.4f}")
-        parts = t["plan_cost_usd"] + t["idle_committed_usd"] + t["upfront_usd"] + t["egress_usd"]
+        parts = (t["plan_cost_usd"] + t["idle_committed_usd"] + t["after_horizon_usd"]
+                 + t["upfront_usd"] + t["egress_usd"])
         if not _close(parts, total):
-            self.fail(f"plan costs + idle + upfront + egress = {parts:.2f} ≠ total {total:.2f}")
+            self.fail(f"plan costs + idle + payments after the horizon + upfront + egress = "
+                      f"{parts:.2f} ≠ total {total:.2f}")

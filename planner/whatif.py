@@ -98,18 +98,6 @@ class Variant:
         return short_of_lp(self.least_s)
 
 
-def _idle_in_horizon(plan: Plan) -> float:
-    """Commitment payments for months inside the horizon that no workload uses: what a
-    fall in demand strands. (The plan's idle_committed_usd also holds, under tail policy
-    full, the payments after the horizon, which no plan inside it uses however high
-    demand goes.)"""
-    k = plan.contracts
-    inside = float((k["available_gpu_hours"] * k["usd_per_gpu_hour"]).sum())
-    # what workloads use of the commitments: the payments counted less those left idle
-    used = float(k["counted_payments_usd"].sum()) - plan.totals["idle_committed_usd"]
-    return inside - used
-
-
 def _solve_variant(args) -> tuple[Plan | None, str, dict, float | None]:
     """Worker: one (policy, demand level) and, at the base level, its stress tests."""
     scenario, policy, scale, per_workload, stress_scales, solver, time_limit, gap, base = args
@@ -134,7 +122,8 @@ def _solve_variant(args) -> tuple[Plan | None, str, dict, float | None]:
                 "objective_usd": t["objective_usd"],
                 "unmet_unit_hours": t["unmet_unit_hours"],
                 "unmet_penalty_usd": t["unmet_penalty_usd"],
-                "idle_committed_usd": _idle_in_horizon(stressed.plan),
+                # payments inside the horizon no workload uses: what a fall strands
+                "idle_committed_usd": t["idle_committed_usd"],
                 "payg_usd": t["cost_by_term_usd"]["spot"] + t["cost_by_term_usd"]["on_demand"],
             }
     if plan is not None:

@@ -245,3 +245,46 @@ def test_contiguous_contracts_with_upfronts_and_staggered_ones_are_lines(tmp_pat
     assert plan.totals["total_cost_usd"] == pytest.approx(1000)
     assert sorted([int(c.start) for c in line] for line in schedule_lines(plan)) == \
         [[0, 2, 4], [1, 3]]
+
+
+def test_idle_inside_the_horizon_apart_from_payments_after_it(tmp_path):
+    # the reservation of the first test (tail policy full): its 12 payments of $100 count,
+    # 6 of them for months after the horizon ($600: not idle, the last month is assumed
+    # to go on); inside it, months 4 and 5 are idle: $200; used $400. Plan 400 + idle 200
+    # + after 600 + upfront 500 = $1,700, the total. An existing contract running two
+    # months past the horizon (2 GPUs at $0.5: 2 × 2 × 100 × 0.5 = $200) is shown beyond
+    # it, though sunk and not counted
+    plan = solve_tables(tmp_path, scenario(
+        settings=H, throughput=ONE, demand=demand(range(4)),
+        offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 5},
+                {"region": "r1", "gpu": "A", "term": "reserved", "usd_per_gpu_hour": 1,
+                 "commit_months": 12, "upfront_usd_per_gpu": 500}],
+        existing=[{"region": "r1", "gpu": "B", "gpus": 2, "start_month": "2027-01",
+                   "end_month": "2027-08", "usd_per_gpu_hour": 0.5}],
+        gpus=[{"gpu": "A", "memory_gb": 80}, {"gpu": "B", "memory_gb": 80}]))
+    t = plan.totals
+    assert t["idle_committed_usd"] == pytest.approx(200 + 6 * 100)  # B: 2 × 6 × 100 × 0.5
+    assert t["after_horizon_usd"] == pytest.approx(600)
+    assert t["total_cost_usd"] == pytest.approx(1700 + 600)
+    existing = plan.contracts[plan.contracts["kind"] == "existing"].iloc[0]
+    assert existing["beyond_horizon_usd"] == pytest.approx(200)
+    # the workbook, recalculated: the same figures, and the parts still add up
+    from openpyxl import load_workbook
+    from rendering import recalculated
+
+    from planner.report.workbook import write_workbook
+
+    write_workbook(plan, tmp_path / "plan.xlsx")
+    wb = load_workbook(recalculated(tmp_path / "plan.xlsx", tmp_path / "recalc"),
+                       data_only=True)
+    s = {r[0]: r[1] for r in wb["Summary"].iter_rows(max_col=2, values_only=True)
+         if isinstance(r[0], str)}
+    assert s["Idle committed capacity"] == pytest.approx(800)
+    assert s["Commitment payments after the horizon"] == pytest.approx(600)
+    assert s["Existing contracts' payments after the horizon (sunk)"] == pytest.approx(200)
+    assert s["Difference to total (should be 0)"] == pytest.approx(0, abs=1e-6)
+    ws = wb["Contracts"]
+    head = [c.value for c in ws[1]]
+    beyond = {r[0]: r[head.index("Beyond horizon")] for r in ws.iter_rows(min_row=2,
+                                                                         values_only=True)}
+    assert beyond == {"existing 1": pytest.approx(200), "new 1": pytest.approx(600)}

@@ -83,6 +83,8 @@ def test_libreoffice_recalculation_reconciles_with_the_solver(finance, tmp_path)
     assert s["  egress"][0] == pytest.approx(t["egress_usd"], rel=1e-9)
     assert s["Plan costs (sum of Plan)"][0] == pytest.approx(t["plan_cost_usd"], rel=1e-9)
     assert s["Idle committed capacity"][0] == pytest.approx(t["idle_committed_usd"], rel=1e-9)
+    assert s["Commitment payments after the horizon"][0] == pytest.approx(
+        t["after_horizon_usd"], rel=1e-9)
     assert s["Upfronts"][0] == pytest.approx(t["upfront_usd"], rel=1e-9)
     assert s["Difference to total (should be 0)"][0] == pytest.approx(0, abs=1e-6)
     assert s["Commitment obligation (new)"][0] == pytest.approx(t["obligation_usd"])

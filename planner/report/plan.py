@@ -473,13 +473,19 @@ def _totals(plan: Plan) -> dict:
     committed_paid = float(plan.contracts["counted_payments_usd"].sum())
     committed_used = float(plan.assignments.loc[
         ~plan.assignments["term"].isin(["spot", "on_demand"]), "cost_usd"].sum())
+    # payments counted for months after the horizon (tail policy full): no plan inside
+    # the horizon uses them, and they are not idle either (the forecast's last month is
+    # assumed to go on)
+    after = float(sum(c["monthly_payment_usd"] for _, c in plan.contracts.iterrows()
+                      for m in counted_months(c, st) if m >= st.horizon_months))
     return {
         "total_cost_usd": total,
         "discounted_total_cost_usd": discounted_total,
         "cost_by_term_usd": by_term,
         "egress_usd": egress,
         "plan_cost_usd": plan_cost,
-        "idle_committed_usd": committed_paid - committed_used,
+        "idle_committed_usd": committed_paid - after - committed_used,  # in the horizon
+        "after_horizon_usd": after,
         "upfront_usd": upfront,
         "unmet_unit_hours": float(plan.unmet["unit_hours"].sum()),
         "unmet_penalty_usd": penalty,

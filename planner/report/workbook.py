@@ -299,14 +299,18 @@ def contracts_sheet(wb, plan: Plan, title: str = "Contracts") -> Sheet:
         ("GPUs", "0"), ("USD per GPU-hour", RATE), ("Monthly payment", USD),
         ("Upfront per GPU", USD), ("Upfront", USD), ("Total obligation", USD),
         ("Months in horizon", "0"), ("Beyond horizon", USD), ("Counted payments", USD),
-        ("Counted upfront", USD), ("Counted cost", USD), ("Available GPU-hours", NUM),
+        ("Counted after horizon", USD), ("Counted upfront", USD), ("Counted cost", USD),
+        ("Available GPU-hours", NUM),
     ], notes={
         "Line": "the line of the Commitments sheet (renewals of one offer are one line)",
         "Kind": "new: to sign; existing: already signed (sunk cost)",
         "Start #": "month index from the start of the horizon (0 = first month)",
         "Total obligation": "monthly payment × months from start to end + upfront, whatever "
                             "the tail policy",
-        "Beyond horizon": "payments for months after the horizon",
+        "Beyond horizon": "payments for months after the horizon (existing contracts too: "
+                          "owed, though sunk)",
+        "Counted after horizon": "of the counted payments, those for months after the "
+                                 "horizon (tail policy full, new commitments)",
         "Counted cost": "what the plan's total counts: the whole obligation under tail policy "
                         "full; under prorate only the months inside the horizon (existing "
                         "contracts: months inside the horizon)",
@@ -337,9 +341,11 @@ def contracts_sheet(wb, plan: Plan, title: str = "Contracts") -> Sheet:
             F(f"={c('GPUs')}{{r}}*{c('Upfront per GPU')}{{r}}"),
             F(f"={c('Monthly payment')}{{r}}*{span}+{c('Upfront')}{{r}}"),
             inside,
-            F(f"={c('Monthly payment')}{{r}}*MAX(0,{c('End #')}{{r}}-HorizonMonths+1)"
-              if k.kind == "new" else "=0"),
-            counted, counted_upfront,
+            F(f"={c('Monthly payment')}{{r}}*MAX(0,{c('End #')}{{r}}-HorizonMonths+1)"),
+            counted,
+            F(f'=IF(TailPolicy="full",{c("Beyond horizon")}{{r}},0)' if k.kind == "new"
+              else "=0"),
+            counted_upfront,
             F(f"={c('Counted payments')}{{r}}+{c('Counted upfront')}{{r}}"),
             F(f"={c('GPUs')}{{r}}*{c('Months in horizon')}{{r}}*HoursPerMonth"),
         ])
@@ -360,7 +366,8 @@ def commitments_sheet(wb, plan: Plan, plans: Sheet, contracts: Sheet,
         ("GPUs", "0"), ("GPU-months", "0"), ("USD per GPU-hour", RATE),
         ("Monthly payment", USD), ("Upfront", USD), ("Total obligation", USD),
         ("Months in horizon", "0"), ("Beyond horizon", USD), ("Counted payments", USD),
-        ("Counted upfront", USD), ("Counted cost", USD), ("Used GPU-hours", NUM),
+        ("Counted after horizon", USD), ("Counted upfront", USD), ("Counted cost", USD),
+        ("Used GPU-hours", NUM),
         ("Available GPU-hours", NUM), ("Utilization", PCT), ("Used cost", USD),
         ("Idle cost", USD), ("Term utilization", PCT), ("Term idle cost", USD),
         ("Monthly saving", USD), ("Break-even month", "0"),
@@ -381,7 +388,10 @@ def commitments_sheet(wb, plan: Plan, plans: Sheet, contracts: Sheet,
                         "full; under prorate only the months inside the horizon (existing "
                         "contracts: months inside the horizon)",
         "Utilization": "GPU-hours the plan uses / GPU-hours available inside the horizon",
-        "Idle cost": "counted payments not used by any workload",
+        "Counted after horizon": "of the counted payments, those for months after the "
+                                 "horizon (tail policy full): not idle, the forecast's last "
+                                 "month is assumed to go on (Term utilization)",
+        "Idle cost": "counted payments inside the horizon not used by any workload",
         "Term utilization": "GPU-hours used / GPU-hours committed over the whole term; after "
                             "the horizon the forecast's last month is assumed to repeat",
         "Term idle cost": "GPU-hours unused over the whole term × the hourly rate",
@@ -411,14 +421,16 @@ def commitments_sheet(wb, plan: Plan, plans: Sheet, contracts: Sheet,
             F(f"={c('GPU-months')}{{r}}*HoursPerMonth*{c('USD per GPU-hour')}{{r}}/"
               f"({c('End #')}{{r}}-{c('Start #')}{{r}}+1)"),
             summed("Upfront"), summed("Total obligation"), inside, summed("Beyond horizon"),
-            summed("Counted payments"), summed("Counted upfront"),
+            summed("Counted payments"), summed("Counted after horizon"),
+            summed("Counted upfront"),
             F(f"={c('Counted payments')}{{r}}+{c('Counted upfront')}{{r}}"),
             F(f"=SUMIFS({pc.rng('GPU-hours')},{pc.rng('Contract')},{c('Contract')}{{r}})"),
             summed("Available GPU-hours"),
             F(f"=IF({c('Available GPU-hours')}{{r}}>0,{c('Used GPU-hours')}{{r}}/"
               f"{c('Available GPU-hours')}{{r}},0)"),
             F(f"=SUMIFS({pc.rng('Cost')},{pc.rng('Contract')},{c('Contract')}{{r}})"),
-            F(f"={c('Counted payments')}{{r}}-{c('Used cost')}{{r}}"),
+            F(f"={c('Counted payments')}{{r}}-{c('Counted after horizon')}{{r}}"
+              f"-{c('Used cost')}{{r}}"),
             e["utilization"], e["idle_usd"], e["monthly_saving_usd"], e["break_even_month"],
         ])
     if sh.row >= 2:
@@ -708,6 +720,8 @@ def _summary(wb, ws, plan: Plan, costs: Sheet, ps: Sheet, cs: Sheet, es: Sheet,
          f"{cs.rng('Kind')},\"new\")", USD, t["beyond_horizon_usd"]),
         ("  months it runs after the horizon (obligation-weighted)",
          savings["lock_in_months"], "0.0", None),
+        ("Existing contracts' payments after the horizon (sunk)",
+         f"=SUMIFS({cs.rng('Beyond horizon')},{cs.rng('Kind')},\"existing\")", USD, None),
         ("Effective savings rate", savings["effective_savings_rate"], PCT, None),
         ("  on-demand equivalent (horizon)", savings["on_demand_equivalent_usd"], USD, None),
         (None, None, None, None),
@@ -715,6 +729,8 @@ def _summary(wb, ws, plan: Plan, costs: Sheet, ps: Sheet, cs: Sheet, es: Sheet,
         ("Plan costs (sum of Plan)", f"=SUM({ps.rng('Cost')})", USD, t["plan_cost_usd"]),
         ("Idle committed capacity", f"=SUM({cs.rng('Idle cost')})", USD,
          t["idle_committed_usd"]),
+        ("Commitment payments after the horizon", f"=SUM({cs.rng('Counted after horizon')})",
+         USD, t["after_horizon_usd"]),
         ("Upfronts", f"=SUM({cs.rng('Counted upfront')})", USD, t["upfront_usd"]),
         ("Egress", f"=SUM({es.rng('Cost')})", USD, t["egress_usd"]),
     ]
@@ -730,7 +746,7 @@ def _summary(wb, ws, plan: Plan, costs: Sheet, ps: Sheet, cs: Sheet, es: Sheet,
             refs[label] = f"B{r}"
         r += 1
     parts = [refs[k] for k in ("Plan costs (sum of Plan)", "Idle committed capacity",
-                               "Upfronts", "Egress")]
+                               "Commitment payments after the horizon", "Upfronts", "Egress")]
     ws.cell(r, 1, "Sum of the parts").font = BOLD
     ws.cell(r, 2, "=" + "+".join(parts)).number_format = USD
     r += 1
