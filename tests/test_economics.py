@@ -288,3 +288,11 @@ def test_idle_inside_the_horizon_apart_from_payments_after_it(tmp_path):
     beyond = {r[0]: r[head.index("Beyond horizon")] for r in ws.iter_rows(min_row=2,
                                                                          values_only=True)}
     assert beyond == {"existing 1": pytest.approx(200), "new 1": pytest.approx(600)}
+    # the existing contract (signed before the horizon, its months unknown): no
+    # break-even month; the reservation saves 100 h × $5 − $100 = $400 a month: 400,
+    # then 800 ≥ its $500 upfront: month 2
+    ws = wb["Commitments"]
+    head = [c.value for c in ws[1]]
+    even = {r[0]: r[head.index("Break-even month")] for r in ws.iter_rows(min_row=2,
+                                                                         values_only=True)}
+    assert even == {"existing 1": None, "new 1": 2}

@@ -105,7 +105,9 @@ def line_economics(plan: Plan, contracts: list, use=None) -> dict:
         "idle_usd": max(0.0, term_hours - used) * rate,
         "payg_equivalent_usd": payg_total,
         "monthly_saving_usd": (payg_total - term_hours * rate) / months if months else 0.0,
-        "break_even_month": break_even,
+        # an existing contract was signed before the horizon, whose months the plan
+        # does not know: no break-even (its term figures run from the horizon's start)
+        "break_even_month": None if contracts[0].kind == "existing" else break_even,
         # the most GPUs the line holds in a month (a contract before the horizon: its own)
         "peak_gpus": max(gpus.values(), default=float(contracts[0].gpus)),
     }

@@ -392,14 +392,16 @@ def commitments_sheet(wb, plan: Plan, plans: Sheet, contracts: Sheet,
                                  "horizon (tail policy full): not idle, the forecast's last "
                                  "month is assumed to go on (Term utilization)",
         "Idle cost": "counted payments inside the horizon not used by any workload",
-        "Term utilization": "GPU-hours used / GPU-hours committed over the whole term; after "
-                            "the horizon the forecast's last month is assumed to repeat",
+        "Term utilization": "GPU-hours used / GPU-hours committed over the whole term (an "
+                            "existing contract: from the horizon's start); after the "
+                            "horizon the forecast's last month is assumed to repeat",
         "Term idle cost": "GPU-hours unused over the whole term × the hourly rate",
         "Monthly saving": "per month of the term: the same use at its cheapest "
                           "pay-as-you-go source, minus the monthly payment (net of idle "
                           "GPUs, before the upfront)",
         "Break-even month": "month of the term (from 1) at which the cumulative saving "
-                            "covers the upfront payments made so far; blank: never",
+                            "covers the upfront payments made so far; blank: never, "
+                            "or an existing contract (signed before the horizon)",
     })
     c = sh.col
     pc, kc = plans, contracts
