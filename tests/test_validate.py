@@ -323,3 +323,41 @@ def test_rows_that_name_an_invalid_row_are_not_said_to_name_nothing(tmp_path):
     errors = [(i.table, i.row, i.column) for i in issues if i.severity == "error"]
     assert sorted(errors) == [("regions.csv", 1, "provider"),
                               ("workloads.csv", 2, "peak_hours_share")], errors
+
+
+def test_a_table_missing_a_column_has_its_rows_checked_all_the_same(tmp_path):
+    # offers without usd_per_gpu_hour: that one error, and its rows' own problems too
+    # (an unknown GPU, an unknown region, a negative max_gpus) — they were hidden
+    data = scenario(offers=[
+        {"region": "r1", "gpu": "A", "term": "on_demand"},
+        {"region": "r1", "gpu": "B300", "term": "on_demand"},
+        {"region": "par-9", "gpu": "A", "term": "spot", "max_gpus": -16}])
+    result, issues = _issues(tmp_path, data)
+    errors = sorted((i.table, i.row, i.column) for i in issues if i.severity == "error")
+    assert result is None
+    assert errors == [("offers.csv", 1, "usd_per_gpu_hour"), ("offers.csv", 3, "gpu"),
+                      ("offers.csv", 4, "max_gpus"), ("offers.csv", 4, "region")], errors
+
+
+def test_an_unreadable_or_missing_table_hides_no_other_problem_and_adds_none(tmp_path):
+    # sites.csv not UTF-8, beside a duplicate GPU and an on-demand offer with
+    # commit_months: all three reported (only the unreadable file was); no "unknown
+    # site" for the rows naming sites, no residency warning against no sites
+    data = scenario(gpus=[{"gpu": "A", "memory_gb": 80}, {"gpu": "A", "memory_gb": 40}],
+                    offers=[{"region": "r1", "gpu": "A", "term": "on_demand",
+                             "usd_per_gpu_hour": 2, "commit_months": 12}],
+                    workloads=[{"workload": "w", "kind": "inference", "residency": "US"}])
+    folder = write_csv(tmp_path / "scn", data)
+    sites = folder / "sites.csv"
+    sites.write_bytes(sites.read_bytes().replace(b"s1", "s\xfc".encode("latin-1")))
+    result, issues = validate(load_raw(folder))
+    errors = sorted((i.table, i.row, i.column) for i in issues if i.severity == "error")
+    assert result is None
+    assert errors == [("gpus.csv", 3, "gpu"), ("offers.csv", 2, "commit_months"),
+                      ("sites.csv", 2, "site")], errors
+    assert not [i for i in issues if i.severity == "warning"], issues
+    # workloads.csv missing: that one error, not "unknown workload" in every throughput
+    # and demand row, nor "no demand inside the horizon"
+    result, issues = _issues(tmp_path / "b", _without("workloads"))
+    assert [(i.severity, i.table, i.message) for i in issues] == [
+        ("error", "workloads", "required table is missing")], issues

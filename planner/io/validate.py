@@ -190,12 +190,16 @@ class _Collector:
         self.issues.append(Issue("warning", table, row, column, message))
 
 
-def _typed_rows(raw: RawTable, table_schema, out: _Collector):
-    """(row number, {column: typed value or default}) for every row whose cells parse."""
+def _typed_rows(raw: RawTable, table_schema, out: _Collector, missing=()):
+    """(row number, {column: typed value or default}, whether every cell parsed) for
+    every row; `missing`: required columns the table lacks, reported once already (its
+    rows are checked in their other cells, and left out)."""
     rows = []
     for number, cells in raw.rows:
-        values, ok = {}, True
+        values, ok = {}, not missing
         for col in table_schema.columns:
+            if col.name in missing:
+                continue
             try:
                 v = parse_cell(col, cells.get(col.name))
             except CellError as e:
@@ -251,16 +255,15 @@ def validate(raw: RawScenario) -> tuple[Scenario | None, list[Issue]]:
             elif name not in schema.column_names:
                 out.warn(table.label, 1, name, f"unknown column '{name}'; ignored")
                 _unknown_column_text(table, name, out)
-        if missing:
-            rows[schema.name] = []
-            continue
-        rows[schema.name] = _typed_rows(table, schema, out)
+        # a table missing a required column: its rows' other cells are checked all the
+        # same (every problem at once), and the rows are left out
+        rows[schema.name] = _typed_rows(table, schema, out, set(missing))
 
-    if raw.unreadable:
-        # references to an unreadable table's rows would all be reported as unknown
-        return None, _sorted(issues)
     settings = _settings(rows["settings"], labels["settings"], out)
-    builder = _Builder(rows, labels, settings, out, _named(raw))
+    # a table that could not be read, or is missing, is not known to name nothing: a
+    # reference to it is not reported as unknown (one error, not one per row)
+    absent = set(raw.unreadable) | {s.name for s in TABLES if s.name not in raw.tables}
+    builder = _Builder(rows, labels, settings, out, _named(raw), absent)
     scenario_parts = builder.build()
     errors = [i for i in issues if i.severity == "error"]
     if errors or settings is None:
@@ -335,9 +338,10 @@ class _Builder:
     """Cross-row and cross-table rules, building the typed rows as it goes."""
 
     def __init__(self, rows, labels, settings: Settings | None, out: _Collector,
-                 named: dict[str, set]):
+                 named: dict[str, set], absent: set[str] = frozenset()):
         self.rows, self.labels, self.settings, self.out = rows, labels, settings, out
         self.named = named  # _named: what each table names, valid rows or not
+        self.absent = absent  # tables unreadable or missing: names unknown
         self.duplicates: list[tuple] = []  # (table, row number, values) left out
 
     def _unique(self, table: str, key_of, what: str):
@@ -361,7 +365,7 @@ class _Builder:
         reported where they are, not once more in every row that refers to it)."""
         if value is None or value in known:
             return True
-        if value not in self.named.get(what, ()):
+        if value not in self.named.get(what, ()) and _NAMED_BY[what][0] not in self.absent:
             self.out.error(self.labels[table], number, column, f"unknown {what} '{value}'")
         return False
 
@@ -510,7 +514,7 @@ class _Builder:
                               if p.strip())
             )
             for place in residency:
-                if place not in places:
+                if place not in places and "sites" not in self.absent:
                     self.out.warn(label, number, "residency",
                                   f"'{place}' is neither the jurisdiction nor the country of "
                                   "any site")
@@ -608,7 +612,9 @@ class _Builder:
                 [f"{outside} row(s) of demand lie outside the horizon; ignored"] * bool(outside)
                 + [f"{partly} quarter row(s) lie partly outside it; their months outside "
                    "ignored"] * bool(partly)))
-        if not rows and s is not None:
+        if not rows and s is not None and not any(
+                i.severity == "error" for i in self.out.issues):
+            # (with errors, its rows may have been left out for them: said already)
             self.out.warn(label, None, None, "no demand inside the horizon: the plan "
                           "buys nothing (is the forecast empty?)")
         return rows
