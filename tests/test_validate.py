@@ -280,6 +280,12 @@ def test_cli_solve_bad_input_writes_nothing(tmp_path):
     assert not out.exists()
     assert "Traceback" not in res.output
     assert "not a number" in res.output
+    # nor the folders it would have written into
+    res = CliRunner().invoke(app, ["solve", str(bad),
+                                   "-o", str(tmp_path / "o" / "sub" / "p.xlsx"),
+                                   "--focus", str(tmp_path / "f" / "focus.csv")])
+    assert res.exit_code == 2
+    assert not (tmp_path / "o").exists() and not (tmp_path / "f").exists()
 
 
 def test_a_row_left_out_for_one_problem_still_has_its_others_reported(tmp_path):

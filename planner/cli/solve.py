@@ -26,6 +26,7 @@ from planner.cli.common import (
     _report_seconds,
     _status,
     _warn_short_budget,
+    _writing_seconds,
     app,
     command_started,
     default_scenario,
@@ -146,7 +147,8 @@ def solve(
 
             share = PLAN_SHARE if baselines and beside is None else 1.0
             run = plan_scenario(s, solver, gap=gap, threads=threads or None,
-                                budget=budget.share(share, keep), rounds=fixed_rounds,
+                                budget=budget.share(share, keep, _writing_seconds),
+                                rounds=fixed_rounds,
                                 progress=progress)
         if run.plan is None:
             err.print(f"[red]no plan: the solver failed[/] ({run.result.termination})")

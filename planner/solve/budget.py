@@ -9,12 +9,20 @@ stages it calls. Nothing else measures time against the limit.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 
 class Budget:
-    def __init__(self, seconds: float, start: float | None = None):
+    """`seconds` from `start`. A plan's budget also knows what was kept back after it for
+    writing the plan (`kept` seconds) and how long writing a plan of so many table rows
+    takes (`writing`), so that a plan grown larger than foreseen stops early enough to be
+    written in time (`short_for`)."""
+
+    def __init__(self, seconds: float, start: float | None = None, kept: float = 0.0,
+                 writing: Callable[[int], float] | None = None):
         self.seconds = float(seconds)
         self.start = time.perf_counter() if start is None else start
+        self.kept, self.writing = kept, writing
 
     @property
     def deadline(self) -> float:
@@ -26,10 +34,17 @@ class Budget:
     def left(self) -> float:
         return max(0.0, self.deadline - time.perf_counter())
 
-    def share(self, fraction: float, keep: float = 0.0) -> "Budget":
+    def share(self, fraction: float, keep: float = 0.0,
+              writing: Callable[[int], float] | None = None) -> "Budget":
         """A budget that starts now and ends when `fraction` of what is left, less
-        `keep` seconds kept back for what follows, has passed."""
-        return Budget(max(0.0, (self.left() - keep) * fraction))
+        `keep` seconds kept back for what follows, has passed; `writing`: how long its
+        plan takes to write (else this budget's)."""
+        return Budget(max(0.0, (self.left() - keep) * fraction), kept=self.kept + keep,
+                      writing=writing or self.writing)
+
+    def short_for(self, rows: int) -> float:
+        """Seconds a plan of `rows` table rows needs for writing beyond those kept."""
+        return 0.0 if self.writing is None else max(0.0, self.writing(rows) - self.kept)
 
     def __repr__(self) -> str:
         return f"Budget({self.left():.1f} s of {self.seconds:.1f} s left)"

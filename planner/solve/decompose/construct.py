@@ -237,6 +237,11 @@ class Draft:
             sol.commit_upper[(cm.offer[n], int(cm.start[n]))] = float(cm.upper[n])
         return sol
 
+    def rows(self) -> int:
+        """About how many rows the plan's tables will have: one a workload, site and
+        source served, one a pool's source in use (each month and segment)."""
+        return sum(len(p.served) + len(p.replicas) for p in self.pools.values())
+
     def arcs(self) -> tuple[dict, dict]:
         """The arcs the plan serves (workload index → arrays (site, source, month,
         segment)) and its single-region pairs."""

@@ -1,0 +1,51 @@
+"""The command's one clock (planner.solve.budget): shares of it, the time kept back for
+writing the plan, and when the clock starts."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from planner.cli.common import process_started
+from planner.io.generate import generate
+from planner.io.validate import load_scenario
+from planner.model.builder import ModelBuilder
+from planner.model.candidates import find_candidates
+from planner.solve.budget import Budget
+from planner.solve.decompose.blocks import Blocks
+from planner.solve.decompose.method import _Run
+
+
+def test_a_share_knows_what_was_kept_for_writing_its_plan():
+    # 10 s kept back; writing a plan of r rows takes 1 + r/1000 s: a 5,000-row plan
+    # needs 6 s (within the 10 kept), a 20,000-row one 21 s: 11 s more than kept
+    plan = Budget(100).share(1.0, keep=10, writing=lambda rows: 1 + rows / 1000)
+    assert plan.seconds == pytest.approx(90, abs=0.1)
+    assert plan.short_for(5000) == 0
+    assert plan.short_for(20_000) == pytest.approx(11)
+    part = plan.share(0.5)  # a share of it keeps the same reckoning
+    assert (part.kept, part.short_for(20_000)) == (10, pytest.approx(11))
+    assert Budget(100).short_for(10**9) == 0  # no reckoning: nothing more kept
+
+
+def test_fix_and_optimize_stops_where_writing_the_plan_would_need_the_time(tmp_path):
+    # a budget of 600 s whose plan would take longer than that to write: no pool MIP
+    # starts (the same budget without the reckoning solves them)
+    generate(tmp_path / "g", 6, 4, 2, 1)
+    s = load_scenario(tmp_path / "g")
+    blocks = Blocks(ModelBuilder(s, find_candidates(s)))
+    for writing, pools in ((lambda rows: 1e6, 0), (None, None)):
+        run = _Run(blocks, Budget(600, writing=writing), None, None)
+        draft = run.greedy()
+        found, ended = run._pass(draft, None, 6, 0.02)
+        if pools == 0:
+            assert ended and run.done.improve == 0
+        else:
+            assert not ended and run.done.improve > 0
+
+
+def test_the_clock_starts_with_the_process():
+    # the interpreter and its imports ran before this: their time is counted
+    started = process_started()
+    assert 0 < time.perf_counter() - started < 24 * 3600
