@@ -1,4 +1,5 @@
-"""`planner generate`: valid, deterministic synthetic scenarios that solve and check."""
+"""`planner generate`: valid, deterministic synthetic scenarios that solve and check;
+`planner template`: an input workbook whose drop-downs hold only what validate accepts."""
 
 from __future__ import annotations
 
@@ -43,3 +44,57 @@ def test_generated_scenarios_validate_without_warnings(tmp_path):
         folder = tmp_path / f"{workloads}x{regions}x{months}-{seed}"
         generate(folder, workloads, regions, months, seed=seed)
         assert load_scenario(folder).warnings == (), folder.name
+
+
+def test_more_months_than_a_horizon_holds_is_refused_before_writing(tmp_path):
+    # README: horizon_months ≤ 240; --months 241 wrote a scenario validate refused
+    import pytest
+
+    from planner.io.generate import generate
+    from planner.io.schema import HORIZON_MOST
+
+    for months in (str(HORIZON_MOST + 1), "300"):
+        out = tmp_path / f"m{months}"
+        res = CliRunner().invoke(app, ["generate", str(out), "--workloads", "1",
+                                       "--regions", "3", "--months", months])
+        assert res.exit_code == 2, res.output
+        assert "--months" in res.output and "Traceback" not in res.output
+        assert not out.exists()
+    with pytest.raises(ValueError, match="months"):
+        generate(tmp_path / "lib", 1, 3, HORIZON_MOST + 1)
+    assert not (tmp_path / "lib").exists()
+    res = CliRunner().invoke(app, ["generate", str(tmp_path / "most"), "--workloads", "1",
+                                   "--regions", "3", "--months", str(HORIZON_MOST)])
+    assert res.exit_code == 0, res.output
+    assert load_scenario(tmp_path / "most").settings.horizon_months == HORIZON_MOST
+
+
+def _lists(ws) -> dict[str, tuple[str, bool]]:
+    """Cell range → (the drop-down's choices, whether Excel refuses other values)."""
+    return {str(dv.sqref): (dv.formula1, dv.showErrorMessage)
+            for dv in ws.data_validations.dataValidation}
+
+
+def test_template_settings_have_drop_downs_that_refuse_other_values(tmp_path):
+    from openpyxl import load_workbook
+
+    file = tmp_path / "t.xlsx"
+    assert CliRunner().invoke(app, ["template", str(file)]).exit_code == 0
+    wb = load_workbook(file)
+    settings = wb["settings"]
+    row = {settings.cell(i, 1).value: i for i in range(2, settings.max_row + 1)}
+    lists = _lists(settings)
+    assert lists[f"B{row['tail_policy']}"] == ('"full,prorate"', True)
+    assert lists[f"B{row['solver']}"] == ('"highs,cbc"', True)
+    assert _lists(wb["offers"])["C2:C1000"][0].startswith('"spot,on_demand')
+    every = [dv for ws in wb.worksheets for dv in ws.data_validations.dataValidation]
+    assert len(every) >= 6 and all(dv.showErrorMessage for dv in every)
+
+
+def test_template_name_must_end_in_xlsx(tmp_path):
+    for name in ("t.csv", "t_noext", "t.xlsm"):
+        res = CliRunner().invoke(app, ["template", str(tmp_path / "new" / name)])
+        assert res.exit_code == 2, res.output
+        assert ".xlsx" in res.output and "Traceback" not in res.output
+        assert not (tmp_path / "new").exists()
+    assert CliRunner().invoke(app, ["template", str(tmp_path / "T.XLSX")]).exit_code == 0

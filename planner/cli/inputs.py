@@ -18,6 +18,7 @@ from planner.cli.common import (
     app,
     err,
 )
+from planner.io.schema import HORIZON_MOST
 
 
 @app.command()
@@ -42,6 +43,12 @@ def template(file: Path = typer.Argument(..., help="the .xlsx file to write")):
     """Write an empty input workbook: every table, its columns, notes and drop-downs."""
     from planner.io.template import write_template
 
+    if file.suffix.lower() != ".xlsx":
+        # the content is a workbook whatever the name, and validate and solve read a
+        # workbook only by its .xlsx name: t.csv would be written, then refused
+        err.print(f"[red]error:[/] cannot write {file}: a template is an .xlsx workbook; "
+                  "give a name ending in .xlsx")
+        raise typer.Exit(EXIT_BAD_INPUT)
     _check_outputs(file)
     write_template(file)
     err.print(f"wrote {file}")
@@ -59,40 +66,49 @@ def throughput(
 ):
     """Derive the throughput table from AI model profiles (see models/README.md)."""
     from planner.io.load import load_raw
-    from planner.io.profiles import derive_all, write_throughput
-    from planner.io.scenario import Gpu
-    from planner.io.schema import TABLES_BY_NAME
-    from planner.io.validate import _Collector, _typed_rows
+    from planner.io.profiles import throughput_table, write_throughput
+    from planner.io.validate import _Collector
 
     if models is None:
         here = Path("models")
         models = here if (here / "workloads.csv").exists() else \
             Path(__file__).resolve().parents[2] / "models"
-    if not (models / "workloads.csv").exists():
-        err.print(f"[red]error:[/] {models} has no workloads.csv (workload, model, "
-                  "precision, mode)")
-        raise typer.Exit(EXIT_BAD_INPUT)
-    raw = load_raw(scenario)
-    table = raw.tables.get("gpus")
-    if table is None:
-        err.print(f"[red]error:[/] {scenario} has no gpus table")
-        raise typer.Exit(EXIT_BAD_INPUT)
+    _check_throughput_folder(scenario)
     issues: list[Issue] = []
-    rows = _typed_rows(table, TABLES_BY_NAME["gpus"], _Collector(issues))
-    if issues:
-        _print_issues(issues, str(scenario))
+    rows, kept = throughput_table(load_raw(scenario), models, _Collector(issues))
+    if any(i.severity == "error" for i in issues):
+        _print_issues(issues, f"{models} for {scenario}")
         raise typer.Exit(EXIT_BAD_INPUT)
-    gpus = [Gpu(**values) for _, values, _ in rows]
-    derived = derive_all(models, gpus)
-    write_throughput(derived, scenario / "throughput.csv")
+    write_throughput(rows, scenario / "throughput.csv")
     table_out = Table(title=f"Throughput derived from {models}")
     for col in ("workload", "gpu", "units/GPU", "GPUs/replica", "how"):
         table_out.add_column(col)
-    for r in derived:
-        table_out.add_row(r.workload, r.gpu, f"{r.units_per_gpu:g}", str(r.gpus_per_replica),
-                          r.how)
+    for r in rows:
+        units = f"{r.units_per_gpu:g}" if isinstance(r.units_per_gpu, float) \
+            else str(r.units_per_gpu)
+        table_out.add_row(r.workload, r.gpu, units, str(r.gpus_per_replica), r.how)
     err.print(table_out)
-    err.print(f"wrote {scenario / 'throughput.csv'} ({len(derived)} rows)")
+    if kept:
+        names = list(dict.fromkeys(r.workload for r in kept))
+        err.print(f"kept {len(kept)} row(s) of {', '.join(names)} as they were: no profile "
+                  f"in {models / 'workloads.csv'} covers them")
+    if issues:
+        _print_issues(issues, f"{models} for {scenario}")
+    err.print(f"wrote {scenario / 'throughput.csv'} ({len(rows)} rows)")
+
+
+def _check_throughput_folder(scenario: Path) -> None:
+    """throughput rewrites SCENARIO/throughput.csv: the scenario must be a folder of CSV
+    files (a workbook's sheet is not rewritten, so as not to touch the rest of the book)."""
+    if not scenario.exists():
+        err.print(f"[red]error:[/] no such folder: {scenario}")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    if not scenario.is_dir():
+        err.print(f"[red]error:[/] {scenario} is not a folder: throughput writes "
+                  "SCENARIO/throughput.csv, so the scenario must be a folder of CSV files "
+                  "(derive into a folder, then copy its throughput.csv into the workbook's "
+                  "throughput sheet)")
+        raise typer.Exit(EXIT_BAD_INPUT)
 
 
 @app.command()
@@ -101,7 +117,8 @@ def generate(
     out: Path = typer.Argument(..., help="folder to write the scenario's CSV files to"),
     workloads: int = typer.Option(50, "--workloads", min=1),
     regions: int = typer.Option(20, "--regions", min=3),
-    months: int = typer.Option(24, "--months", min=1),
+    months: int = typer.Option(24, "--months", min=1, max=HORIZON_MOST,
+                               help=f"horizon_months, 1 to {HORIZON_MOST}"),
     seed: int = typer.Option(0, "--seed"),
 ):
     """Write a synthetic but realistic scenario (for benchmarks and experiments)."""

@@ -19,6 +19,8 @@ import math
 import random
 from pathlib import Path
 
+from planner.io.schema import HORIZON_MOST
+
 # continent: (centre lat, lon, jurisdiction/country pairs, share of sites)
 CONTINENTS = {
     "na": (39.0, -95.0, [("US", "US"), ("US", "US"), ("US", "US"), ("CA", "CA")], 0.30),
@@ -56,6 +58,10 @@ def _rtt(a, b) -> float:
 
 
 def generate(out: Path, workloads: int, regions: int, months: int, seed: int = 0) -> dict:
+    """Write the scenario's tables into `out`; the count of rows of each. Sizes a scenario
+    cannot have (planner validate would refuse what is written) raise ValueError before
+    anything is written."""
+    _check_sizes(workloads, regions, months)
     rng = random.Random(seed)
     out.mkdir(parents=True, exist_ok=True)
     n_sites = max(8, int(regions * 0.6))
@@ -219,6 +225,14 @@ def generate(out: Path, workloads: int, regions: int, months: int, seed: int = 0
             for row in rows:
                 w.writerow(row)
     return {k: len(v) for k, v in tables.items()}
+
+
+def _check_sizes(workloads: int, regions: int, months: int) -> None:
+    """The sizes `planner generate` accepts: at least one workload, three regions (one per
+    hyperscaler) and one month, at most HORIZON_MOST months (settings horizon_months)."""
+    if workloads < 1 or regions < 3 or not 1 <= months <= HORIZON_MOST:
+        raise ValueError(f"workloads ≥ 1, regions ≥ 3 and 1 ≤ months ≤ {HORIZON_MOST}, not "
+                         f"{workloads}, {regions} and {months}")
 
 
 def _month(m: int) -> str:

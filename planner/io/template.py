@@ -1,8 +1,9 @@
 """`planner template`: an empty input workbook drawn from the schema.
 
 Every table is a sheet with its columns (required ones in bold), a note per column
-(meaning, unit, default), drop-down lists for enumerations and true/false columns, and the
-settings pre-filled with their keys and defaults. A README sheet explains the tables.
+(meaning, unit, default), drop-down lists for enumerations and true/false columns (and the
+settings' enumerated values) that refuse any other value, and the settings pre-filled with
+their keys and defaults. A README sheet explains the tables.
 """
 
 from __future__ import annotations
@@ -68,14 +69,7 @@ def write_template(path: str | Path) -> None:
             cell.comment = Comment(_note(col), "planner", width=320, height=140)
             ws.column_dimensions[get_column_letter(j)].width = max(14, len(col.name) + 4)
             letter = get_column_letter(j)
-            choices = col.choices or (("true", "false") if col.type == "bool" else ())
-            if choices:
-                dv = DataValidation(type="list", formula1='"' + ",".join(choices) + '"',
-                                    allow_blank=True, showDropDown=False)
-                dv.error = f"{col.name} must be one of: {', '.join(choices)}"
-                dv.errorTitle = f"invalid {col.name}"
-                ws.add_data_validation(dv)
-                dv.add(f"{letter}2:{letter}{ROWS_WITH_LISTS}")
+            _drop_down(ws, col, f"{letter}2:{letter}{ROWS_WITH_LISTS}")
         ws.freeze_panes = "A2"
         if t.name == "settings":
             for i, c in enumerate(SETTINGS, start=2):
@@ -83,4 +77,20 @@ def write_template(path: str | Path) -> None:
                 if c.default is not None:
                     text_cell(ws.cell(i, 2), str(c.default))
                 ws.cell(i, 1).comment = Comment(_note(c), "planner", width=320, height=120)
+                _drop_down(ws, c, f"B{i}")  # a setting's value: tail_policy, solver
     wb.save(path)
+
+
+def _drop_down(ws, col: Column, cells: str) -> None:
+    """A drop-down list on `cells` for an enumeration or true/false column. Excel refuses
+    (showErrorMessage) a value typed that is not in the list: `reserved-1y` in `term` would
+    otherwise only be found by `planner validate`."""
+    choices = col.choices or (("true", "false") if col.type == "bool" else ())
+    if not choices:
+        return
+    dv = DataValidation(type="list", formula1='"' + ",".join(choices) + '"',
+                        allow_blank=True, showDropDown=False, showErrorMessage=True)
+    dv.error = f"{col.name} must be one of: {', '.join(choices)}"
+    dv.errorTitle = f"invalid {col.name}"
+    ws.add_data_validation(dv)
+    dv.add(cells)
