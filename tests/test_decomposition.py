@@ -679,3 +679,30 @@ def test_progress_tells_the_best_plan_and_bound_as_they_improve(tmp_path):
     assert max(bounds) <= min(plans) + 1e-6
     assert outcome.objective <= plans[-1] + 1e-6
     assert "best plan" in reports[-1][3] and "gap" in reports[-1][3]
+
+
+def test_where_branch_and_bound_stops_short_the_decomposition_plans_too(tmp_path,
+                                                                       monkeypatch):
+    # branch and bound stopped by its limit with a poor incumbent (here: all demand left
+    # unmet, beside an offer with room) — its plan would fail the checker; the
+    # decomposition's in the rest of the budget stands: 1 GPU for a month of 100 h at
+    # $2 = $200
+    import planner.solve.pipeline as pipeline
+    from planner.solve.whole import SolveResult
+
+    def stopped_short(model, solver, time_limit, gap, threads):
+        for v in model.prob.variables():
+            v.varValue = 0.0
+        for key, v in model.unmet.items():
+            v.varValue = model.candidates.level[key]
+        return SolveResult(solver="highs", status="feasible", termination="time limit reached",
+                           has_solution=True, objective=1e6, bound=None, gap=None,
+                           seconds=time_limit)
+
+    monkeypatch.setattr(pipeline, "solve", stopped_short)
+    s = load_scenario(write_csv(tmp_path / "s", scenario(settings=H)))
+    run = plan_scenario(s, time_limit=10)
+    assert check_plan(s, run.plan) == []
+    assert run.plan.totals["objective_usd"] == pytest.approx(200)
+    assert "decomposition" in run.result.termination
+    assert run.result.bound <= 200 + 1e-6 and run.result.status == "optimal"

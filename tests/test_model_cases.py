@@ -345,19 +345,25 @@ def test_unmet_demand_says_when_the_plan_left_room(tmp_path, used, reason):
 
 
 def test_unmet_demand_says_why(tmp_path):
-    # g has no throughput row anywhere; e may only run in the EU, where nothing is offered.
+    # g has no throughput row anywhere; e may only run in the EU, where nothing is
+    # offered; s may not run on spot, and B is sold on spot alone (not "lead time")
     plan = solve_tables(tmp_path, scenario(
         settings=H,
+        gpus=[{"gpu": "A", "memory_gb": 80}, {"gpu": "B", "memory_gb": 80}],
+        offers=[od(), {"region": "r1", "gpu": "B", "term": "spot", "usd_per_gpu_hour": 1}],
         workloads=[{"workload": "w", "kind": "inference"},
                    {"workload": "g", "kind": "inference"},
-                   {"workload": "e", "kind": "inference", "residency": "EU"}],
+                   {"workload": "e", "kind": "inference", "residency": "EU"},
+                   {"workload": "s", "kind": "inference", "allow_spot": "false"}],
         throughput=[{"workload": "w", "gpu": "A", "units_per_gpu": 10},
-                    {"workload": "e", "gpu": "A", "units_per_gpu": 10}],
-        demand=flat("w") + flat("g", 1) + flat("e", 1)))
+                    {"workload": "e", "gpu": "A", "units_per_gpu": 10},
+                    {"workload": "s", "gpu": "B", "units_per_gpu": 10}],
+        demand=flat("w") + flat("g", 1) + flat("e", 1) + flat("s", 1)))
     reasons = dict(zip(plan.unmet["workload"], plan.unmet["reason"]))
     assert reasons == {"g": "no GPU type that can serve it",
-                       "e": "no offer in an allowed jurisdiction"}
-    assert plan.totals["unmet_unit_hours"] == pytest.approx(200)
+                       "e": "no offer in an allowed jurisdiction",
+                       "s": "its only offers in reach are spot, which it may not use"}
+    assert plan.totals["unmet_unit_hours"] == pytest.approx(300)
 
 
 @pytest.mark.parametrize("tail, od_price, expected_cost, committed", [

@@ -281,21 +281,25 @@ def test_cli_solve_writes_json_and_workbook(tmp_path):
         assert second[key] == data[key]
 
 
-def test_cli_no_plan_within_the_limit_exits_3(tmp_path, monkeypatch):
+def test_cli_exits_3_only_when_the_solver_itself_fails(tmp_path, monkeypatch):
+    # SPEC §4 v2: a valid scenario always has a plan. Branch and bound failing is exit 3,
+    # nothing written; branch and bound stopped by its limit with no plan is not: the
+    # decomposition's plan stands
     from planner.solve import whole as solve_module
 
     folder = write_csv(tmp_path / "scn", FINANCE)
-
-    def nothing(prob, *args, **kwargs):
-        return dict(solver="highs", status="no_solution", termination="time limit reached",
-                    has_solution=False, objective=None, bound=None, gap=None)
-
-    monkeypatch.setattr(solve_module, "_run", nothing)
     out = tmp_path / "plan.xlsx"
-    res = CliRunner().invoke(app, ["solve", str(folder), "-o", str(out)])
-    assert res.exit_code == 3
-    assert not out.exists()
-    assert "no plan" in res.output
+    for status, termination, code in (("error", "solve error", 3),
+                                       ("no_solution", "time limit reached", 0)):
+        def nothing(prob, *args, status=status, termination=termination, **kwargs):
+            return dict(solver="highs", status=status, termination=termination,
+                        has_solution=False, objective=None, bound=None, gap=None)
+
+        monkeypatch.setattr(solve_module, "_run", nothing)
+        res = CliRunner().invoke(app, ["solve", str(folder), "-o", str(out)])
+        assert res.exit_code == code, res.output
+        assert out.exists() == (code == 0)
+        assert ("no plan" in res.output) == (code == 3)
 
 
 # Two workloads, three offers of a GPU type neither has a throughput row for: six pruned

@@ -31,6 +31,7 @@ DOMINATED = "dominated by"  # + the offer that is never worse
 UNMET_NO_GPU = "no GPU type that can serve it"
 UNMET_JURISDICTION = "no offer in an allowed jurisdiction"
 UNMET_LATENCY = "no offer within the latency SLO"
+UNMET_SPOT = "its only offers in reach are spot, which it may not use"
 UNMET_LEAD_TIME = "lead time: no offer available yet in this month"
 UNMET_CAPACITY = "capacity exhausted"
 UNMET_NOT_ALLOWED = "no offer this plan may buy (its policy or restrictions)"
@@ -132,6 +133,8 @@ class Candidates:
             return UNMET_LATENCY
         if w.allow_spot is False:
             near = [x for x in near if x[2] is None or x[2].term != "spot"]
+            if not near:  # (else every month read as "lead time")
+                return UNMET_SPOT
         return near
 
     def _within_slo(self, w: Workload, site: str | None, region: str) -> bool:
