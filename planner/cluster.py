@@ -3,24 +3,68 @@ workers), or on an existing one (`--scheduler ADDRESS`, started with `dask sched
 `dask worker`). Results come back in the order the tasks were given, so they do not
 depend on where or in which order the tasks ran; a task whose worker is lost is run again
 (Dask's retries), never counted twice.
+
+A cluster that cannot do the work is said so, within the command's time: a scheduler
+that does not answer (or is not Dask's) within CONNECT_S, one with no worker, tasks not
+done by the command's deadline (a worker lost, none left): `ClusterUnusable` (bad input) and `ClusterError`.
 """
 
 from __future__ import annotations
 
+import re
+import time
 from collections.abc import Callable, Iterable
 from contextlib import ExitStack
 
 from planner import interrupt
 
 RETRIES = 2  # a task whose worker dies is run again this many times
+CONNECT_S = 10.0  # the most a scheduler may take to answer, or to show a worker
+_ADDRESS = re.compile(r"(?:(?:tcp|tls|ws|wss|ucx)://)?(?:[^\s:/\[\]]+|\[[0-9A-Fa-f:]+\]):(\d+)")
+
+
+class ClusterError(RuntimeError):
+    """The cluster did not do the work: its tasks were not done in time."""
+
+
+class ClusterUnusable(ClusterError):
+    """The cluster given cannot be used: its scheduler does not answer (or is not a Dask
+    scheduler), or it has no worker. Bad input, like an address that is not one."""
+
+
+def address_problem(address: str) -> str | None:
+    """Why `address` is not a scheduler's address (tcp://HOST:PORT, as `dask scheduler`
+    prints it), or None."""
+    match = _ADDRESS.fullmatch(address.strip())
+    if match is None:
+        return f"'{address}' is not a scheduler address: give tcp://HOST:PORT"
+    if not 0 < int(match.group(1)) < 65536:
+        return f"'{address}': port {match.group(1)} is not a port (1-65535)"
+    return None
+
+
+def _answers(address: str, wait: float) -> None:
+    """Return once a Dask scheduler at `address` has answered a handshake; TimeoutError
+    after `wait` seconds (a port that answers but is not Dask's, e.g. a web server, holds
+    Dask's own client forever, whatever its timeout)."""
+    import asyncio
+
+    from distributed.comm import connect
+
+    async def shake() -> None:
+        comm = await asyncio.wait_for(connect(address), wait)
+        await comm.close()
+
+    asyncio.run(shake())
 
 
 class Runner:
     """`map(fn, tasks)` on the chosen workers. Use as a context manager."""
 
     def __init__(self, jobs: int = 1, scheduler: str | None = None,
-                 processes: bool = True):
+                 processes: bool = True, until: float | None = None):
         self.jobs, self.scheduler, self.processes = max(1, jobs), scheduler, processes
+        self.until = until  # time.perf_counter() by which every map must be done
         self.client = None
         self.cluster = None
         self._stack = ExitStack()
@@ -37,7 +81,7 @@ class Runner:
         from distributed import Client, LocalCluster
 
         if self.scheduler is not None:
-            self.client = Client(self.scheduler)
+            self.client = self._connect(Client)
         else:
             self.cluster = LocalCluster(n_workers=self.jobs, threads_per_worker=1,
                                         processes=self.processes,
@@ -45,6 +89,27 @@ class Runner:
             self.client = Client(self.cluster)
             self._stack.enter_context(interrupt.ending(self._no_restarts))
         return self
+
+    def _connect(self, Client):
+        """A client of the scheduler, which has a worker; ClusterUnusable within twice
+        CONNECT_S (or a quarter of the time left each) where it does not answer or has
+        none."""
+        wait = CONNECT_S if self.until is None else \
+            min(CONNECT_S, max(1.0, (self.until - time.perf_counter()) / 4))
+        try:
+            _answers(self.scheduler, wait)
+            client = Client(self.scheduler, timeout=wait)
+        except (OSError, TimeoutError, ValueError) as e:
+            raise ClusterUnusable(f"cannot reach a Dask scheduler at {self.scheduler} "
+                                  f"within {wait:.0f} s ({type(e).__name__}: "
+                                  f"{e or 'no answer to its handshake'})") from None
+        try:
+            client.wait_for_workers(1, timeout=wait)
+        except TimeoutError:
+            client.close()
+            raise ClusterUnusable(f"the Dask cluster at {self.scheduler} has no worker "
+                               f"(start one: dask worker {self.scheduler})") from None
+        return client
 
     def __exit__(self, *exc) -> None:
         self._stack.close()
@@ -84,10 +149,18 @@ class Runner:
         index = {f.key: i for i, f in enumerate(futures)}
         results: list = [None] * len(tasks)
         count = 0
-        for future in as_completed(futures):
-            i = index[future.key]
-            results[i] = future.result()
-            count += 1
-            if done:
-                done(i, count, len(tasks))
+        timeout = None if self.until is None else max(1.0, self.until - time.perf_counter())
+        try:
+            for future in as_completed(futures, timeout=timeout):
+                i = index[future.key]
+                results[i] = future.result()
+                count += 1
+                if done:
+                    done(i, count, len(tasks))
+        except TimeoutError:
+            self.client.cancel(futures)
+            raise ClusterError(f"{len(tasks) - count} of {len(tasks)} tasks not done when "
+                               f"the time ran out: workers lost, or none left "
+                               f"({len(self.client.scheduler_info().get('workers', {}))} "
+                               f"now)") from None
         return results

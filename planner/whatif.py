@@ -145,22 +145,36 @@ def run_whatif(scenario: Scenario, policies: list[Policy], demand_scales: list[f
     equal share of it, `jobs` at a time); else `time_limit` per solve."""
     base = 1.0 if 1.0 in demand_scales else demand_scales[0]
     variants = [Variant(p, d) for p in policies for d in demand_scales]
-    if budget is not None:
-        solves = len(variants) + len(policies) * len(stress_scales)
-        time_limit = max(1.0, budget.left() * max(1, jobs) / solves)
-    tasks = [(scenario, v.policy, v.demand_scale, per_workload, stress_scales, solver,
-              time_limit, gap, base) for v in variants]
+    # a variant's task solves it and, at the base level, its stress tests after it
+    solves = [1 + (len(stress_scales) if v.demand_scale == base else 0) for v in variants]
+
     def done(index: int, count: int, total: int) -> None:
         if progress:
             progress(variants[index], count, total)
 
-    with Runner(jobs, scheduler) as runner:
+    until = None if budget is None else budget.deadline + 0.05 * budget.seconds
+    with Runner(jobs, scheduler, until=until) as runner:
+        if budget is not None:  # each solve's share: the tasks' longest run on the workers
+            time_limit = max(1.0, budget.left() / _longest_run(solves, runner.workers))
+        tasks = [(scenario, v.policy, v.demand_scale, per_workload, stress_scales, solver,
+                  time_limit, gap, base) for v in variants]
         results = runner.map(_solve_variant, tasks, done)
     for v, (plan, status, stress, least_s) in zip(variants, results):
         v.plan, v.status, v.stress, v.least_s = plan, status, stress, least_s
         if plan is not None:
             plan.scenario = scale_demand(scenario, v.demand_scale, per_workload)
     return variants
+
+
+def _longest_run(solves: list[int], workers: int) -> int:
+    """Solves one after another on the busiest of `workers` when tasks of `solves` solves
+    each go to whichever worker is free first, in order (as the cluster hands them out):
+    a task's solves run in turn, so one policy with two stress tests takes three solves
+    however many workers there are (its time had been split as if they shared them)."""
+    loads = [0] * max(1, workers)
+    for n in solves:
+        loads[loads.index(min(loads))] += n
+    return max(loads)
 
 
 def break_even(scenario: Scenario) -> list[dict]:

@@ -263,3 +263,35 @@ def test_a_variant_stopped_before_its_lp_is_told_apart(tmp_path, monkeypatch):
     monkeypatch.setattr("planner.solve.pipeline.WHOLE_CELLS", 0)
     variants = run_whatif(s, [policy], [1.0, 1.2], stress_scales=(), time_limit=0.0)
     assert [v.short_of_lp for v in variants] == [True, True]
+
+
+def test_each_solve_gets_the_time_its_workers_can_give_it():
+    # a task solves its variant, then (at the base level) its stress tests, in turn: one
+    # policy with two stress tests takes 3 solves on any number of workers (its time had
+    # been split as if they shared them: 27.6 s at a 15-s limit); four such on two
+    # workers, 6; tasks of 3, 1, 1 on two, 3 (the short ones beside the long one)
+    from planner.whatif import _longest_run
+
+    assert _longest_run([3], 2) == 3
+    assert _longest_run([3] * 4, 2) == 6
+    assert _longest_run([3, 1, 1], 2) == 3
+    assert _longest_run([1] * 5, 1) == 5
+
+
+def test_a_cluster_that_cannot_be_used_is_bad_input(tmp_path):
+    # an address that is not one (said before any work), a scheduler that does not
+    # answer, one with no worker: exit 2, a line saying why, within the time limit
+    from distributed import LocalCluster
+
+    folder = write_csv(tmp_path / "s", TABLES)
+    args = ["whatif", str(folder), "--policy", "payg=spot,on_demand", "--time-limit", "8",
+            "-o", str(tmp_path / "w.xlsx")]
+    res = CliRunner().invoke(app, [*args, "--scheduler", "not-an-address"])
+    assert res.exit_code == 2 and "not a scheduler address" in res.output
+    res = CliRunner().invoke(app, [*args, "--scheduler", "tcp://127.0.0.1:1"])
+    assert res.exit_code == 2 and "cannot reach a Dask scheduler" in res.output
+    with LocalCluster(n_workers=0, processes=False, protocol="tcp",
+                      dashboard_address=":0") as cluster:
+        res = CliRunner().invoke(app, [*args, "--scheduler", cluster.scheduler_address])
+    assert res.exit_code == 2 and "has no worker" in res.output
+    assert not (tmp_path / "w.xlsx").exists()

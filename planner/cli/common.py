@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from planner import interrupt
+from planner.cluster import ClusterError, ClusterUnusable, address_problem
 from planner.io.issues import Issue, ScenarioError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -177,6 +178,12 @@ def _guard(fn):
             if e.exit_code == EXIT_BAD_INPUT:  # nothing written: no folder made for it
                 _remove_made_folders()
             raise
+        except ClusterError as e:  # (planner.cluster: a scheduler given, or its workers)
+            err.print(f"[red]error:[/] {e}")
+            bad = isinstance(e, ClusterUnusable)
+            if bad:
+                _remove_made_folders()
+            raise typer.Exit(EXIT_BAD_INPUT if bad else EXIT_ERROR) from None
         except (typer.Abort, KeyboardInterrupt):
             raise
         except BrokenPipeError:  # `planner offers … | head`: the reader has all it wants
@@ -189,6 +196,20 @@ def _guard(fn):
             raise typer.Exit(EXIT_ERROR) from None
 
     return wrapper
+
+
+def _check_cluster(jobs: int, scheduler: str | None) -> None:
+    """--scheduler's address (exit 2 when it is not one, before any work); --jobs beside
+    it changes nothing (the cluster's workers do the work): said."""
+    if scheduler is None:
+        return
+    why = address_problem(scheduler)
+    if why is not None:
+        err.print(f"[red]error:[/] --scheduler {why}")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    if jobs > 1:
+        err.print("[yellow]warning: --jobs is ignored with --scheduler: the cluster's "
+                  "workers do the work[/]")
 
 
 def _named(name: str | None, names, what: str) -> str | None:

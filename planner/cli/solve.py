@@ -19,6 +19,7 @@ from planner.cli.common import (
     QUIET,
     QUIET_OPTION,
     SOLVER_OPTION,
+    _check_cluster,
     _check_outputs,
     _check_solver_options,
     _guard,
@@ -105,6 +106,8 @@ def solve(
 
     started = command_started()
     _check_solver_options(solver, time_limit, gap)
+    if stochastic:
+        _check_cluster(jobs, scheduler)
     fixed_rounds = None
     if rounds is not None:
         try:
@@ -284,7 +287,10 @@ def _solve_stochastic(s, budget, keep, out, as_json, focus, solver, gap, samples
         raise typer.Exit(EXIT_BAD_INPUT)
     final = keep + max(2.0, 0.1 * budget.left())  # the mean forecast's plan, the workbook
     with _status(f"planning {len(scenarios)} demand scenarios") as status:
-        with Runner(jobs, scheduler) as runner:
+        # the cluster's tasks end within the command's time (SPEC: S + 10 %), or it says
+        # why not (a worker lost, none left)
+        with Runner(jobs, scheduler, until=budget.deadline + 0.05 * budget.seconds) \
+                as runner:
             say = lambda text: (status.update(text), interrupt.set_stage(text))  # noqa: E731
             result = solve_stochastic(
                 s, scenarios, budget.share(OUT_OF_SAMPLE_SHARE if samples else 1.0, final),

@@ -17,6 +17,7 @@ from planner.cli.common import (
     QUIET,
     QUIET_OPTION,
     SOLVER_OPTION,
+    _check_cluster,
     _check_outputs,
     _check_solver_options,
     _guard,
@@ -77,6 +78,7 @@ def whatif(
 
     started = command_started()
     _check_solver_options(solver, time_limit, gap)
+    _check_cluster(jobs, scheduler)
     try:
         policies = [parse_policy(p) for p in (policy or DEFAULT_POLICIES)]
     except PolicyError as e:
