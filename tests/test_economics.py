@@ -296,3 +296,15 @@ def test_idle_inside_the_horizon_apart_from_payments_after_it(tmp_path):
     even = {r[0]: r[head.index("Break-even month")] for r in ws.iter_rows(min_row=2,
                                                                          values_only=True)}
     assert even == {"existing 1": None, "new 1": 2}
+
+
+def test_no_saving_is_stated_where_no_pay_as_you_go_source_exists(tmp_path):
+    # the GPU type is sold reserved only: its use has nothing to be weighed against;
+    # saving and break-even are null, not a saving of 0
+    plan = solve_tables(tmp_path, scenario(
+        settings=H, throughput=ONE, demand=demand(range(6)),
+        offers=[{"region": "r1", "gpu": "A", "term": "reserved", "usd_per_gpu_hour": 1,
+                 "commit_months": 6}]))
+    [c] = plan_json(plan)["commitments"]
+    assert c["gpus"] == 1 and c["utilization"] == pytest.approx(1)
+    assert c["monthly_saving_usd"] is None and c["break_even_month"] is None

@@ -24,6 +24,7 @@ Definitions (each stated in the workbook's notes too):
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 
 from planner.report.plan import Plan
@@ -49,7 +50,8 @@ def payg_rate(plan: Plan, workload: str, gpu: str) -> float | None:
 
 
 def monthly_use(plan: Plan) -> dict[str, dict[int, list[float]]]:
-    """contract -> month -> [used GPU-hours, their pay-as-you-go equivalent USD]."""
+    """contract -> month -> [used GPU-hours, their pay-as-you-go equivalent USD (NaN
+    where no pay-as-you-go source could serve that use: no saving can be stated)]."""
     rates: dict[tuple, float | None] = {}
     use: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(lambda: [0., 0.]))
     committed = plan.assignments[~plan.assignments["term"].isin(["spot", "on_demand"])]
@@ -58,7 +60,7 @@ def monthly_use(plan: Plan) -> dict[str, dict[int, list[float]]]:
         if key not in rates:
             rates[key] = payg_rate(plan, *key)
         hours = a.gpus * a.hours
-        rate = rates[key] if rates[key] is not None else a.usd_per_gpu_hour
+        rate = rates[key] if rates[key] is not None else math.nan
         cell = use[a.contract][int(a.month)]
         cell[0] += hours
         cell[1] += hours * rate
@@ -103,11 +105,15 @@ def line_economics(plan: Plan, contracts: list, use=None) -> dict:
         "used_gpu_hours_term": used,
         "gpu_hours_term": term_hours,
         "idle_usd": max(0.0, term_hours - used) * rate,
-        "payg_equivalent_usd": payg_total,
-        "monthly_saving_usd": (payg_total - term_hours * rate) / months if months else 0.0,
+        # (None where some of its use has no pay-as-you-go source to be weighed against:
+        # a saving of 0 would say it saves nothing)
+        "payg_equivalent_usd": payg_total if math.isfinite(payg_total) else None,
+        "monthly_saving_usd": None if not math.isfinite(payg_total)
+        else (payg_total - term_hours * rate) / months if months else 0.0,
         # an existing contract was signed before the horizon, whose months the plan
         # does not know: no break-even (its term figures run from the horizon's start)
-        "break_even_month": None if contracts[0].kind == "existing" else break_even,
+        "break_even_month": None if contracts[0].kind == "existing"
+        or not math.isfinite(payg_total) else break_even,
         # the most GPUs the line holds in a month (a contract before the horizon: its own)
         "peak_gpus": max(gpus.values(), default=float(contracts[0].gpus)),
     }

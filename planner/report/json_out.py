@@ -6,8 +6,8 @@ from planner.report.economics import commitment_economics, effective_savings
 from planner.report.plan import COST_KEYS, Plan
 
 
-def _r(x: float, digits: int = 6) -> float:
-    return round(float(x), digits)
+def _r(x: float | None, digits: int = 6) -> float | None:
+    return None if x is None else round(float(x), digits)
 
 
 def plan_json(plan: Plan, seconds: float | None = None,

@@ -398,7 +398,8 @@ def commitments_sheet(wb, plan: Plan, plans: Sheet, contracts: Sheet,
         "Term idle cost": "GPU-hours unused over the whole term × the hourly rate",
         "Monthly saving": "per month of the term: the same use at its cheapest "
                           "pay-as-you-go source, minus the monthly payment (net of idle "
-                          "GPUs, before the upfront)",
+                          "GPUs, before the upfront); blank: no pay-as-you-go source "
+                          "could serve that use",
         "Break-even month": "month of the term (from 1) at which the cumulative saving "
                             "covers the upfront payments made so far; blank: never, "
                             "or an existing contract (signed before the horizon)",
