@@ -238,9 +238,12 @@ class Draft:
         return sol
 
     def rows(self) -> int:
-        """About how many rows the plan's tables will have: one a workload, site and
-        source served, one a pool's source in use (each month and segment)."""
-        return sum(len(p.served) + len(p.replicas) for p in self.pools.values())
+        """About how many rows the plan's tables will have: one a workload and source
+        serving it, one a pool's source in use (each month and segment; the sites a
+        workload's source serves share its row)."""
+        b = self.b
+        return sum(len({(w, b.workloads[w].sources[j]) for w, _, j in p.served})
+                   + len(p.replicas) for p in self.pools.values())
 
     def arcs(self) -> tuple[dict, dict]:
         """The arcs the plan serves (workload index → arrays (site, source, month,
