@@ -161,12 +161,14 @@ def drop_part_instances(builder: ModelBuilder, solution: Solution) -> Solution:
     return out
 
 
-def cheapest(builder: ModelBuilder, solutions: list[Solution]) -> tuple[Solution, float]:
-    """The plan of least objective among `solutions`, with its objective."""
+def cheapest(builder: ModelBuilder, solutions: list[Solution],
+             passes=None) -> tuple[Solution, float]:
+    """The plan of least objective among `solutions` (among those whose plan
+    `passes(plan)` accepts, where any does), with its objective."""
     provisional = SolveResult(solver="highs", status="feasible", termination="",
                               has_solution=True, objective=None, bound=None, gap=None,
                               seconds=0.0, unservable_usd=builder.unservable_usd)
-    costed = [(extract_plan(builder, x, provisional).totals["objective_usd"], i, x)
-              for i, x in enumerate(solutions)]
-    value, _, chosen = min(costed, key=lambda c: (c[0], c[1]))
-    return chosen, value
+    plans = sorted(((extract_plan(builder, x, provisional), i) for i, x in enumerate(solutions)),
+                   key=lambda p: (p[0].totals["objective_usd"], p[1]))
+    plan, i = next((p for p in plans if passes is None or passes(p[0])), plans[0])
+    return solutions[i], plan.totals["objective_usd"]

@@ -191,14 +191,8 @@ def _cheapest_valid(builder: ModelBuilder, found: list[Solution]) -> tuple[Solut
     if len(found) == 1:
         return cheapest(builder, found)
     restricted = builder.restrictions != Restrictions()
-    provisional = SolveResult(solver="highs", status="feasible", termination="",
-                              has_solution=True, objective=None, bound=None, gap=None,
-                              seconds=0.0, unservable_usd=builder.unservable_usd)
-    plans = sorted(((extract_plan(builder, x, provisional), i) for i, x in enumerate(found)),
-                   key=lambda p: (p[0].totals["objective_usd"], p[1]))
-    plan, i = next((p for p in plans if not check_plan(builder.scenario, p[0], restricted)),
-                   plans[0])
-    return found[i], plan.totals["objective_usd"]
+    return cheapest(builder, found,
+                    lambda plan: not check_plan(builder.scenario, plan, restricted))
 
 
 def export_model(run: Run, path) -> None:
