@@ -347,3 +347,10 @@ def test_lagrangian_cuts_by_hand(tmp_path):
     master.add(1, cut_at(high, q, 10))
     value, q = master.solve()
     assert value == pytest.approx(2500) and q[key] == pytest.approx(5)
+
+
+def test_jobs_0_is_one_worker_per_core_as_in_whatif(tmp_path):
+    # --jobs 0 was refused here and meant one worker per core in whatif; the figures are
+    # the newsvendor's whatever the workers ($2,500: 5 GPUs committed)
+    st = _solve(tmp_path, "--jobs", "0", "--time-limit", "30")["stochastic"]
+    assert st["expected_cost_usd"] == pytest.approx(2500)

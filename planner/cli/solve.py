@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from contextlib import ExitStack
@@ -87,7 +88,8 @@ def solve(
                                         help="λ: minimize expected cost + λ·CVaR"),
     cvar_alpha: float = typer.Option(0.9, "--cvar-alpha", min=0, max=0.999,
                                      help="α of CVaR: the worst (1 − α) of the scenarios"),
-    jobs: int = typer.Option(1, "--jobs", min=1, help="with --stochastic: local Dask workers"),
+    jobs: int = typer.Option(1, "--jobs", min=0, help="with --stochastic: local Dask workers "
+                             "(0: one per core, as whatif's)"),
     scheduler: Optional[str] = typer.Option(None, "--scheduler",
                                             help="with --stochastic: an existing Dask "
                                                  "cluster's scheduler address"),
@@ -289,7 +291,8 @@ def _solve_stochastic(s, budget, keep, out, as_json, focus, solver, gap, samples
     with _status(f"planning {len(scenarios)} demand scenarios") as status:
         # the cluster's tasks end within the command's time (SPEC: S + 10 %), or it says
         # why not (a worker lost, none left)
-        with Runner(jobs, scheduler, until=budget.deadline + 0.05 * budget.seconds) \
+        with Runner(jobs or os.cpu_count() or 1, scheduler,
+                    until=budget.deadline + 0.05 * budget.seconds) \
                 as runner:
             say = lambda text: (status.update(text), interrupt.set_stage(text))  # noqa: E731
             result = solve_stochastic(
