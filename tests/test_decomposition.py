@@ -568,6 +568,30 @@ def test_unservable_demand_is_out_of_the_gap(tmp_path):
         / (data["objective_usd"] - data["unservable_penalty_usd"]), abs=1e-9)
 
 
+def test_demand_the_capacity_or_a_lead_time_holds_back_is_not_unservable(tmp_path):
+    """SPEC §4 v2 names demand no offer within its SLO or jurisdictions can serve. The
+    only offer (1 GPU at $2/h, max_gpus 1) serves 10 of w's 20 units; the other 10
+    (1000 unit-hours at $5: $5000) are unmet for want of capacity, with that reason, and
+    not unservable (they were counted so, and left out of the gap). Demand before an
+    offer's lead time lets it serve is treated alike."""
+    tables = scenario(
+        settings={**H, "horizon_months": 2},
+        offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 2,
+                 "max_gpus": 1}],
+        workloads=[{"workload": "w", "kind": "inference",
+                    "unmet_penalty_usd_per_unit_hour": 5}],
+        demand=[{"workload": "w", "period": "2027-01", "amount": 20}])
+    s = load_scenario(write_csv(tmp_path / "s", tables))
+    for method in ("whole", "decompose"):
+        run = plan_scenario(s, time_limit=30, method=method)
+        assert check_plan(s, run.plan) == []
+        t = run.plan.totals
+        assert t["total_cost_usd"] == pytest.approx(200)
+        assert t["unmet_unit_hours"] == pytest.approx(1000)
+        assert t["unservable_unit_hours"] == 0 and t["unservable_penalty_usd"] == 0
+        assert run.plan.unmet["reason"].tolist() == ["capacity exhausted"]
+
+
 def test_json_is_strict_where_unmet_demand_has_no_site(tmp_path):
     """A training run has no demand site; left unmet (one 8-GPU replica, 4 GPUs on
     offer) its row's site is null beside the site of an inference workload's unmet row

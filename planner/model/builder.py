@@ -179,7 +179,7 @@ class ModelBuilder(ModelSpace):
             terms.append((v, penalty * self.hours[k] * self.settings.discount(month)))
             self._add([(v, 1.0)], pulp.LpConstraintEQ, level, f"demand__{ids}",
                       "demand", (w, site, month, k))
-        m.constant_usd = constant = self.existing_usd + self.unservable_usd
+        m.constant_usd = constant = self.existing_usd + self.out_of_model_usd
         m.prob.setObjective(Expr(terms, constant=constant))
 
     def add_supply(self, cells) -> list[tuple]:

@@ -185,11 +185,15 @@ class ModelSpace:
     def _levels(self):
         """Demand the model serves, per site and in total per (workload, month, segment).
 
-        Demand that no source can ever serve — none within its latency SLO and allowed
-        jurisdictions, none usable yet that month (lead time), none the variant allows —
-        is unservable (SPEC §4 v2): taken out of the model, left unmet at its penalty
-        (`unservable_usd`, a constant of the objective) and out of the gap. So is demand
-        beyond what every source in reach could deliver at its max_gpus."""
+        Demand no source can serve is taken out of the model and left unmet at its
+        penalty (a constant of the objective, `out_of_model_usd`): none within its latency
+        SLO and allowed jurisdictions (nor a GPU type, a term or provider the variant
+        allows) in any month, none usable yet that month (lead time), and demand beyond
+        what every source in reach could deliver at its max_gpus. Of these, the first —
+        no source at all, in any month (`never`) — is unservable (SPEC §4 v2):
+        `unservable_usd`, left out of the gap; demand a lead time or the capacity holds
+        back stays in the gap (offers within reach exist: SPEC names only SLO and
+        jurisdictions)."""
         reach = {key: set(regions) for key, regions in self.c.regions_for_site.items()}
         first_in: dict[tuple, int] = {}  # (workload, site) -> first month a source serves
         for (w, site), near in reach.items():
@@ -197,8 +201,9 @@ class ModelSpace:
             first_in[(w, site)] = min(months, default=10**9)
         self.level: dict[tuple, float] = {}
         self.unservable: dict[tuple, float] = {}
-        self.beyond_capacity: set[tuple] = set()  # unservable for want of capacity
-        self.unservable_usd = 0.0
+        self.beyond_capacity: set[tuple] = set()  # out of the model for want of capacity
+        self.never: set[tuple] = set()  # cells with no source in reach in any month
+        self.out_of_model_usd = self.unservable_usd = 0.0
         capacity = _ReachCapacity(self, reach)
         for (w, site, month, k), x in self.c.level.items():
             out = x
@@ -213,9 +218,12 @@ class ModelSpace:
                     self.beyond_capacity.add((w, site, month, k))
             if out > 0:
                 self.unservable[(w, site, month, k)] = out
-                self.unservable_usd += (
-                    out * self.s.workload_by_name[w].unmet_penalty_usd_per_unit_hour
-                    * self.hours[k] * self.settings.discount(month))
+                usd = (out * self.s.workload_by_name[w].unmet_penalty_usd_per_unit_hour
+                       * self.hours[k] * self.settings.discount(month))
+                self.out_of_model_usd += usd
+                if first_in.get((w, site), 10**9) >= 10**9:
+                    self.never.add((w, site, month, k))
+                    self.unservable_usd += usd
         sites_of: dict[str, list] = defaultdict(list)
         for (w, site, _, _) in self.level:
             if site not in sites_of[w]:

@@ -213,9 +213,11 @@ def _unmet(index, solution: Solution, usage_rows: list[dict], gpr: dict,
     st, workloads = s.settings, s.workload_by_name
     unmet_rows = []
     room = None  # _RoomLeft, built at the first unmet demand that asks
-    # demand no source can ever serve (SPEC §4 v2) was taken out of the model: unmet
+    # demand no source could serve was taken out of the model: unmet; of it, what no
+    # source in reach could serve in any month is unservable (SPEC §4 v2)
     unservable = getattr(index, "unservable", {})
     beyond = getattr(index, "beyond_capacity", set())
+    never = getattr(index, "never", None)
     cells = [*((key, x, False) for key, x in solution.unmet.items()),
              *((key, x, True) for key, x in unservable.items())]
     for (w, site, m, k), x, out_of_model in cells:
@@ -235,7 +237,8 @@ def _unmet(index, solution: Solution, usage_rows: list[dict], gpr: dict,
             workload=w, site=site, month=m, month_label=st.month(m), segment=k,
             level=c.level[(w, site, m, k)], units=x, hours=hours[k],
             unit_hours=x * hours[k], penalty_usd=x * hours[k] * penalty,
-            reason=reason, unservable=out_of_model,
+            reason=reason, unservable=out_of_model and (never is None
+                                                         or (w, site, m, k) in never),
         ))
     return pd.DataFrame(unmet_rows, columns=[
         "workload", "site", "month", "month_label", "segment", "level", "units", "hours",

@@ -117,7 +117,7 @@ class Blocks:
         # hours of each segment, discounted: what one unit-hour rate costs per segment
         self.hd = discount[:, None] * np.array(b.hours)[None, :]
         # sunk cost of existing contracts and the unservable demand's penalty, as the model
-        self.constant = b.existing_usd + b.unservable_usd
+        self.constant = b.existing_usd + b.out_of_model_usd
 
         # capacity rows: capped pay-as-you-go offers, committed (region, GPU type)
         self.payg_offers: list[str] = []
