@@ -730,3 +730,27 @@ def test_where_branch_and_bound_stops_short_the_decomposition_plans_too(tmp_path
     assert run.plan.totals["objective_usd"] == pytest.approx(200)
     assert "decomposition" in run.result.termination
     assert run.result.bound <= 200 + 1e-6 and run.result.status == "optimal"
+
+
+def test_a_decomposition_with_time_to_spare_lets_branch_and_bound_prove_it(tmp_path,
+                                                                          monkeypatch):
+    # 3 GPUs of demand, sold only in 8-GPU instances at $1/h (100 h): the plan rents one
+    # instance, $800; the decomposition's bound prices GPUs one by one: $300 (a 62.5 %
+    # gap). It ends in well under its 30 s; branch and bound on the whole model, in the
+    # rest, proves $800. A replay (rounds given) keeps the decomposition's own bound.
+    import planner.solve.pipeline as pipeline
+
+    monkeypatch.setattr(pipeline, "WHOLE_CELLS", 0)  # not solved whole from the start
+    s = load_scenario(write_csv(tmp_path / "s", scenario(
+        settings=H, throughput=[{"workload": "w", "gpu": "A", "units_per_gpu": 10}],
+        demand=[{"workload": "w", "period": "2027-01", "amount": 30}],
+        offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 1,
+                 "gpus_per_instance": 8}])))
+    run = plan_scenario(s, time_limit=30)
+    assert check_plan(s, run.plan) == []
+    assert run.plan.totals["objective_usd"] == pytest.approx(800)
+    assert run.result.bound == pytest.approx(800) and run.result.status == "optimal"
+    assert "branch and bound on the whole model" in run.result.termination
+    replay = plan_scenario(s, rounds=Rounds.parse(run.result.rounds))
+    assert replay.plan.totals["objective_usd"] == pytest.approx(800)
+    assert replay.result.bound == pytest.approx(300)
