@@ -579,3 +579,14 @@ def test_decomposition_fills_an_instance_another_pool_left_part_idle(tmp_path):
     assert check_plan(s, plan) == []
     assert cost(plan) == pytest.approx(1600)
     assert gpus_by(plan, "region") == {"big": 8}
+
+
+def test_unmet_for_want_of_a_whole_instance_is_capacity_exhausted(tmp_path):
+    # 20 GPUs of demand; the only offer sells 8-GPU instances, 20 GPUs at most: two
+    # instances (16 GPUs, 16 × 100 × $1 = $1,600) run, a third would hold 24 > 20. The
+    # other 4 GPUs' demand is unmet for want of capacity, not "sources had room"
+    plan = solve_tables(tmp_path, scenario(
+        settings=H, demand=flat(amount=200),
+        offers=[od(price=1, gpus_per_instance=8, max_gpus=20)]))
+    assert cost(plan) == pytest.approx(1600)
+    assert set(plan.unmet["reason"]) == {"capacity exhausted"}

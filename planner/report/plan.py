@@ -85,7 +85,10 @@ class _RoomLeft:
             o = s.offer_by_key[key]
             if any(upper.get(x) is None or solution.commit[x] < upper[x] - 0.5
                    for x in starts):
-                room = float("inf") if o.max_gpus is None else o.max_gpus - signed[(key, m)]
+                # (in whole instances where the offer commits them)
+                room = float("inf") if o.max_gpus is None else math.floor(
+                    (o.max_gpus - signed[(key, m)]) / o.gpus_per_instance + 1e-9
+                ) * o.gpus_per_instance
                 self.signable[((o.region, o.gpu), m)] = max(
                     self.signable[((o.region, o.gpu), m)], room)
 
@@ -104,7 +107,11 @@ class _RoomLeft:
             o = s.offer_by_key[src]
             if o.term == "spot" and s.workload_by_name[w].max_spot_share < 1.0:
                 continue  # its share may be what binds
-            if o.max_gpus is None or o.max_gpus - self.used[(src, month, k)] >= need:
+            # one more replica, in whole instances where the offer sells them: the
+            # GPUs then paid for within max_gpus (as the checker counts them)
+            size = o.gpus_per_instance
+            paid = math.ceil((self.used[(src, month, k)] + need) / size - 1e-9) * size
+            if o.max_gpus is None or paid <= o.max_gpus + 1e-9:
                 return True
         return False
 
