@@ -308,3 +308,22 @@ def test_no_saving_is_stated_where_no_pay_as_you_go_source_exists(tmp_path):
     [c] = plan_json(plan)["commitments"]
     assert c["gpus"] == 1 and c["utilization"] == pytest.approx(1)
     assert c["monthly_saving_usd"] is None and c["break_even_month"] is None
+
+
+def test_the_saving_is_against_single_gpus_where_they_are_sold(tmp_path):
+    # 1 GPU for 3 months. On demand: single GPUs at $2.5, or 8-GPU instances at $0.9 a
+    # GPU ($720 a month for the one GPU); a 3-month reservation at $0.9: $90 a month,
+    # the plan. Saving against the single GPU the use would buy: 250 − 90 = $160 a month
+    # (against the instance's per-GPU rate it read 90 − 90 = $0)
+    plan = solve_tables(tmp_path, scenario(
+        settings={"hours_per_month": 100, "horizon_months": 3}, throughput=ONE,
+        demand=demand(range(3)),
+        regions=[{"region": "r1", "provider": "p", "site": "s1"},
+                 {"region": "r2", "provider": "p", "site": "s1"}],
+        offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 2.5},
+                {"region": "r2", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 0.9,
+                 "gpus_per_instance": 8},
+                {"region": "r1", "gpu": "A", "term": "reserved", "usd_per_gpu_hour": 0.9,
+                 "commit_months": 3}]))
+    [c] = plan_json(plan)["commitments"]
+    assert c["gpus"] == 1 and c["monthly_saving_usd"] == pytest.approx(160)

@@ -146,3 +146,17 @@ def test_a_name_as_written_wins_over_one_that_differs_in_case(tmp_path):
     res = runner.invoke(app, ["offers", str(folder), "--gpu", "GX"])
     assert res.exit_code == 2 and "matches Gx, gX" in res.output
     assert runner.invoke(app, ["offers", str(folder), "--gpu", "Gx"]).exit_code == 0
+
+
+def test_for_a_workload_spot_only_where_its_share_allows_some(tmp_path):
+    # spot allowed but at most 0 % of its units: no spot offer can serve it
+    market = dict(MARKET, offers=[*MARKET["offers"], {"region": "east", "gpu": "A",
+                                                      "term": "spot", "usd_per_gpu_hour": 0.1}],
+                  workloads=[{"workload": "w", "kind": "inference", "allow_spot": "true",
+                              "max_spot_share": 0}],
+                  demand=[{"workload": "w", "period": "2027-01", "amount": 1, "site": "ny"}])
+    folder = write_csv(tmp_path / "spot", market)
+    res = CliRunner().invoke(app, ["offers", str(folder), "--format", "json",
+                                   "--workload", "w"])
+    assert res.exit_code == 0, res.output
+    assert "spot" not in {r["term"] for r in json.loads(res.stdout)}

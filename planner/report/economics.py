@@ -44,8 +44,13 @@ def payg_rate(plan: Plan, workload: str, gpu: str) -> float | None:
     # a what-if variant's plan comes without its candidates: any region then
     offers = (plan.candidates.offers.get(workload, ()) if plan.candidates is not None
               else s.offers)
-    rates = [o.usd_per_gpu_hour / o.derate for o in offers
-             if o.gpu == gpu and (o.term == "on_demand" or (o.term == "spot" and whole_spot))]
+    usable = [o for o in offers
+              if o.gpu == gpu and (o.term == "on_demand" or (o.term == "spot" and whole_spot))]
+    # an offer sold in whole instances charges for GPUs a use may not fill: its rate per
+    # GPU is what the use would pay only where no single GPUs are sold (8-GPU instances
+    # at $0.9 stated a $30 saving a month where single GPUs at $2.5 give $480)
+    single = [o for o in usable if o.gpus_per_instance == 1]
+    rates = [o.usd_per_gpu_hour / o.derate for o in single or usable]
     return min(rates) if rates else None
 
 

@@ -29,7 +29,7 @@ def offer_rows(scenario: Scenario, gpu: str | None = None, region: str | None = 
     effective rate first; with `origin` (a site) each row has its `rtt_ms`, and with
     `slo_ms` only offers within it are listed. With `workload`: only offers that can serve
     it (a GPU type with its throughput, a region in its jurisdictions, spot only if it may
-    use spot), within its latency SLO from `origin` unless `slo_ms` says otherwise, each
+    use spot: allowed, with a share above 0), within its latency SLO from `origin` unless `slo_ms` says otherwise, each
     with `usd_per_unit_hour` (effective rate ÷ its units per GPU, spot derated), cheapest
     per unit first."""
     hpm = scenario.settings.hours_per_month
@@ -47,7 +47,7 @@ def offer_rows(scenario: Scenario, gpu: str | None = None, region: str | None = 
         if w is not None:
             place = sites[scenario.region_by_name[o.region].site]
             if (w.workload, o.gpu) not in scenario.throughput_by_pair \
-                    or (o.term == "spot" and not w.allow_spot) \
+                    or (o.term == "spot" and (not w.allow_spot or w.max_spot_share <= 0)) \
                     or (w.residency and place.jurisdiction not in w.residency
                         and place.country not in w.residency):
                 continue
