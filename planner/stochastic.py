@@ -144,7 +144,9 @@ def _summary(run) -> dict:
         "bound_usd": plan.result.bound,
         "total_cost_usd": t["total_cost_usd"],
         "unmet_unit_hours": t["unmet_unit_hours"],
-        "stranded_usd": t["idle_committed_usd"] + t["after_horizon_usd"],
+        # committed payments inside the horizon this scenario leaves idle (those after
+        # it are not idle: the forecast's last month is assumed to go on)
+        "stranded_usd": t["idle_committed_usd"],
         "commitments": {(c.offer, int(c.start)): int(c.gpus)
                         for c in plan.commitments.itertuples()},
         "least_s": run.least_s,

@@ -354,3 +354,29 @@ def test_jobs_0_is_one_worker_per_core_as_in_whatif(tmp_path):
     # the newsvendor's whatever the workers ($2,500: 5 GPUs committed)
     st = _solve(tmp_path, "--jobs", "0", "--time-limit", "30")["stochastic"]
     assert st["expected_cost_usd"] == pytest.approx(2500)
+
+
+def test_payments_after_the_horizon_are_not_stranded(tmp_path):
+    # 2 months of 9 or 11 units (1 a GPU), p 0.5 each; a 4-month reservation at $1 (400 a
+    # GPU, counted whole) against on demand at $3 (600 for the 2 months): the 9 GPUs both
+    # scenarios use are reserved (the 10th and 11th would save 0.5 × 600 < 400). Used in
+    # every month of the horizon: nothing stranded in either (the 2 months after it, $1,800,
+    # were counted as stranded). Low 9 × 400 = $3,600; high 3,600 + 2 × 2 × 100 × 3 = $4,800
+    folder = write_csv(tmp_path / "s", scenario(
+        settings={"hours_per_month": 100, "horizon_months": 2},
+        offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 3},
+                {"region": "r1", "gpu": "A", "term": "reserved", "usd_per_gpu_hour": 1,
+                 "commit_months": 4}],
+        throughput=[{"workload": "w", "gpu": "A", "units_per_gpu": 1}],
+        demand=[{"workload": "w", "period": f"2027-0{m}", "amount": 10} for m in (1, 2)],
+        demand_scenarios=[{"scenario": "low", "probability": 0.5, "multiplier": 0.9},
+                          {"scenario": "high", "probability": 0.5, "multiplier": 1.1}]))
+    res = CliRunner().invoke(app, ["solve", str(folder), "--stochastic", "--json",
+                                   "--time-limit", "30", "-o", str(tmp_path / "p.xlsx")])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert [c["gpus"] for c in out["commitments"]] == [9]
+    rows = {s["name"]: s for s in out["stochastic"]["scenarios"]}
+    assert (rows["low"]["total_cost_usd"], rows["high"]["total_cost_usd"]) == \
+        (pytest.approx(3600), pytest.approx(4800))
+    assert rows["low"]["stranded_usd"] == 0 and rows["high"]["stranded_usd"] == 0

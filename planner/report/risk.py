@@ -23,7 +23,8 @@ def risk_sheet(wb, result) -> None:
                       "pay-as-you-go",
         "Objective (with penalty)": "what the plan minimizes: total cost (discounted as "
                                     "the objective) + unmet demand at its penalty",
-        "Stranded commitments": "committed GPU-hours this scenario leaves idle",
+        "Stranded commitments": "commitment payments inside the horizon for GPU-hours "
+                                "this scenario leaves idle (USD)",
         "Known in advance": "this scenario's objective had its demand been known: the "
                             "cheapest plan found for it alone (its own, or a candidate "
                             "schedule's re-planned there)",
