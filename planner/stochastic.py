@@ -67,8 +67,10 @@ MIN_SOLVE_S = 2.0  # the least time limit worth giving an evaluation
 # The least a solve is taken to need: a model solved whole needs what its solve took
 # (with NEED_MARGIN), which on a small one is a fraction of a second; reckoning such
 # solves at MIN_SOLVE_S left a 10-s command on a 2-scenario market no time for the cuts
-# and one schedule to evaluate (the mean forecast's, 5 % dearer than the cuts' optimum)
-MIN_NEED_S = 0.5
+# and one schedule to evaluate (the mean forecast's, 5 % dearer than the cuts' optimum);
+# at 0.5 s the same befell a 6-s command on a market whose solves take 0.03 s (it ended
+# at 1.4 s, its schedule 7 % dearer than the optimum it proves at 0.1 s, in 1.7 s)
+MIN_NEED_S = 0.1
 # A solve given less time than its master's first round needs stands on its plan at
 # first prices (200x40x24, 20 samples in 600 s: evaluations of ~5 s each, expected costs
 # $275-321 M from run to run where a 20-s solve alone plans $260 M). The least limit
