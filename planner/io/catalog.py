@@ -12,12 +12,12 @@ GpuInfo where they state it (v8), else metadata.csv's (v7: B200, H200 and GH200 
 from __future__ import annotations
 
 import ast
-import csv
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
 from planner.io.issues import Issue
+from planner.io.load import UnreadableCsv, _read_csv
 
 
 @dataclass(frozen=True)
@@ -44,20 +44,24 @@ def _number(text: str) -> float | None:
 
 def read_csv(path: Path, label: str, issues: list[Issue]
              ) -> tuple[list[str], list[dict]] | None:
-    """A CSV file's columns and rows (None, with an error in `issues`, where it cannot be
-    read as UTF-8 text)."""
+    """A CSV file's columns and rows, each a dict by column (blank lines skipped), read as
+    a scenario's CSV files are (planner.io.load); None, with an error in `issues`, where
+    it cannot be read as UTF-8 CSV text."""
     try:
-        with path.open(newline="", encoding="utf-8-sig") as f:
-            reader = csv.DictReader(f)
-            return list(reader.fieldnames or ()), list(reader)
+        lines = _read_csv(path)
+    except UnreadableCsv as e:
+        issues.append(Issue("error", label, e.row, e.column, e.what))
+        return None
     except IsADirectoryError:
-        what = "is a folder, not a CSV file"
-    except UnicodeDecodeError as e:
-        what = f"is not UTF-8 text (byte {e.start}): save it as CSV UTF-8"
+        issues.append(Issue("error", label, None, None, "is a folder, not a CSV file"))
+        return None
     except OSError as e:
-        what = f"cannot be read ({e.strerror})"
-    issues.append(Issue("error", label, None, None, what))
-    return None
+        issues.append(Issue("error", label, None, None, f"cannot be read ({e.strerror})"))
+        return None
+    header = lines[0] if lines else []
+    # a short row's missing cells are blank (as csv.DictReader's), extra ones dropped
+    return header, [dict(zip(header, line + [""] * (len(header) - len(line))))
+                    for line in lines[1:] if line]
 
 
 def read_metadata(folder: Path, issues: list[Issue]) -> dict[str, float | None]:
