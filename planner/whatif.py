@@ -152,7 +152,7 @@ def run_whatif(scenario: Scenario, policies: list[Policy], demand_scales: list[f
         if progress:
             progress(variants[index], count, total)
 
-    until = None if budget is None else budget.deadline + 0.05 * budget.seconds
+    until = None if budget is None else budget.last_moment
     with Runner(jobs, scheduler, until=until) as runner:
         if budget is not None:  # each solve's share: the tasks' longest run on the workers
             time_limit = max(1.0, budget.left() / _longest_run(solves, runner.workers))

@@ -289,10 +289,9 @@ def _solve_stochastic(s, budget, keep, out, as_json, focus, solver, gap, samples
         raise typer.Exit(EXIT_BAD_INPUT)
     final = keep + max(2.0, 0.1 * budget.left())  # the mean forecast's plan, the workbook
     with _status(f"planning {len(scenarios)} demand scenarios") as status:
-        # the cluster's tasks end within the command's time (SPEC: S + 10 %), or it says
-        # why not (a worker lost, none left)
-        with Runner(jobs or os.cpu_count() or 1, scheduler,
-                    until=budget.deadline + 0.05 * budget.seconds) \
+        # the cluster's tasks end within the command's time, or it says why not (a worker
+        # lost, none left)
+        with Runner(jobs or os.cpu_count() or 1, scheduler, until=budget.last_moment) \
                 as runner:
             say = lambda text: (status.update(text), interrupt.set_stage(text))  # noqa: E731
             result = solve_stochastic(

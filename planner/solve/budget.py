@@ -28,6 +28,12 @@ class Budget:
     def deadline(self) -> float:
         return self.start + self.seconds
 
+    @property
+    def last_moment(self) -> float:
+        """The deadline and 5 % more: by when work handed off (a cluster's tasks) must be
+        done or given up, the command then ending within SPEC's S + 10 %."""
+        return self.deadline + 0.05 * self.seconds
+
     def elapsed(self) -> float:
         return time.perf_counter() - self.start
 
