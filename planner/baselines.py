@@ -35,7 +35,7 @@ from planner.model.solution import Solution
 from planner.report.plan import Plan, extract_plan
 from planner.solve.budget import Budget
 from planner.solve.pipeline import Run, plan_scenario
-from planner.solve.whole import honest_gap
+from planner.solve.whole import honest_gap, status_of
 
 PAYG = "pay-as-you-go only"
 SINGLE_GPU = "cheapest single GPU type"
@@ -135,9 +135,7 @@ def cheaper_plan(run: Run, plan: Plan, cheapest: Cheapest | None,
     value = None if res.bound is None else honest_gap(cheapest.objective, res.bound,
                                                       res.unservable_usd)
     result = dataclasses.replace(
-        res, objective=cheapest.objective, gap=value,
-        status="optimal" if value is not None and value <= max(requested_gap, 1e-9)
-        else "feasible",
+        res, objective=cheapest.objective, gap=value, status=status_of(value, requested_gap),
         termination=f"{res.termination}; the comparison plan '{cheapest.name}' stands as "
                     f"the plan: it costs less than the plan found")
     # demand the whole scenario's model also left out is unmet in its plan already

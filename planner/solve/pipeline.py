@@ -27,7 +27,7 @@ from planner.solve.instances import (
     cheapest,
     whole_instances,
 )
-from planner.solve.whole import SolveResult, _version, honest_gap, solve
+from planner.solve.whole import SolveResult, _version, honest_gap, solve, status_of
 
 # Supply cells up to which a model is solved whole: branch and bound proves the
 # optimum of such models in about a second; at the default scenario's 40 k cells HiGHS
@@ -118,22 +118,15 @@ def plan_scenario(scenario: Scenario, solver: str | None = None,
                                   fallback=method == "auto")
         seconds["solve"] = time.perf_counter() - t
     else:
-        from planner.solve.decompose.method import decompose
-
-        # offers sold in instances: the decomposition plans them in whole instances; a
-        # share of the time is kept for branch and bound over the cells its plan used,
-        # where the model is small enough for that to help
-        instances = any(o.gpus_per_instance > 1 for o in scenario.offers)
-        repair = instances and builder.cell_count <= REPAIR_CELLS
+        # offers sold in instances: a share of the time is kept for branch and bound
+        # over the cells the decomposition's plan used, where the model is small enough
+        # for that to help (`share`: the decomposition's)
         before = budget.elapsed()
-        outcome = decompose(builder, budget.share(INSTANCE_SHARE if repair else 1.0),
-                            rounds, progress)
-        solution, objective = outcome.solution, outcome.objective
-        least_s = before + outcome.least_s / (INSTANCE_SHARE if repair else 1.0)
+        outcome, solution, objective, share = _decomposed(
+            builder, budget, solver, threads, builder.cell_count <= REPAIR_CELLS, rounds,
+            progress)
+        least_s = before + outcome.least_s / share
         done, prices = outcome.rounds, outcome.prices
-        if instances:
-            solution, objective = whole_instances(builder, solution, solver, budget,
-                                                  threads, repair)
         bound, termination = outcome.bound, outcome.termination
         if (method == "auto" and rounds is None and builder.cell_count <= REPAIR_CELLS
                 and budget.left() >= SPARE_S
@@ -174,12 +167,7 @@ def _whole(builder: ModelBuilder, solver: str, budget: Budget, gap: float,
     bound = raw.bound if raw.bound is not None else (
         raw.objective if raw.status == "optimal" else None)
     if fallback and raw.status in ("feasible", "no_solution"):  # stopped by its limits
-        from planner.solve.decompose.method import decompose
-
-        outcome = decompose(builder, budget.share(1.0))
-        plan = outcome.solution
-        if any(o.gpus_per_instance > 1 for o in builder.scenario.offers):
-            plan = whole_instances(builder, plan, solver, budget, threads, False)[0]
+        outcome, plan, _, _ = _decomposed(builder, budget, solver, threads, repair=False)
         found.append(plan)
         bound = outcome.bound if bound is None else max(bound, outcome.bound)
     if not found:
@@ -188,7 +176,7 @@ def _whole(builder: ModelBuilder, solver: str, budget: Budget, gap: float,
     if raw.has_solution and solution is found[0]:
         objective = min(raw.objective, objective)
     value = None if bound is None else honest_gap(objective, bound, builder.unservable_usd)
-    status = "optimal" if value is not None and value <= max(gap, 1e-9) else "feasible"
+    status = status_of(value, gap)
     termination = raw.termination if solution is found[0] and raw.has_solution else \
         f"{raw.termination}; the decomposition's plan (branch and bound's was dearer)"
     result = SolveResult(
@@ -196,6 +184,24 @@ def _whole(builder: ModelBuilder, solver: str, budget: Budget, gap: float,
         objective=objective, bound=bound, gap=value, seconds=raw.seconds,
         version=raw.version, unservable_usd=builder.unservable_usd)
     return solution, result
+
+
+def _decomposed(builder: ModelBuilder, budget: Budget, solver: str, threads: int | None,
+                repair: bool, rounds=None, progress=None):
+    """The decomposition's outcome in `budget`, its plan and objective in whole instances
+    where offers sell them (planner.solve.instances; with `repair`, branch and bound over
+    the cells the plan used gets 1 − INSTANCE_SHARE of the budget), and the share of the
+    budget the decomposition had."""
+    from planner.solve.decompose.method import decompose
+
+    instances = any(o.gpus_per_instance > 1 for o in builder.scenario.offers)
+    share = INSTANCE_SHARE if repair and instances else 1.0
+    outcome = decompose(builder, budget.share(share), rounds, progress)
+    solution, objective = outcome.solution, outcome.objective
+    if instances:
+        solution, objective = whole_instances(builder, solution, solver, budget, threads,
+                                              repair)
+    return outcome, solution, objective, share
 
 
 def _whole_after(builder: ModelBuilder, solution: Solution, objective: float, bound: float,

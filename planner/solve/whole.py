@@ -45,6 +45,12 @@ def honest_gap(objective: float, bound: float, unservable_usd: float) -> float:
     return max(0.0, (objective - bound) / changeable)
 
 
+def status_of(gap: float | None, asked: float) -> str:
+    """`optimal` where the gap against a proven bound is within the gap asked (SPEC §4 v2),
+    else `feasible`."""
+    return "optimal" if gap is not None and gap <= max(asked, 1e-9) else "feasible"
+
+
 def solve(model: PlanningModel, solver: str = "highs", time_limit: float = 60.0,
           gap: float = 1e-4, threads: int | None = 1, msg: bool = False) -> SolveResult:
     """Solve `model` whole by branch and bound, in place; deterministic for a given
