@@ -119,7 +119,7 @@ def solve_comparisons(scenario: Scenario, solver, gap, budget: Budget,
             saving_usd=None))
         if cheapest is None or t["objective_usd"] < cheapest.objective:
             solution = other.solution
-            solution.unmet = {**other.builder.unservable, **solution.unmet}
+            solution.unmet = {**other.builder.out_of_model, **solution.unmet}
             cheapest = Cheapest(name, t["objective_usd"], solution)
     return out, cheapest
 
@@ -140,7 +140,7 @@ def cheaper_plan(run: Run, plan: Plan, cheapest: Cheapest | None,
                     f"the plan: it costs less than the plan found")
     # demand the whole scenario's model also left out is unmet in its plan already
     unmet = {key: x for key, x in cheapest.solution.unmet.items()
-             if key not in run.builder.unservable}
+             if key not in run.builder.out_of_model}
     return extract_plan(run.builder, dataclasses.replace(cheapest.solution, unmet=unmet),
                         result)
 

@@ -77,8 +77,12 @@ class PlanningModel:
     sources: dict = field(default_factory=dict)
     # (region, GPU type, month) -> GPUs of existing contracts (ModelBuilder)
     existing_gpus: dict = field(default_factory=dict)
-    # (workload, site, month, segment) -> units no source can serve (ModelBuilder)
-    unservable: dict = field(default_factory=dict)
+    # (workload, site, month, segment) -> units no source can serve, left out of the
+    # model; of these cells, those beyond every source's capacity and those with no
+    # source in reach in any month (the unservable: SPEC §4 v2) (ModelSpace._levels)
+    out_of_model: dict = field(default_factory=dict)
+    beyond_capacity: set = field(default_factory=set)
+    never: set = field(default_factory=set)
 
     def integer_variables(self) -> list[pulp.LpVariable]:
         """Every integer or binary variable, from the model's own index (PuLP's
@@ -134,7 +138,8 @@ class ModelBuilder(ModelSpace):
                                pulp.LpProblem(_safe(self.s.name), pulp.LpMinimize),
                                index=self.index,  # the same names in every build
                                sources=self.sources, existing_gpus=self.existing_gpus,
-                               unservable=self.unservable)
+                               out_of_model=self.out_of_model,
+                               beyond_capacity=self.beyond_capacity, never=self.never)
         self.add_unmet(months)
         self.add_commitments()
         self._add_cells(self.cells() if cells is None else self.in_build_order(cells))

@@ -200,7 +200,7 @@ class ModelSpace:
             months = [f for (r, _, _), f in self.sources.get(w, {}).items() if r in near]
             first_in[(w, site)] = min(months, default=10**9)
         self.level: dict[tuple, float] = {}
-        self.unservable: dict[tuple, float] = {}
+        self.out_of_model: dict[tuple, float] = {}  # cell -> units left out, unmet
         self.beyond_capacity: set[tuple] = set()  # out of the model for want of capacity
         self.never: set[tuple] = set()  # cells with no source in reach in any month
         self.out_of_model_usd = self.unservable_usd = 0.0
@@ -217,7 +217,7 @@ class ModelSpace:
                 if out > 0:
                     self.beyond_capacity.add((w, site, month, k))
             if out > 0:
-                self.unservable[(w, site, month, k)] = out
+                self.out_of_model[(w, site, month, k)] = out
                 usd = (out * self.s.workload_by_name[w].unmet_penalty_usd_per_unit_hour
                        * self.hours[k] * self.settings.discount(month))
                 self.out_of_model_usd += usd

@@ -222,11 +222,9 @@ def _unmet(index, solution: Solution, usage_rows: list[dict], gpr: dict,
     room = None  # _RoomLeft, built at the first unmet demand that asks
     # demand no source could serve was taken out of the model: unmet; of it, what no
     # source in reach could serve in any month is unservable (SPEC §4 v2)
-    unservable = getattr(index, "unservable", {})
-    beyond = getattr(index, "beyond_capacity", set())
-    never = getattr(index, "never", None)
+    beyond, never = index.beyond_capacity, index.never
     cells = [*((key, x, False) for key, x in solution.unmet.items()),
-             *((key, x, True) for key, x in unservable.items())]
+             *((key, x, True) for key, x in index.out_of_model.items())]
     for (w, site, m, k), x, out_of_model in cells:
         if x <= 1e-6:
             continue
@@ -244,8 +242,7 @@ def _unmet(index, solution: Solution, usage_rows: list[dict], gpr: dict,
             workload=w, site=site, month=m, month_label=st.month(m), segment=k,
             level=c.level[(w, site, m, k)], units=x, hours=hours[k],
             unit_hours=x * hours[k], penalty_usd=x * hours[k] * penalty,
-            reason=reason, unservable=out_of_model and (never is None
-                                                         or (w, site, m, k) in never),
+            reason=reason, unservable=out_of_model and (w, site, m, k) in never,
         ))
     return pd.DataFrame(unmet_rows, columns=[
         "workload", "site", "month", "month_label", "segment", "level", "units", "hours",
