@@ -6,7 +6,8 @@ depend on where or in which order the tasks ran; a task whose worker is lost is 
 
 A cluster that cannot do the work is said so, within the command's time: a scheduler
 that does not answer (or is not Dask's) within CONNECT_S, one with no worker, tasks not
-done by the command's deadline (a worker lost, none left): `ClusterUnusable` (bad input) and `ClusterError`.
+done by the command's deadline (a worker lost, none left): `ClusterUnusable` (bad
+input) and `ClusterError`.
 """
 
 from __future__ import annotations
@@ -108,7 +109,7 @@ class Runner:
         except TimeoutError:
             client.close()
             raise ClusterUnusable(f"the Dask cluster at {self.scheduler} has no worker "
-                               f"(start one: dask worker {self.scheduler})") from None
+                                  f"(start one: dask worker {self.scheduler})") from None
         return client
 
     def __exit__(self, *exc) -> None:

@@ -30,8 +30,6 @@ EXIT_OK, EXIT_ERROR, EXIT_BAD_INPUT, EXIT_NO_PLAN = 0, 1, 2, 3
 # When the command started (planner.cli.main), for the time limit's clock; None where the
 # app is called otherwise (tests): the clock starts when the command does.
 STARTED: float | None = None
-
-
 # folders made for the running command's outputs, oldest first (_check_outputs)
 MADE_FOLDERS: list[Path] = []
 
@@ -53,6 +51,8 @@ def process_started() -> float:
 def command_started() -> float:
     """The time limit's start: the process's command, or now."""
     return STARTED if STARTED is not None else time.perf_counter()
+
+
 SOLVER_OPTION = typer.Option(None, "--solver", help="highs (default) or cbc")
 GAP_OPTION = typer.Option(None, "--gap", help="relative MIP gap (default: the setting)")
 

@@ -55,8 +55,6 @@ class Restrictions:
         return longest is None or o.commit_months <= longest
 
 
-
-
 class ModelSpace:
     """Sources, demand levels and bounds of one scenario within its restrictions."""
 
