@@ -55,16 +55,21 @@ EXPECTED = {"pay-as-you-go only": (2400, 600), "cheapest single GPU type": (1800
             "on-demand from p only": (2400, 600)}
 
 
+def _solve(tmp_path, tables):
+    """`planner solve --json` on `tables`: its JSON and what it said."""
+    folder = write_csv(tmp_path / "s", tables)
+    res = CliRunner().invoke(app, ["solve", str(folder), "-o", str(tmp_path / "plan.xlsx"),
+                                   "--json", "--time-limit", "60"])
+    assert res.exit_code == 0, res.output
+    return json.loads(res.stdout), " ".join(res.stderr.split())
+
+
 @pytest.mark.parametrize("beside", [True, False], ids=["beside", "after"])
 def test_comparison_plans_beside_the_plan_or_after_it(tmp_path, monkeypatch, beside):
     import planner.baselines
 
     monkeypatch.setattr(planner.baselines, "can_solve_beside", lambda threads: beside)
-    folder = write_csv(tmp_path / "year", YEAR)
-    res = CliRunner().invoke(app, ["solve", str(folder), "-o", str(tmp_path / "plan.xlsx"),
-                                   "--json", "--time-limit", "60"])
-    assert res.exit_code == 0, res.output
-    data = json.loads(res.stdout)
+    data, _ = _solve(tmp_path, YEAR)
     assert data["total_cost_usd"] == pytest.approx(1800)
     got = {b["name"]: (b["total_cost_usd"], b["saving_usd"]) for b in data["baselines"]}
     assert got.keys() == EXPECTED.keys()
@@ -99,11 +104,7 @@ def test_a_cheaper_comparison_plan_stands_as_the_plan(tmp_path, monkeypatch, bes
 
     monkeypatch.setattr(planner.solve.pipeline, "plan_scenario", at_first_prices)
     monkeypatch.setattr(planner.baselines, "can_solve_beside", lambda threads: beside)
-    folder = write_csv(tmp_path / "month", MONTH)
-    res = CliRunner().invoke(app, ["solve", str(folder), "-o", str(tmp_path / "plan.xlsx"),
-                                   "--json", "--time-limit", "60"])
-    assert res.exit_code == 0, res.output
-    data = json.loads(res.stdout)
+    data, said = _solve(tmp_path, MONTH)
     assert data["objective_usd"] == pytest.approx(200)
     assert data["total_cost_usd"] == pytest.approx(200)
     assert data["commitments"] == []
@@ -111,7 +112,6 @@ def test_a_cheaper_comparison_plan_stands_as_the_plan(tmp_path, monkeypatch, bes
     assert data["bound_usd"] <= 200 + 1e-6
     payg = next(b for b in data["baselines"] if b["name"] == "pay-as-you-go only")
     assert payg["saving_usd"] == pytest.approx(0, abs=1e-6)
-    said = " ".join(res.stderr.split())
     assert "'pay-as-you-go only' costs $1,600 less than the plan found" in said
     assert (tmp_path / "plan.xlsx").exists()
 

@@ -162,23 +162,31 @@ def _comparison(path, key) -> tuple[list, dict]:
                   for r in ws.iter_rows(min_row=2, values_only=True) if r[0] is not None}
 
 
+def _capped_comparison(tmp_path, term: str, most: int, policies: list[str],
+                       scales: list[float], stress: tuple, key):
+    """TABLES with the `term` offer held to `most` GPUs, the what-if of `policies` at
+    `scales` with `stress`, its Comparison sheet's header and rows by `key`."""
+    from planner.report.whatif_workbook import write_whatif_workbook
+
+    tables = dict(TABLES)
+    tables["offers"] = [dict(o, max_gpus=most) if o["term"] == term else o
+                        for o in TABLES["offers"]]
+    s = load_scenario(write_csv(tmp_path / "scn", tables))
+    variants = run_whatif(s, [parse_policy(p) for p in policies], scales,
+                          stress_scales=stress)
+    write_whatif_workbook(s, variants, tmp_path / "whatif.xlsx", stress)
+    return _comparison(tmp_path / "whatif.xlsx", key)
+
+
 def test_comparison_states_savings_and_top_ups_only_like_for_like(tmp_path):
     # Reserved holds 2 GPUs (20 units): the reserved-only policy serves the base demand
     # (20 units, as pay-as-you-go does) — its saving is stated — but not 1.5× (30 units:
     # 10 units unmet a month, 6 × 10 × 100 = 6,000 unit-hours), where no saving is stated
     # and the unserved demand is priced at the penalty beside it. At 1.2× stress its fixed
     # commitments leave 4 units a month unmet: no top-up stated.
-    from planner.report.whatif_workbook import write_whatif_workbook
-
-    tables = dict(TABLES)
-    tables["offers"] = [dict(o, max_gpus=2) if o["term"] == "reserved" else o
-                        for o in TABLES["offers"]]
-    s = load_scenario(write_csv(tmp_path / "scn", tables))
-    policies = [parse_policy("payg=spot,on_demand"), parse_policy("ronly=reserved:3")]
-    variants = run_whatif(s, policies, [1.0, 1.5], stress_scales=(0.8, 1.2))
-    path = tmp_path / "whatif.xlsx"
-    write_whatif_workbook(s, variants, path, (0.8, 1.2))
-    head, rows = _comparison(path, lambda r: (r[0], r[2]))
+    head, rows = _capped_comparison(tmp_path, "reserved", 2,
+                                    ["payg=spot,on_demand", "ronly=reserved:3"], [1.0, 1.5],
+                                    (0.8, 1.2), lambda r: (r[0], r[2]))
     base, more = rows[("ronly", 1.0)], rows[("ronly", 1.5)]
     assert str(base["Savings vs pay-as-you-go"]).startswith("=")
     assert base["Stress 1.2× top-up"] is None
@@ -195,16 +203,9 @@ def test_no_saving_is_stated_where_pay_as_you_go_serves_less(tmp_path):
     # On-demand holds 1 GPU (10 of the 20 units): pay-as-you-go leaves 10 units a month
     # unmet (6 × 10 × 100 = 6,000 unit-hours) and so costs less than it would serving all;
     # the r3 policy serves everything: not like for like either, no saving stated
-    from planner.report.whatif_workbook import write_whatif_workbook
-
-    tables = dict(TABLES)
-    tables["offers"] = [dict(o, max_gpus=1) if o["term"] == "on_demand" else o
-                        for o in TABLES["offers"]]
-    s = load_scenario(write_csv(tmp_path / "scn", tables))
-    policies = [parse_policy("payg=spot,on_demand"), parse_policy("r3=reserved:3")]
-    variants = run_whatif(s, policies, [1.0], stress_scales=())
-    write_whatif_workbook(s, variants, tmp_path / "w.xlsx", ())
-    head, rows = _comparison(tmp_path / "w.xlsx", lambda r: r[0])
+    head, rows = _capped_comparison(tmp_path, "on_demand", 1,
+                                    ["payg=spot,on_demand", "r3=reserved:3"], [1.0], (),
+                                    lambda r: r[0])
     assert rows["payg"]["Unmet unit-hours"] == pytest.approx(6000)
     assert rows["r3"]["Unmet unit-hours"] == 0
     assert rows["r3"]["Savings vs pay-as-you-go"] is None
