@@ -149,7 +149,8 @@ def import_market(scenario: Path, catalog: Path, rules: Path | None,
     regions = _Table.read(scenario / "regions.csv", _columns("regions"), issues)
     offers = _Table.read(scenario / "offers.csv", _columns("offers"), issues)
     sites = _Table.read(scenario / "sites.csv", _columns("sites"), issues)
-    _check_places(places, sites, issues)
+    site_names = _site_names(sites)
+    _check_places(places, site_names, issues)
     if not catalog.is_dir():
         issues.append(Issue("error", str(catalog), None, None,
                             "not a catalog folder" if catalog.exists()
@@ -186,7 +187,7 @@ def import_market(scenario: Path, catalog: Path, rules: Path | None,
                 known_regions.add(name)
                 changes.regions_added.append(name)
             else:  # a region placed at a site the scenario lacks: placed again
-                _replace_site(regions, name, row, sites, changes)
+                _replace_site(regions, name, row, site_names, changes)
         elif name in known_regions:
             region_of[where] = name
         else:
@@ -327,14 +328,12 @@ def _merge_offers(offers: _Table, fresh: dict[tuple, dict], changes: Changes,
     one of them goes; imported rows take the fresh price (and the cells a rule gives) and
     keep the user's other edits; imported rows no longer offered go, where
     `refreshed(row)` (their cloud is in the catalog folder)."""
-    yours = {_key(row) for row in offers.rows
-             if not row.get("source", "").startswith((CATALOG_MARK, RULE_MARK))}
+    yours = {_key(row) for row in offers.rows if not _imported(row)}
     kept = []
     seen = set()
     for row in offers.rows:
         key = _key(row)
-        ours = row.get("source", "").startswith((CATALOG_MARK, RULE_MARK))
-        if not ours:
+        if not _imported(row):
             if key in fresh:
                 changes.kept_yours.append(_label(row))
             kept.append(row)
@@ -375,14 +374,25 @@ def _merge_offers(offers: _Table, fresh: dict[tuple, dict], changes: Changes,
     offers.rows = kept
 
 
-def _check_places(places: _Table, sites: _Table, issues: list[Issue]) -> None:
-    """market/regions.csv's sites are the scenario's and its egress fees are rates: a
-    region placed where the map has no site would make the scenario invalid (a market
-    built before its map, with no sites table yet, is not checked)."""
-    known = {r.get("site", "").casefold() for r in sites.rows}
+def _imported(row: dict) -> bool:
+    """Whether an offers row came from a catalog or a rule (its source says so)."""
+    return row.get("source", "").startswith((CATALOG_MARK, RULE_MARK))
+
+
+def _site_names(sites: _Table) -> set[str] | None:
+    """The scenario's sites, in any case; None for a market built before its map (no
+    sites table yet), whose placements are not checked."""
+    return {r.get("site", "").casefold() for r in sites.rows} if sites.path.exists() \
+        else None
+
+
+def _check_places(places: _Table, known: set[str] | None, issues: list[Issue]) -> None:
+    """market/regions.csv's sites are the scenario's (`known`, `_site_names`) and its
+    egress fees are rates: a region placed where the map has no site would make the
+    scenario invalid."""
     for number, row in enumerate(places.rows, start=2):
         site = row.get("site", "")
-        if site and sites.path.exists() and site.casefold() not in known:
+        if site and known is not None and site.casefold() not in known:
             issues.append(Issue("error", places.label, number, "site",
                                 f"unknown site '{site}': not in the scenario's sites"))
         fee = row.get("egress_usd_per_gb", "")
@@ -396,12 +406,12 @@ def _check_places(places: _Table, sites: _Table, issues: list[Issue]) -> None:
                                     f"'{fee}' is not a non-negative number"))
 
 
-def _replace_site(regions: _Table, name: str, place: dict, sites: _Table,
+def _replace_site(regions: _Table, name: str, place: dict, known: set[str] | None,
                   changes: Changes) -> None:
-    """A region of the scenario at a site it does not have (an earlier import's
-    placement, since corrected in market/regions.csv) takes the site it is given now."""
-    known = {r.get("site", "").casefold() for r in sites.rows}
-    if not sites.path.exists():
+    """A region of the scenario at a site it does not have (`known`, `_site_names`: an
+    earlier import's placement, since corrected in market/regions.csv) takes the site it
+    is given now."""
+    if known is None:
         return
     for row in regions.rows:
         if row.get("region") == name and row.get("site", "").casefold() not in known:
