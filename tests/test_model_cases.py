@@ -366,6 +366,37 @@ def test_unmet_demand_says_why(tmp_path):
     assert plan.totals["unmet_unit_hours"] == pytest.approx(300)
 
 
+def test_unmet_reasons_know_single_region_spot_share_and_gpu_types(tmp_path):
+    """Reasons a proven-optimal plan gives must not blame the plan or the price.
+    t: training (one region) needs 4 GPUs; r1 and r2 sell 3 each at $1: 3 served (300),
+    1 unit × 100 h unmet at $1000 = 100,000 — r2's 3 idle GPUs are not t's to use.
+    b: burst, spot at most half of what is served; spot unlimited at $1, on-demand 2 GPUs
+    at $3: 2 on-demand + 2 spot (600 + 200), 6 units unmet (600,000): capacity, not price.
+    n: runs only on B, which nobody sells: no jurisdiction is at fault.
+    Objective 300 + 100,000 + 800 + 600,000 + 200,000 (n's 2 units) = 901,100."""
+    plan = solve_tables(tmp_path, scenario(
+        settings=H,
+        gpus=[{"gpu": "A", "memory_gb": 80}, {"gpu": "B", "memory_gb": 80},
+              {"gpu": "C", "memory_gb": 80}],
+        sites=us_sites("s1", "s2"), regions=regions(r1="s1", r2="s2"),
+        offers=[od("r1", price=1, max_gpus=3), od("r2", price=1, max_gpus=3),
+                {"region": "r1", "gpu": "C", "term": "spot", "usd_per_gpu_hour": 1},
+                od("r1", "C", price=3, max_gpus=2)],
+        workloads=[{"workload": "t", "kind": "training"},
+                   {"workload": "b", "kind": "burst", "max_spot_share": 0.5},
+                   {"workload": "n", "kind": "inference"}],
+        throughput=[{"workload": "t", "gpu": "A", "units_per_gpu": 1},
+                    {"workload": "b", "gpu": "C", "units_per_gpu": 1},
+                    {"workload": "n", "gpu": "B", "units_per_gpu": 1}],
+        demand=flat("t", 4) + flat("b", 10) + flat("n", 2)))
+    assert plan.result.status == "optimal"
+    assert plan.totals["objective_usd"] == pytest.approx(901_100)
+    reasons = dict(zip(plan.unmet["workload"], plan.unmet["reason"]))
+    assert reasons["t"] == "capacity exhausted"
+    assert reasons["b"].startswith("capacity exhausted (spot")
+    assert reasons["n"] == "no GPU type that can serve it"
+
+
 @pytest.mark.parametrize("tail, od_price, expected_cost, committed", [
     # 1 GPU for a 6-month horizon; reserved 12 months at $1, obligation 12 × 100 = 1200.
     ("full", 3.0, 1200, 1),     # on-demand 6 × 300 = 1800 > 1200: reserve, all 1200 counts

@@ -34,6 +34,8 @@ UNMET_LATENCY = "no offer within the latency SLO"
 UNMET_SPOT = "its only offers in reach are spot, which it may not use"
 UNMET_LEAD_TIME = "lead time: no offer available yet in this month"
 UNMET_CAPACITY = "capacity exhausted"
+UNMET_SPOT_SHARE = ("capacity exhausted (spot, the only source without a limit, may carry "
+                    "at most its max_spot_share of what is served)")
 UNMET_NOT_ALLOWED = "no offer this plan may buy (its policy or restrictions)"
 UNMET_ROOM = ("sources in reach had room (left unused within the time limit and MIP gap, "
               "or dearer than the unmet-demand penalty)")
@@ -111,9 +113,13 @@ class Candidates:
         ]
         if not ready:
             return UNMET_LEAD_TIME
-        if any(x[2] is not None and x[2].max_gpus is None for x in ready):
+        # spot carries at most max_spot_share of what is served: unlimited spot alone
+        # does not make serving unlimited
+        w = s.workload_by_name[workload]
+        unlimited = [x for x in ready if x[2] is not None and x[2].max_gpus is None]
+        if any(x[2].term != "spot" or w.max_spot_share >= 1.0 for x in unlimited):
             return UNMET_PENALTY
-        return UNMET_CAPACITY
+        return UNMET_SPOT_SHARE if unlimited else UNMET_CAPACITY
 
     def _sources_in_reach(self, workload: str, site: str | None) -> str | list[tuple]:
         """The (region, GPU type, offer or None for existing) sources `workload` may use
@@ -125,6 +131,8 @@ class Candidates:
             return UNMET_NO_GPU
         sources = [(o.region, o.gpu, o) for o in s.offers if o.gpu in gpus]
         sources += [(e.region, e.gpu, None) for e in s.existing if e.gpu in gpus]
+        if not sources:  # none sold anywhere: not a matter of jurisdictions
+            return UNMET_NO_GPU
         allowed = [x for x in sources if _allowed(s, w, x[0])]
         if not allowed:
             return UNMET_JURISDICTION

@@ -22,6 +22,7 @@ from planner.model.candidates import (
     UNMET_NOT_ALLOWED,
     UNMET_PENALTY,
     UNMET_ROOM,
+    UNMET_SPOT_SHARE,
     Candidates,
 )
 from planner.model.costs import counted_per_gpu, obligation_per_gpu
@@ -78,6 +79,12 @@ class _RoomLeft:
                 active[(key, m)].append((key, t))
         for (r, g, m), gpus in index.existing_gpus.items():
             self.committed[((r, g), m)] += gpus
+        # single-region workloads -> the (region, GPU type) the plan runs them on: room
+        # elsewhere is not theirs to use
+        self.chosen: dict[str, set] = defaultdict(set)
+        for (w, r, g, src, m, k), units in solution.supply.items():
+            if units > EPS and s.workload_by_name[w].single_region:
+                self.chosen[w].add((r, g))
         # ((r, g), month) -> GPUs a commitment active then could still have added
         self.signable: dict[tuple, float] = defaultdict(float)
         upper = solution.commit_upper
@@ -95,8 +102,9 @@ class _RoomLeft:
     def in_reach(self, w: str, site, month: int, k: int) -> bool:
         index, s = self.index, self.index.scenario
         near = set(index.candidates.regions_for_site.get((w, site), ()))
+        chosen = self.chosen.get(w)
         for (r, g, src), first in index.sources.get(w, {}).items():
-            if first > month or r not in near:
+            if first > month or r not in near or (chosen and (r, g) not in chosen):
                 continue
             need = self.gpr[(self.pool_of[w], g)]
             if src == COMMITTED:
@@ -232,9 +240,9 @@ def _unmet(index, solution: Solution, usage_rows: list[dict], gpr: dict,
         reason = c.unmet_reason(w, site, m)
         if out_of_model and (w, site, m, k) in beyond:
             reason = UNMET_CAPACITY  # more than every source in reach could deliver
-        elif out_of_model and reason in (UNMET_CAPACITY, UNMET_PENALTY):
+        elif out_of_model and reason in (UNMET_CAPACITY, UNMET_SPOT_SHARE, UNMET_PENALTY):
             reason = UNMET_NOT_ALLOWED  # offers exist, but not for this variant
-        elif reason == UNMET_CAPACITY:
+        elif reason in (UNMET_CAPACITY, UNMET_SPOT_SHARE):
             room = room or _RoomLeft(index, solution, usage_rows, gpr)
             if room.in_reach(w, site, m, k):
                 reason = UNMET_ROOM  # the plan, not the market, left it unmet
