@@ -25,7 +25,12 @@ _ADDRESS = re.compile(r"(?:(?:tcp|tls|ws|wss|ucx)://)?(?:[^\s:/\[\]]+|\[[0-9A-Fa
 
 
 class ClusterError(RuntimeError):
-    """The cluster did not do the work: its tasks were not done in time."""
+    """The cluster did not do the work: its tasks were not done in time. `results` holds
+    what the tasks that were done returned (None for the others), in the tasks' order."""
+
+    def __init__(self, message: str, results: list | None = None):
+        super().__init__(message)
+        self.results = results or []
 
 
 class ClusterUnusable(ClusterError):
@@ -148,6 +153,7 @@ class Runner:
         with dask.config.set({"distributed.admin.large-graph-warning-threshold": "1 GiB"}):
             futures = self.client.map(fn, tasks, retries=RETRIES, pure=False)
         index = {f.key: i for i, f in enumerate(futures)}
+        workers = self.workers  # as the tasks start: a lost one shows at the end
         results: list = [None] * len(tasks)
         count = 0
         timeout = None if self.until is None else max(1.0, self.until - time.perf_counter())
@@ -160,8 +166,9 @@ class Runner:
                     done(i, count, len(tasks))
         except TimeoutError:
             self.client.cancel(futures)
+            left = len(self.client.scheduler_info().get("workers", {}))
+            why = (f"workers lost ({left} left of {workers})" if left < workers
+                   else "their share of the time was not enough")
             raise ClusterError(f"{len(tasks) - count} of {len(tasks)} tasks not done when "
-                               f"the time ran out: workers lost, or none left "
-                               f"({len(self.client.scheduler_info().get('workers', {}))} "
-                               f"now)") from None
+                               f"the time ran out: {why}", results) from None
         return results

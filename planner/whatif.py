@@ -14,10 +14,11 @@ deterministic, so the results are the same as running them one by one.
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from planner.cluster import Runner
+from planner.cluster import ClusterError, Runner
 from planner.io.scenario import Scenario
 from planner.io.schema import PAY_AS_YOU_GO, TERMS
 from planner.model.builder import Restrictions
@@ -55,16 +56,18 @@ def parse_policy(text: str) -> Policy:
         raise PolicyError(f"'{text}': expected NAME=TERMS, e.g. r12=spot,on_demand,reserved:12")
     terms: dict[str, int | None] = {}
     for part in body.split(","):
-        term, _, months = part.strip().partition(":")
+        term, colon, months = part.strip().partition(":")
         term = term.strip().lower()
         if term not in TERMS:
             raise PolicyError(f"'{text}': unknown term '{term}' (one of {', '.join(TERMS)})")
-        if months:
+        if term in terms:
+            raise PolicyError(f"'{text}': {term} given twice")
+        if colon:
             if term in PAY_AS_YOU_GO:
                 raise PolicyError(f"'{text}': {term} is pay-as-you-go and takes no months")
             if not months.strip().isdigit() or int(months) < 1:
                 raise PolicyError(f"'{text}': '{months}' is not a number of months ≥ 1")
-        terms[term] = int(months) if months else None
+        terms[term] = int(months) if colon else None
     return Policy(name, terms)
 
 
@@ -86,6 +89,9 @@ class Variant:
     status: str = ""
     stress: dict[float, dict] = field(default_factory=dict)  # stress scale -> figures
     least_s: float | None = None  # its solve's Run.least_s
+    note: str = ""  # why it was not run
+    # workload -> factor on its demand, on top of demand_scale (--scale-workload)
+    workload_scales: dict[str, float] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -99,8 +105,12 @@ class Variant:
 
 
 def _solve_variant(args) -> tuple[Plan | None, str, dict, float | None]:
-    """Worker: one (policy, demand level) and, at the base level, its stress tests."""
+    """Worker: one (policy, demand level) and, at the base level, its stress tests, each
+    within `time_limit`; a stress test that would end past the task's share (a solve's
+    limit for each of its solves) is not run: a solve overruns its limit by its model's
+    building and its plan's checking, and a task past its share is lost whole."""
     scenario, policy, scale, per_workload, stress_scales, solver, time_limit, gap, base = args
+    started = time.perf_counter()
     s = scale_demand(scenario, scale, per_workload)
     run = plan_scenario(s, solver, time_limit, gap, Restrictions(terms=policy.terms))
     plan = run.plan
@@ -108,7 +118,11 @@ def _solve_variant(args) -> tuple[Plan | None, str, dict, float | None]:
     if plan is not None and scale == base:
         fixed = {(c.offer, int(c.start)): int(c.gpus) for c in plan.commitments.itertuples()}
         payg = {t: None for t in policy.terms if t in PAY_AS_YOU_GO}
+        share = None if time_limit is None else time_limit * (1 + len(stress_scales))
         for factor in stress_scales:
+            if share is not None and time.perf_counter() - started + time_limit > share:
+                stress[factor] = {"status": "not_run"}
+                continue
             stressed = plan_scenario(scale_demand(scenario, scale * factor, per_workload),
                                      solver, time_limit, gap,
                                      Restrictions(terms=payg, fixed_commitments=fixed))
@@ -144,7 +158,8 @@ def run_whatif(scenario: Scenario, policies: list[Policy], demand_scales: list[f
     are the same in any case). `budget`: the time for all of them (each solve gets an
     equal share of it, `jobs` at a time); else `time_limit` per solve."""
     base = 1.0 if 1.0 in demand_scales else demand_scales[0]
-    variants = [Variant(p, d) for p in policies for d in demand_scales]
+    variants = [Variant(p, d, workload_scales=dict(per_workload or {}))
+                for p in policies for d in demand_scales]
     # a variant's task solves it and, at the base level, its stress tests after it
     solves = [1 + (len(stress_scales) if v.demand_scale == base else 0) for v in variants]
 
@@ -158,8 +173,19 @@ def run_whatif(scenario: Scenario, policies: list[Policy], demand_scales: list[f
             time_limit = max(1.0, budget.left() / _longest_run(solves, runner.workers))
         tasks = [(scenario, v.policy, v.demand_scale, per_workload, stress_scales, solver,
                   time_limit, gap, base) for v in variants]
-        results = runner.map(_solve_variant, tasks, done)
-    for v, (plan, status, stress, least_s) in zip(variants, results):
+        try:
+            results = runner.map(_solve_variant, tasks, done)
+        except ClusterError as e:  # the variants done stand; the others were not run
+            if not any(r is not None for r in e.results):
+                raise
+            results = e.results
+            for v, result in zip(variants, results):
+                if result is None:
+                    v.status, v.note = "not_run", str(e)
+    for v, result in zip(variants, results):
+        if result is None:
+            continue
+        plan, status, stress, least_s = result
         v.plan, v.status, v.stress, v.least_s = plan, status, stress, least_s
         if plan is not None:
             plan.scenario = scale_demand(scenario, v.demand_scale, per_workload)
@@ -206,7 +232,7 @@ def variant_summary(v: Variant) -> dict:
     from planner.report.json_out import plan_json
 
     out = {"name": v.policy.name, "policy": v.policy.text, "demand_scale": v.demand_scale,
-           "status": v.status}
+           "workload_scales": v.workload_scales, "status": v.status}
     if v.plan is None:
         return out
     data = plan_json(v.plan)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import tempfile
+from pathlib import Path
 
 import pytest
 from openpyxl import load_workbook
@@ -35,7 +37,8 @@ def test_parse_policy():
     p = parse_policy("r12=spot, on_demand,monthly,reserved:12")
     assert p.name == "r12"
     assert p.terms == {"spot": None, "on_demand": None, "monthly": None, "reserved": 12}
-    for bad in ("r12", "=spot", "x=weekly", "x=spot:3", "x=reserved:0", "x=reserved:abc"):
+    for bad in ("r12", "=spot", "x=weekly", "x=spot:3", "x=reserved:0", "x=reserved:abc",
+                "x=reserved:", "x=reserved:12,reserved:36"):  # no cap; two caps
         with pytest.raises(PolicyError):
             parse_policy(bad)
 
@@ -149,7 +152,12 @@ def test_cli_bad_solver_options_exit_2(tmp_path):
     folder = write_csv(tmp_path / "scn", TABLES)
     for args in (["whatif", str(folder), "--solver", "gurobi"],
                  ["solve", str(folder), "--gap", "-1"],
-                 ["solve", str(folder), "--gap", "1.5"]):  # a fraction, as mip_gap
+                 ["solve", str(folder), "--gap", "1.5"],  # a fraction, as mip_gap
+                 ["solve", str(folder), "--gap", "nan"],
+                 ["solve", str(folder), "--time-limit", "nan"],
+                 ["whatif", str(folder), "--time-limit", "inf"],
+                 ["whatif", str(folder), "--demand-scale", "1,nan"],
+                 ["whatif", str(folder), "--stress", "nan"]):
         res = CliRunner().invoke(app, args)
         assert res.exit_code == 2 and "error" in res.output
 
@@ -210,7 +218,23 @@ def test_no_saving_is_stated_where_pay_as_you_go_serves_less(tmp_path):
     assert rows["r3"]["Unmet unit-hours"] == 0
     assert rows["r3"]["Savings vs pay-as-you-go"] is None
     assert rows["r3"]["Note"] == ("no saving stated: it leaves 0.0 unit-hours unmet, "
-                                  "pay-as-you-go 6,000.0")
+                                  "pay-as-you-go only 6,000.0")
+
+
+def test_savings_are_against_the_pay_as_you_go_plan_that_serves_as_much(tmp_path):
+    # spot is sold nowhere: the spot-only policy serves nothing ($0, 6 × 20 × 100 =
+    # 12,000 unit-hours unmet); on-demand serves all for 2,400; r3 serves all for 1,800:
+    # its saving is against on-demand's 2,400 (600), not none because spot came first
+    head, rows = _capped_comparison(tmp_path, "monthly", 100,
+                                    ["spotonly=spot", "od=on_demand", "r3=reserved:3"],
+                                    [1.0], (), lambda r: r[0])
+    assert rows["spotonly"]["Unmet unit-hours"] == pytest.approx(12000)
+    wb = load_workbook(tmp_path / "whatif.xlsx")["Comparison"]
+    col = {h: i + 1 for i, h in enumerate(head)}
+    row = 2 + list(rows).index("r3")
+    assert rows["r3"]["Note"] is None
+    assert wb.cell(row, col["Pay-as-you-go total"]).value == \
+        f"={wb.cell(1, col['Total cost']).column_letter}{2 + list(rows).index('od')}"
     assert not any(h and h.startswith("Stress") for h in head)
 
 
@@ -296,3 +320,87 @@ def test_a_cluster_that_cannot_be_used_is_bad_input(tmp_path):
         res = CliRunner().invoke(app, [*args, "--scheduler", cluster.scheduler_address])
     assert res.exit_code == 2 and "has no worker" in res.output
     assert not (tmp_path / "w.xlsx").exists()
+
+
+def test_policy_names_differ_in_more_than_case_and_leave_the_reference_its_own(tmp_path):
+    folder = write_csv(tmp_path / "scn", TABLES)
+    for policies in (["A=on_demand", "a=reserved:3"],
+                     ["payg-reference=reserved:3"]):  # the reference the command adds
+        args = ["whatif", str(folder), "-o", str(tmp_path / "w.xlsx")]
+        for p in policies:
+            args += ["--policy", p]
+        res = CliRunner().invoke(app, args)
+        assert res.exit_code == 2 and "name" in res.output, res.output
+    assert not (tmp_path / "w.xlsx").exists()
+
+
+def test_scale_workload_is_checked_and_recorded(tmp_path):
+    folder = write_csv(tmp_path / "scn", TABLES)
+    base = ["whatif", str(folder), "--policy", "payg=on_demand", "--stress", "",
+            "--jobs", "1", "-o", str(tmp_path / "w.xlsx")]
+    for bad in ("w=-1", "w", "w=1,2", "w=nan", "nobody=2"):
+        res = CliRunner().invoke(app, [*base, "--scale-workload", bad])
+        assert res.exit_code == 2 and "error" in res.output, (bad, res.output)
+    # W (any case) doubled: 4 GPUs × 6 months × 200 = 4,800, said in the JSON and the
+    # workbook
+    res = CliRunner().invoke(app, [*base, "--scale-workload", "W=2", "--json"])
+    assert res.exit_code == 0, res.output
+    (payg,) = json.loads(res.stdout)["policies"]
+    assert payg["workload_scales"] == {"w": 2.0}
+    assert payg["total_cost_usd"] == pytest.approx(4800)
+    assert "w ×2" in load_workbook(tmp_path / "w.xlsx")["Settings"]["A3"].value
+
+
+def test_whatif_shows_the_scenario_warnings(tmp_path):
+    tables = dict(TABLES)
+    tables["gpus"] = [{"gpu": "A", "memory_gb": 80, "colour": "green"}]
+    folder = write_csv(tmp_path / "scn", tables)
+    res = CliRunner().invoke(app, ["whatif", str(folder), "--policy", "payg=on_demand",
+                                   "--stress", "", "--jobs", "1",
+                                   "-o", str(tmp_path / "w.xlsx")])
+    assert res.exit_code == 0, res.output
+    assert "colour" in res.output
+    settings = load_workbook(tmp_path / "w.xlsx")["Settings"]
+    assert settings["A5"].value == "Warnings" and "colour" in settings["A6"].value
+
+
+def test_variants_done_stand_when_the_others_run_out_of_time(tmp_path, monkeypatch):
+    # the cluster's time ran out with the first variant done: it is written, the others
+    # are said not run (they had been thrown away with it: exit 1, nothing written)
+    from planner import whatif
+    from planner.cluster import ClusterError
+
+    class FirstOnly(whatif.Runner):
+        def map(self, fn, tasks, done=None):
+            tasks = list(tasks)
+            raise ClusterError("1 of 2 tasks not done when the time ran out: their share "
+                               "of the time was not enough", [fn(tasks[0])] + [None] * 3)
+
+    monkeypatch.setattr(whatif, "Runner", FirstOnly)
+    folder = write_csv(tmp_path / "scn", TABLES)
+    out = tmp_path / "w.xlsx"
+    res = CliRunner().invoke(app, ["whatif", str(folder), "--policy", "payg=on_demand",
+                                   "--policy", "r3=reserved:3", "--demand-scale", "1,2",
+                                   "--stress", "", "-o", str(out), "--json"])
+    assert res.exit_code == 0, res.output
+    assert "warning: payg @2 not run" in res.output
+    data = json.loads(res.stdout)["policies"]
+    assert [p["status"] for p in data] == ["optimal", "not_run", "not_run", "not_run"]
+    assert data[0]["total_cost_usd"] == pytest.approx(2400)
+    _, rows = _comparison(out, lambda r: (r[0], r[2]))
+    assert rows[("r3", 1.0)]["Note"].startswith("not run: 1 of 2 tasks not done")
+
+
+def test_a_task_runs_its_stress_tests_only_within_its_share():
+    # a task has time_limit for each of its solves; a stress test that cannot end
+    # within the share is not run (a task past its share is lost whole)
+    from planner.whatif import _solve_variant
+
+    s = load_scenario(write_csv(Path(tempfile.mkdtemp()) / "scn", TABLES))
+    plan, status, stress, _ = _solve_variant(
+        (s, POLICIES[2], 1.0, None, (0.8, 1.2), None, 0.0, None, 1.0))
+    assert plan is not None
+    assert stress == {0.8: {"status": "not_run"}, 1.2: {"status": "not_run"}}
+    _, _, stress, _ = _solve_variant(
+        (s, POLICIES[2], 1.0, None, (0.8, 1.2), None, 30.0, None, 1.0))
+    assert [x["status"] for x in stress.values()] == ["optimal", "optimal"]

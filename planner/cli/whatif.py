@@ -20,13 +20,16 @@ from planner.cli.common import (
     _check_cluster,
     _check_outputs,
     _check_solver_options,
+    _check_suffixes,
     _guard,
     _load,
+    _named,
     _numbers,
     _progress,
     _report_seconds,
     _status,
     _warn_short_budget,
+    _warn_solver,
     app,
     command_started,
     err,
@@ -84,12 +87,17 @@ def whatif(
     except PolicyError as e:
         err.print(f"[red]error:[/] --policy {e}")
         raise typer.Exit(EXIT_BAD_INPUT) from None
-    names = [p.name for p in policies]
-    if len(set(names)) != len(names):
-        err.print("[red]error:[/] two policies have the same name")
+    names = [p.name.casefold() for p in policies]
+    if len(set(names)) != len(names):  # their sheets' names would differ only in case
+        err.print("[red]error:[/] two policies have the same name (in any case)")
         raise typer.Exit(EXIT_BAD_INPUT)
     reference = None  # the savings' pay-as-you-go plan, where no policy given is one
     if not any(set(p.terms) <= {"spot", "on_demand"} for p in policies):
+        if "payg-reference" in names:
+            err.print("[red]error:[/] 'payg-reference' names the pay-as-you-go plan the "
+                      "savings are taken against, added where no policy is pay-as-you-go "
+                      "only: give the policy another name")
+            raise typer.Exit(EXIT_BAD_INPUT)
         reference = Policy("payg-reference", {"spot": None, "on_demand": None})
         policies.append(reference)
     scales = _numbers(demand_scale, "--demand-scale")
@@ -98,16 +106,25 @@ def whatif(
         err.print("[red]error:[/] demand scales must be numbers ≥ 0 (stress above −1)")
         raise typer.Exit(EXIT_BAD_INPUT)
     s = _load(scenario)
+    for w in s.warnings:
+        err.print(f"[yellow]{w}[/]")
     per_workload: dict[str, float] = {}
     for item in scale_workload or []:
         name, _, factor = item.partition("=")
-        if name not in s.workload_by_name:
-            err.print(f"[red]error:[/] --scale-workload: unknown workload '{name}'")
+        numbers = _numbers(factor, "--scale-workload")
+        if len(numbers) != 1 or numbers[0] < 0:
+            err.print(f"[red]error:[/] --scale-workload takes WORKLOAD=FACTOR, one number "
+                      f"≥ 0, not '{item}'")
             raise typer.Exit(EXIT_BAD_INPUT)
-        per_workload[name] = _numbers(factor, "--scale-workload")[0] if factor else 1.0
+        workload = _named(name.strip(), s.workload_by_name, "workload")
+        if workload in per_workload:
+            err.print(f"[red]error:[/] --scale-workload: '{workload}' given twice")
+            raise typer.Exit(EXIT_BAD_INPUT)
+        per_workload[workload] = numbers[0]
     jobs = jobs or os.cpu_count() or 1
     out = output or Path("reports/whatif.xlsx")
     _check_outputs(out, scenario=scenario)
+    _check_suffixes(xlsx=out)
     budget = Budget(time_limit if time_limit is not None else s.settings.time_limit_s,
                     start=started)
     keep = _report_seconds(s) * len(policies)
@@ -128,6 +145,11 @@ def whatif(
     variants = run_whatif(s, policies, scales, per_workload, stress_scales, jobs, solver,
                           gap=gap, progress=progress, scheduler=scheduler,
                           budget=budget.share(1.0, keep=keep))
+    for used in sorted({v.plan.result.solver for v in variants if v.plan is not None}):
+        _warn_solver(solver or s.settings.solver, used)
+    for v in variants:
+        if v.note:
+            err.print(f"[yellow]warning: {v.label} not run: {v.note}[/]")
     if all(v.plan is None for v in variants):
         err.print("[red]no plan found for any policy[/]")
         raise typer.Exit(EXIT_NO_PLAN)

@@ -53,6 +53,15 @@ def write_whatif_workbook(scenario: Scenario, variants: list[Variant], path: str
     info["A1"] = "What-if comparison"
     info["A1"].font = Font(bold=True, size=14)
     text_cell(info["A2"], f"scenario {scenario.name}, input hash {scenario.content_hash()}")
+    scaled = variants[0].workload_scales if variants else {}
+    if scaled:  # --scale-workload: on top of every row's demand scale
+        text_cell(info["A3"], "demand also scaled by workload: " + ", ".join(
+            f"{w} ×{x:g}" for w, x in sorted(scaled.items())))
+    if scenario.warnings:  # as solve shows them (its Diagnostics sheet)
+        info["A5"] = "Warnings"
+        info["A5"].font = Font(bold=True)
+        for i, warning in enumerate(scenario.warnings, start=6):
+            text_cell(info[f"A{i}"], str(warning))
     info.column_dimensions["A"].width = 50
     info.column_dimensions["D"].width = 24
 
@@ -89,7 +98,8 @@ def write_whatif_workbook(scenario: Scenario, variants: list[Variant], path: str
     sh = Sheet(wb, "Comparison", columns, notes={
         "Total cost": "= sum of the cost by term and egress (nominal, tail policy applied)",
         "Average utilization": "GPU-hours used / GPU-hours committed inside the horizon",
-        "Pay-as-you-go total": "total of the pay-as-you-go-only policy at the same demand",
+        "Pay-as-you-go total": "total of the cheapest pay-as-you-go-only policy at the same "
+                               "demand that leaves as much demand unmet",
         **stress_notes,
         "Unmet at the penalty": "not paid: unmet_penalty_usd_per_unit_hour on the demand "
                                 "left unserved (nominal)",
@@ -97,15 +107,16 @@ def write_whatif_workbook(scenario: Scenario, variants: list[Variant], path: str
                 "demand unmet is not like for like",
     })
     c = sh.col
-    payg_row: dict[float, int] = {}
+    # demand scale -> [(total, unmet unit-hours, row)] of its pay-as-you-go-only plans
+    payg_rows: dict[float, list[tuple[float, float, int]]] = {}
     rows: list[tuple[Variant, int]] = []
     note: dict[int, list[str]] = {}  # row -> why a figure is not stated
-    unmet_of: dict[int, float] = {}  # row -> its plan's unmet unit-hours
     for v in variants:
         t = v.plan.totals if v.plan is not None else None
         if t is None:
             r = sh.add([v.policy.name, v.policy.text, v.demand_scale, v.status])
-            note[r] = ["no plan found within its share of the time limit"]
+            note[r] = [f"not run: {v.note}" if v.note else
+                       "no plan found within its share of the time limit"]
             rows.append((v, r))
             continue
         c_ = v.plan.commitments
@@ -140,21 +151,25 @@ def write_whatif_workbook(scenario: Scenario, variants: list[Variant], path: str
         values.append(None)
         r = sh.add(values)
         note[r] = notes
-        unmet_of[r] = t["unmet_unit_hours"]
         rows.append((v, r))
         if set(v.policy.terms) <= {"spot", "on_demand"}:
-            payg_row.setdefault(v.demand_scale, r)
+            payg_rows.setdefault(v.demand_scale, []).append(
+                (t["total_cost_usd"], t["unmet_unit_hours"], r))
     for v, r in rows:
-        ref = payg_row.get(v.demand_scale)
-        if ref is None or v.plan is None:
+        payg = payg_rows.get(v.demand_scale)
+        if not payg or v.plan is None:
             continue
-        payg = unmet_of.get(ref, 0.0)
-        if abs(v.plan.totals["unmet_unit_hours"] - payg) > SAME_DEMAND:
-            # like for like only (SPEC §4): either plan serving less makes it cheaper
-            note[r].insert(0, f"no saving stated: it leaves "
-                              f"{v.plan.totals['unmet_unit_hours']:,.1f} unit-hours unmet, "
-                              f"pay-as-you-go {payg:,.1f}")
+        # like for like only (SPEC §4): either plan serving less makes it cheaper; of the
+        # pay-as-you-go-only plans that leave as much unmet, the cheapest
+        unmet = v.plan.totals["unmet_unit_hours"]
+        alike = [(total, row) for total, left, row in payg
+                 if abs(left - unmet) <= SAME_DEMAND]
+        if not alike:
+            note[r].insert(0, f"no saving stated: it leaves {unmet:,.1f} unit-hours unmet, "
+                              "pay-as-you-go only " + " or ".join(
+                                  sorted({f"{left:,.1f}" for _, left, _ in payg})))
             continue
+        ref = min(alike)[1]
         sh.ws[f"{c('Pay-as-you-go total')}{r}"] = f"={c('Total cost')}{ref}"
         sh.ws[f"{c('Savings vs pay-as-you-go')}{r}"] = (
             f"={c('Pay-as-you-go total')}{r}-{c('Total cost')}{r}")
