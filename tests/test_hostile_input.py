@@ -149,6 +149,23 @@ def test_template_and_generate_paths_that_cannot_be_written_are_bad_input(tmp_pa
     assert (tmp_path / "new" / "g" / "offers.csv").is_file()
 
 
+def test_outputs_named_as_something_else_are_bad_input(tmp_path):
+    # a workbook named .csv, MPS named .lp, FOCUS CSV named .txt: what opens a file by its
+    # name would fail (they had been written so); nothing is written, no folder made
+    folder = write_csv(tmp_path / "scn", scenario())
+    new = tmp_path / "new"
+    runner = CliRunner()
+    for args in (["solve", str(folder), "-o", str(new / "plan.csv")],
+                 ["solve", str(folder), "-o", str(new / "p.xlsx"),
+                  "--export-model", str(new / "m.lp")],
+                 ["solve", str(folder), "-o", str(new / "p.xlsx"),
+                  "--focus", str(new / "f.txt")],
+                 ["whatif", str(folder), "--policy", "p=on_demand", "-o", str(new / "w")]):
+        res = runner.invoke(app, args)
+        assert res.exit_code == 2 and "give a name ending in" in res.output, res.output
+        assert not new.exists()
+
+
 def test_a_file_that_is_not_utf8_is_named_with_its_row_and_column(tmp_path):
     folder = write_csv(tmp_path / "scn", TABLES)
     offers = folder / "offers.csv"

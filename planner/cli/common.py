@@ -5,6 +5,7 @@ the guard that turns Ctrl-C and unexpected errors into one line and an exit stat
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import sys
 import time
@@ -99,10 +100,33 @@ def _load(path: Path):
     return scenario
 
 
+def _check_numbers(**options) -> None:
+    """Bad input where an option given as a number is not one (nan, inf): typer's
+    ranges let nan through."""
+    for name, value in options.items():
+        if value is not None and not math.isfinite(value):
+            err.print(f"[red]error:[/] --{name.replace('_', '-')} must be a number, "
+                      f"not {value}")
+            raise typer.Exit(EXIT_BAD_INPUT)
+
+
+def _warn_solver(asked: str, used: str) -> None:
+    """Say so when the solver asked for did not make the plan: CBC solves models of up
+    to WHOLE_CELLS supply cells whole; larger ones go through the decomposition, whose
+    LPs and MIPs HiGHS solves."""
+    if asked != used:
+        from planner.solve.pipeline import WHOLE_CELLS
+
+        err.print(f"[yellow]warning: the plan is {used}'s, not {asked}'s: {asked} solves "
+                  f"models of up to {WHOLE_CELLS:,} supply cells whole; this one is planned "
+                  f"by the decomposition, whose LPs and MIPs {used} solves[/]")
+
+
 def _check_solver_options(solver, time_limit, gap) -> None:
     if solver is not None and solver not in ("highs", "cbc"):
         err.print(f"[red]error:[/] --solver must be highs or cbc, not '{solver}'")
         raise typer.Exit(EXIT_BAD_INPUT)
+    _check_numbers(time_limit=time_limit, gap=gap)
     for name, value in (("--time-limit", time_limit), ("--gap", gap)):
         if value is not None and value < 0:
             err.print(f"[red]error:[/] {name} must not be negative")
@@ -302,6 +326,20 @@ def _check_outputs(*paths: Optional[Path], scenario: Optional[Path] = None) -> N
             raise typer.Exit(EXIT_BAD_INPUT)
 
 
+# what each kind of output is written as, and the name it must end in to be opened so
+KINDS = {".xlsx": "an Excel workbook", ".mps": "an MPS model", ".csv": "CSV"}
+
+
+def _check_suffixes(**paths: Optional[Path]) -> None:
+    """Bad input where an output's name does not end as what is written there (a
+    workbook named plan.csv, MPS named model.lp: what opens it by its name fails)."""
+    for suffix, path in paths.items():
+        if path is not None and path.suffix.lower() != f".{suffix}":
+            err.print(f"[red]error:[/] cannot write {path}: it is written as "
+                      f"{KINDS['.' + suffix]}; give a name ending in .{suffix}")
+            raise typer.Exit(EXIT_BAD_INPUT)
+
+
 def _remove_made_folders() -> None:
     """Remove the folders made for a command's outputs, where still empty (the command
     ended on bad input: it writes nothing, folders included)."""
@@ -354,9 +392,12 @@ def _warn_short_budget(budget, keep: float) -> None:
 
 def _numbers(text: str, option: str) -> list[float]:
     try:
-        return [float(x) for x in text.split(",") if x.strip()]
+        numbers = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
+        numbers = [math.nan]
+    if not all(math.isfinite(x) for x in numbers):  # nan, inf: not a demand level
         err.print(f"[red]error:[/] {option} takes numbers separated by commas, not '{text}'")
         raise typer.Exit(EXIT_BAD_INPUT) from None
+    return numbers
 
 

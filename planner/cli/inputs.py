@@ -13,6 +13,7 @@ from planner.cli.common import (
     Issue,
     _check_output_folder,
     _check_outputs,
+    _check_suffixes,
     _guard,
     _print_issues,
     app,
@@ -43,13 +44,10 @@ def template(file: Path = typer.Argument(..., help="the .xlsx file to write")):
     """Write an empty input workbook: every table, its columns, notes and drop-downs."""
     from planner.io.template import write_template
 
-    if file.suffix.lower() != ".xlsx":
-        # the content is a workbook whatever the name, and validate and solve read a
-        # workbook only by its .xlsx name: t.csv would be written, then refused
-        err.print(f"[red]error:[/] cannot write {file}: a template is an .xlsx workbook; "
-                  "give a name ending in .xlsx")
-        raise typer.Exit(EXIT_BAD_INPUT)
     _check_outputs(file)
+    # validate and solve read a workbook only by its .xlsx name: t.csv would be written,
+    # then refused
+    _check_suffixes(xlsx=file)
     write_template(file)
     err.print(f"wrote {file}")
 

@@ -23,11 +23,13 @@ from planner.cli.common import (
     _check_cluster,
     _check_outputs,
     _check_solver_options,
+    _check_suffixes,
     _guard,
     _load,
     _report_seconds,
     _status,
     _warn_short_budget,
+    _warn_solver,
     _writing_seconds,
     app,
     command_started,
@@ -123,6 +125,7 @@ def solve(
     path = scenario or default_scenario()
     out = output or Path("reports/plan.xlsx")
     _check_outputs(out, export_model, focus, scenario=path)
+    _check_suffixes(xlsx=out, mps=export_model, csv=focus)
     with _status(f"loading {path}"):
         s = _load(path)
     for w in s.warnings:
@@ -158,6 +161,7 @@ def solve(
         if run.plan is None:
             err.print(f"[red]no plan: the solver failed[/] ({run.result.termination})")
             raise typer.Exit(EXIT_NO_PLAN)
+        _warn_solver(solver or s.settings.solver, run.result.solver)
         plan = run.plan
         problems = check_plan(s, plan)
         if problems:

@@ -151,7 +151,11 @@ def _solve_cbc(prob, time_limit, gap, threads, msg, warm=False) -> dict:
     # PuLP says "Optimal" for CBC stopped at a limit with a plan; its solution status tells
     termination = "time limit reached" if norm == "feasible" else \
         pulp.LpStatus[prob.status].lower()
+    # CBC says "optimal" once its gap is within gapRel and tells PuLP no bound: what it
+    # proved is the objective less that share of the objective it saw (PuLP hands it
+    # the objective without its constant)
+    offset = prob.objective.constant if prob.objective is not None else 0.0
+    bound = objective - gap * abs(objective - offset) if norm == "optimal" else None
     return dict(solver="cbc", status=norm, termination=termination,
-                has_solution=has_solution, objective=objective,
-                bound=objective if norm == "optimal" else None,
-                gap=0.0 if norm == "optimal" else None, version="CBC (PuLP)")
+                has_solution=has_solution, objective=objective, bound=bound,
+                gap=gap if norm == "optimal" else None, version="CBC (PuLP)")
