@@ -242,6 +242,17 @@ def test_stale_prices_are_named_in_a_warning(tmp_path):
     assert not [i for i in issues if i.column == "price_date"]
 
 
+def test_an_offer_whose_cap_holds_no_whole_instance_is_warned_about(tmp_path):
+    # 8-GPU instances, at most 4 GPUs: no plan can rent or commit one; 8 holds one
+    for cap, warned in ((4, True), (8, False)):
+        data = _with("offers", gpus_per_instance=8, max_gpus=cap)
+        result, issues = _issues(tmp_path, data)
+        found = [i for i in issues if i.column == "max_gpus"]
+        assert result is not None
+        assert [(i.severity, i.row) for i in found] == ([("warning", 2)] if warned else [])
+        assert all("no whole instance of 8 GPUs" in i.message for i in found)
+
+
 def test_no_such_scenario(tmp_path):
     result, issues = validate(load_raw(tmp_path / "nope"))
     assert result is None and "no such" in issues[0].message

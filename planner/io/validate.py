@@ -470,6 +470,11 @@ class _Builder:
                 self.out.error(label, number, "min_gpus",
                                f"min_gpus {v['min_gpus']} exceeds max_gpus {v['max_gpus']}")
                 ok = False
+            size = v["gpus_per_instance"] or 1
+            if v["max_gpus"] is not None and 0 < v["max_gpus"] < size:
+                self.out.warn(label, number, "max_gpus",
+                              f"max_gpus {v['max_gpus']} holds no whole instance of {size} "
+                              "GPUs (gpus_per_instance): no plan can use this offer")
             if v["term"] in PAY_AS_YOU_GO and v["min_gpus"]:
                 self.out.warn(label, number, "min_gpus",
                               "min_gpus applies to commitments only; ignored")
