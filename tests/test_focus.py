@@ -159,3 +159,18 @@ def test_a_prepaid_commitment_and_a_free_contract_have_their_charges(tmp_path, p
     existing = [r for r in rows if r["CommitmentDiscountType"] == "existing contract"]
     assert [(r["ChargePeriodStart"], r["ConsumedQuantity"], r["EffectiveCost"])
             for r in existing] == [(f"2027-0{m}-01", 100, 0) for m in range(1, 4)]
+
+
+def test_idle_gpus_of_a_rented_instance_are_paid_not_consumed(tmp_path):
+    # on-demand sold in 4-GPU instances at $1: 3 GPUs of work rent one instance, paid
+    # 4 × 100 h = 400 GPU-hours ($400), of which 300 consumed
+    plan = solve_tables(tmp_path, scenario(
+        settings={"hours_per_month": 100},
+        offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 1,
+                 "gpus_per_instance": 4}],
+        throughput=[{"workload": "w", "gpu": "A", "units_per_gpu": 10}],
+        demand=[{"workload": "w", "period": "2027-01", "amount": 30}]))
+    [row] = focus_rows(plan)
+    assert row["EffectiveCost"] == pytest.approx(400) == plan.totals["total_cost_usd"]
+    assert row["PricingQuantity"] == pytest.approx(400)
+    assert row["ConsumedQuantity"] == pytest.approx(300)

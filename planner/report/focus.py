@@ -83,14 +83,20 @@ def focus_rows(plan: Plan) -> list[dict]:
                       float(a.usd_per_gpu_hour))]
         cell[0] += a.gpus * a.hours
         cell[1] += a.cost_usd
+    # GPU-hours in use per offer and month: where an offer sells whole instances, the
+    # idle GPUs of the last one are paid (PricingQuantity) but not consumed
+    consumed: dict[tuple, float] = defaultdict(float)
+    for u in plan.usage.itertuples():
+        if u.term in ("spot", "on_demand"):
+            consumed[(int(u.month), u.source)] += u.gpus * u.hours
     for (m, provider, region, gpu, term, sku, rate), (hours, usd) in sorted(usage.items()):
         out.add(m, provider, region, ChargeCategory="Usage", ChargeFrequency="Usage-Based",
                 ChargeDescription=f"{gpu} GPU-hours, {term.replace('_', '-')}",
                 ServiceCategory=category, ServiceName=service, SkuId=sku,
                 PricingCategory="Dynamic" if term == "spot" else "Standard",
                 PricingUnit=GPU_HOURS, PricingQuantity=hours, ListUnitPrice=rate,
-                ListCost=usd, BilledCost=usd, EffectiveCost=usd, ConsumedQuantity=hours,
-                ConsumedUnit=GPU_HOURS)
+                ListCost=usd, BilledCost=usd, EffectiveCost=usd,
+                ConsumedQuantity=consumed.get((m, sku), hours), ConsumedUnit=GPU_HOURS)
 
     # commitments and existing contracts
     use = monthly_use(plan)
