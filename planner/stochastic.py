@@ -298,14 +298,20 @@ def _limits(count: int, pot: float, need: float, limit: float,
             overhead: float) -> list[float]:
     """Time limits for `count` solves sharing `pot` worker-seconds (each also taking
     `overhead` beyond its limit): all max(`limit`, `need`) when they fit; else as many as
-    fit get `need` (the first always) and the others MIN_SOLVE_S, since a solve stopped
-    before its master's first round plans no better for the time short of the need
-    (the plan and bound at first prices)."""
+    fit get `need` (the first always) and the others MIN_SOLVE_S (or the need, if less;
+    where even that does not fit, the pot is shared out), since a solve stopped before its
+    master's first round plans no better for the time short of the need (the plan and
+    bound at first prices)."""
     if count * (max(limit, need) + overhead) <= pot:
         return [max(limit, need)] * count
-    fits = int((pot - count * (MIN_SOLVE_S + overhead)) // max(need - MIN_SOLVE_S, 1e-9))
+    # a small model needs less than MIN_SOLVE_S: its others had been given more than the
+    # need (4 × 2 s of an 8-s command's 3)
+    low = min(MIN_SOLVE_S, need)
+    if need - low < 1e-9:  # not even the need fits: the pot shared out
+        return [max(LEAST_LIMIT_S, pot / count - overhead)] * count
+    fits = int((pot - count * (low + overhead)) // (need - low))
     fits = min(count, max(1, fits))
-    return [need] * fits + [MIN_SOLVE_S] * (count - fits)
+    return [need] * fits + [low] * (count - fits)
 
 
 def _same_schedule(a: dict, b: dict, tolerance: float = 1e-6) -> bool:
@@ -377,14 +383,19 @@ class _Stochastic:
         as many as fit, the mean forecast first; the others a plan at first prices)."""
         n = len(self.scenarios)
         self.say(f"planning the mean forecast and {n} scenarios alone")
+        # the first wave (the mean forecast first: its schedule is the first candidate)
+        # gets up to MIN_SOLVE_S where the even share is less, so that it plans from its
+        # LP and measures the need (a miss only says the need is above its limit)
         limit = self.each(n + 1, WAIT_SHARE)
+        measure = max(limit, min(MIN_SOLVE_S, self.budget.share(WAIT_SHARE).left()
+                                 - self.overhead))
         tasks = [mean_forecast(self.scenario, self.scenarios), *self.apart]
         first = range(min(self.workers, n + 1))
         started = self.budget.elapsed()
         solved = dict(zip(first, self.runner.map(
-            solve_task, [(tasks[i], self.solver, limit, self.gap) for i in first])))
-        self.overhead = max(0.0, self.budget.elapsed() - started - limit)
-        self.need, _ = _need(list(solved.values()), limit)
+            solve_task, [(tasks[i], self.solver, measure, self.gap) for i in first])))
+        self.overhead = max(0.0, self.budget.elapsed() - started - measure)
+        self.need, _ = _need(list(solved.values()), measure)
         rest = [i for i in range(n + 1) if i not in solved or _short(solved[i])]
         limits = []
         if rest:
@@ -403,7 +414,7 @@ class _Stochastic:
         # what a solve needs, from those given the need (or the first wave's limit)
         fair = [solved[i] for i in first] + [
             solved[i] for i, t in zip(rest, limits) if t >= self.need]
-        self.need = max(self.need, _need(fair, max([limit, *limits]))[0])
+        self.need = max(self.need, _need(fair, max([measure, *limits]))[0])
         self.missed = sum(map(_short, results))
         if self.missed:
             self.say(f"{self.missed} of {n + 1} solves got no plan from their LP; later "

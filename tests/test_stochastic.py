@@ -43,6 +43,7 @@ from planner.solve.decompose.cuts import commitment_space
 from planner.stochastic import (
     MIN_NEED_S,
     MIN_SOLVE_S,
+    WAIT_SHARE,
     Candidate,
     _limits,
     _need,
@@ -237,6 +238,11 @@ def test_solves_that_cannot_all_have_what_they_need_are_not_all_cut_short():
     assert _limits(4, 100.0, 5.0, 9.0, 1.0) == [9.0] * 4
     # never none: the first (the mean forecast's) gets the need whatever
     assert _limits(3, 10.0, 24.0, 3.0, 1.0) == [24.0, MIN_SOLVE_S, MIN_SOLVE_S]
+    # a need below MIN_SOLVE_S that does not fit: the pot shared out (the others had got
+    # MIN_SOLVE_S, more than the need: 4 × 2 s of an 8-s command's 3 s), at least
+    # LEAST_LIMIT_S
+    assert _limits(4, 3.0, 1.2, 0.5, 0.25) == [0.5] * 4
+    assert _limits(4, 4.0, 1.2, 0.5, 0.25) == [pytest.approx(0.75)] * 4
 
 
 def test_the_evaluation_compares_only_the_schedules_it_has_time_to_plan(tmp_path):
@@ -389,3 +395,28 @@ def test_a_few_seconds_are_enough_for_a_tiny_market(tmp_path):
     st = _solve(tmp_path, "--time-limit", "5")["stochastic"]
     assert st["expected_cost_usd"] == pytest.approx(2500)
     assert st["cut_rounds"] >= 1 and st["mip_gap"] == pytest.approx(0)
+
+
+def test_the_mean_forecast_gets_the_time_to_plan_from_its_lp(tmp_path):
+    # 8 s, 4 scenarios, one worker: the even share of the wait-and-see step is under a
+    # second, where the default scenario's mean forecast needs ~1.2 s to plan from its LP
+    # (its schedule is the first candidate: $45.3 M at first prices against $30.8 M).
+    # The first wave gets up to MIN_SOLVE_S of that step; the rest share what is left of
+    # it, never more than the need each (they had got MIN_SOLVE_S: the command ran 15 s)
+    class Recorder:
+        workers, limits = 1, []
+
+        def map(self, fn, tasks):
+            self.limits += [t[2] for t in tasks]
+            return [{"least_s": 1.0, "seconds": t[2], "status": "feasible"} for t in tasks]
+
+    s = load_scenario(write_csv(tmp_path / "s", scenario()))
+    scenarios = sample_scenarios(s, 4, 0.2, 1, 0.5)
+    runner = Recorder()
+    run = _Stochastic(s, scenarios, Budget(8.0), runner, None, None, 0.0, 0.9,
+                      lambda text: None)
+    share = run.each(5, WAIT_SHARE)
+    run.wait_and_see()
+    first, rest = runner.limits[0], runner.limits[1:]
+    assert share < first <= MIN_SOLVE_S
+    assert len(rest) == 4 and all(t <= max(share, run.need) for t in rest)
