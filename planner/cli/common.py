@@ -101,8 +101,8 @@ def _load(path: Path):
 
 
 def _check_numbers(**options) -> None:
-    """Bad input where an option given as a number is not one (nan, inf): typer's
-    ranges let nan through."""
+    """Bad input where an option given as a number is not one (nan, inf: typer takes
+    both for an option without a range)."""
     for name, value in options.items():
         if value is not None and not math.isfinite(value):
             err.print(f"[red]error:[/] --{name.replace('_', '-')} must be a number, "
@@ -326,8 +326,8 @@ def _check_outputs(*paths: Optional[Path], scenario: Optional[Path] = None) -> N
             raise typer.Exit(EXIT_BAD_INPUT)
 
 
-# what each kind of output is written as, and the name it must end in to be opened so
-KINDS = {".xlsx": "an Excel workbook", ".mps": "an MPS model", ".csv": "CSV"}
+# what is written to an output whose name must end in .<key> to be opened as such
+KINDS = {"xlsx": "an Excel workbook", "mps": "an MPS model", "csv": "CSV"}
 
 
 def _check_suffixes(**paths: Optional[Path]) -> None:
@@ -336,7 +336,7 @@ def _check_suffixes(**paths: Optional[Path]) -> None:
     for suffix, path in paths.items():
         if path is not None and path.suffix.lower() != f".{suffix}":
             err.print(f"[red]error:[/] cannot write {path}: it is written as "
-                      f"{KINDS['.' + suffix]}; give a name ending in .{suffix}")
+                      f"{KINDS[suffix]}; give a name ending in .{suffix}")
             raise typer.Exit(EXIT_BAD_INPUT)
 
 
