@@ -104,45 +104,56 @@ class Variant:
         return short_of_lp(self.least_s)
 
 
-def _solve_variant(args) -> tuple[Plan | None, str, dict, float | None]:
-    """Worker: one (policy, demand level) and, at the base level, its stress tests, each
-    within `time_limit`; a stress test that would end past the task's share (a solve's
-    limit for each of its solves) is not run: a solve overruns its limit by its model's
-    building and its plan's checking, and a task past its share is lost whole."""
-    scenario, policy, scale, per_workload, stress_scales, solver, time_limit, gap, base = args
-    started = time.perf_counter()
-    s = scale_demand(scenario, scale, per_workload)
-    run = plan_scenario(s, solver, time_limit, gap, Restrictions(terms=policy.terms))
+# A solve's least time limit: below it the decomposition still plans, at first prices
+# (the default scenario's policies at --time-limit 10 had each been given 1 s, their
+# tasks ran past the budget and every plan was lost).
+LEAST_LIMIT_S = 0.5
+
+
+# Local workers cost some 3 s of the budget (started, planner imported in each, closed:
+# 1.2 + 0.8 + 1.3 s measured on 2 cores); with less than LOCAL_WORKERS_FROM_S for the
+# solves they run in this process (the default scenario at --time-limit 5 had lost every
+# variant to a cluster that was still starting).
+LOCAL_WORKERS_FROM_S = 10.0
+
+
+def workers_for(jobs: int, scheduler: str | None, budget: Budget | None) -> int:
+    """The local workers `jobs` asks for, or 1 where the budget is too short for them."""
+    if scheduler is None and budget is not None and budget.left() < LOCAL_WORKERS_FROM_S:
+        return 1
+    return jobs
+
+
+def _solve_variant(args) -> tuple[Plan | None, str, float | None]:
+    """Worker: one (policy, demand level)."""
+    scenario, policy, scale, per_workload, solver, time_limit, gap = args
+    run = plan_scenario(scale_demand(scenario, scale, per_workload), solver, time_limit, gap,
+                        Restrictions(terms=policy.terms))
     plan = run.plan
-    stress: dict[float, dict] = {}
-    if plan is not None and scale == base:
-        fixed = {(c.offer, int(c.start)): int(c.gpus) for c in plan.commitments.itertuples()}
-        payg = {t: None for t in policy.terms if t in PAY_AS_YOU_GO}
-        share = None if time_limit is None else time_limit * (1 + len(stress_scales))
-        for factor in stress_scales:
-            if share is not None and time.perf_counter() - started + time_limit > share:
-                stress[factor] = {"status": "not_run"}
-                continue
-            stressed = plan_scenario(scale_demand(scenario, scale * factor, per_workload),
-                                     solver, time_limit, gap,
-                                     Restrictions(terms=payg, fixed_commitments=fixed))
-            if stressed.plan is None:
-                stress[factor] = {"status": stressed.result.status}
-                continue
-            t = stressed.plan.totals
-            stress[factor] = {
-                "status": stressed.plan.result.status,
-                "total_cost_usd": t["total_cost_usd"],
-                "objective_usd": t["objective_usd"],
-                "unmet_unit_hours": t["unmet_unit_hours"],
-                "unmet_penalty_usd": t["unmet_penalty_usd"],
-                # payments inside the horizon no workload uses: what a fall strands
-                "idle_committed_usd": t["idle_committed_usd"],
-                "payg_usd": t["cost_by_term_usd"]["spot"] + t["cost_by_term_usd"]["on_demand"],
-            }
     if plan is not None:
         plan.candidates = None  # the parent needs the tables, not the search structures
-    return plan, (plan.result.status if plan else run.result.status), stress, run.least_s
+    return plan, (plan.result.status if plan else run.result.status), run.least_s
+
+
+def _stress_test(args) -> dict:
+    """Worker: a policy's commitments kept, only pay-as-you-go re-optimised, demand scaled."""
+    scenario, policy, scale, per_workload, fixed, solver, time_limit, gap = args
+    payg = {t: None for t in policy.terms if t in PAY_AS_YOU_GO}
+    stressed = plan_scenario(scale_demand(scenario, scale, per_workload), solver, time_limit,
+                             gap, Restrictions(terms=payg, fixed_commitments=fixed))
+    if stressed.plan is None:
+        return {"status": stressed.result.status}
+    t = stressed.plan.totals
+    return {
+        "status": stressed.plan.result.status,
+        "total_cost_usd": t["total_cost_usd"],
+        "objective_usd": t["objective_usd"],
+        "unmet_unit_hours": t["unmet_unit_hours"],
+        "unmet_penalty_usd": t["unmet_penalty_usd"],
+        # payments inside the horizon no workload uses: what a fall strands
+        "idle_committed_usd": t["idle_committed_usd"],
+        "payg_usd": t["cost_by_term_usd"]["spot"] + t["cost_by_term_usd"]["on_demand"],
+    }
 
 
 def run_whatif(scenario: Scenario, policies: list[Policy], demand_scales: list[float],
@@ -153,54 +164,80 @@ def run_whatif(scenario: Scenario, policies: list[Policy], demand_scales: list[f
                progress: Callable[[Variant, int, int], None] | None = None,
                budget: Budget | None = None,
                scheduler: str | None = None) -> list[Variant]:
-    """Solve every (policy, demand level); stress-test each policy at the base level, on
-    `jobs` local Dask workers or the cluster at `scheduler` (planner.cluster; the results
-    are the same in any case). `budget`: the time for all of them (each solve gets an
-    equal share of it, `jobs` at a time); else `time_limit` per solve."""
+    """Solve every (policy, demand level), then stress-test each policy's plan at the base
+    level, on `jobs` local Dask workers or the cluster at `scheduler` (planner.cluster; the
+    results are the same in any case). `budget`: the time for all of them — every solve an
+    equal share, `jobs` at a time, the variants first (they are the comparison; a stress
+    test only qualifies one), the stress tests in what is left (those that do not fit are
+    not run); else `time_limit` per solve."""
     base = 1.0 if 1.0 in demand_scales else demand_scales[0]
     variants = [Variant(p, d, workload_scales=dict(per_workload or {}))
                 for p in policies for d in demand_scales]
-    # a variant's task solves it and, at the base level, its stress tests after it
-    solves = [1 + (len(stress_scales) if v.demand_scale == base else 0) for v in variants]
+    at_base = [v for v in variants if v.demand_scale == base]
+    total = len(variants) + len(at_base) * len(stress_scales)
+    count = 0
 
-    def done(index: int, count: int, total: int) -> None:
+    def done(v: Variant) -> None:
+        nonlocal count
+        count += 1
         if progress:
-            progress(variants[index], count, total)
+            progress(v, count, total)
 
     until = None if budget is None else budget.last_moment
-    with Runner(jobs, scheduler, until=until) as runner:
-        if budget is not None:  # each solve's share: the tasks' longest run on the workers
-            time_limit = max(1.0, budget.left() / _longest_run(solves, runner.workers))
-        tasks = [(scenario, v.policy, v.demand_scale, per_workload, stress_scales, solver,
-                  time_limit, gap, base) for v in variants]
-        try:
-            results = runner.map(_solve_variant, tasks, done)
-        except ClusterError as e:  # the variants done stand; the others were not run
-            if not any(r is not None for r in e.results):
-                raise
-            results = e.results
-            for v, result in zip(variants, results):
-                if result is None:
-                    v.status, v.note = "not_run", str(e)
-    for v, result in zip(variants, results):
-        if result is None:
-            continue
-        plan, status, stress, least_s = result
-        v.plan, v.status, v.stress, v.least_s = plan, status, stress, least_s
-        if plan is not None:
-            plan.scenario = scale_demand(scenario, v.demand_scale, per_workload)
+    with Runner(workers_for(jobs, scheduler, budget), scheduler, until=until) as runner:
+        workers = runner.workers
+        rounds = -(-len(variants) // workers)  # the variants' solves, one after another
+        if budget is not None:
+            stress_rounds = -(-(total - len(variants)) // workers)
+            time_limit = max(LEAST_LIMIT_S, budget.left() / (rounds + stress_rounds))
+        started = time.perf_counter()
+        results, why = _map(runner, _solve_variant, [
+            (scenario, v.policy, v.demand_scale, per_workload, solver, time_limit, gap)
+            for v in variants], variants, done)
+        for v, result in zip(variants, results):
+            if result is None:
+                v.status, v.note = "not_run", why
+                continue
+            v.plan, v.status, v.least_s = result
+            if v.plan is not None:
+                v.plan.scenario = scale_demand(scenario, v.demand_scale, per_workload)
+        # the stress tests, a round of `workers` at a time while the last round's length
+        # (the first: a variant's limit and what a solve took beyond it) is left
+        tasks = [(v, x) for v in at_base if v.plan is not None for x in stress_scales]
+        took = None
+        if budget is not None and rounds:
+            took = time_limit + max(0.0, (time.perf_counter() - started) / rounds - time_limit)
+        while tasks and (took is None or budget.left() >= took):
+            size = workers if budget is not None else len(tasks)
+            batch, tasks = tasks[:size], tasks[size:]
+            started = time.perf_counter()
+            stressed, _ = _map(runner, _stress_test, [
+                (scenario, v.policy, v.demand_scale * x, per_workload,
+                 {(c.offer, int(c.start)): int(c.gpus)
+                  for c in v.plan.commitments.itertuples()},
+                 solver, time_limit, gap) for v, x in batch], [v for v, _ in batch], done)
+            for (v, x), figures in zip(batch, stressed):
+                if figures is not None:
+                    v.stress[x] = figures
+            took = None if budget is None else time.perf_counter() - started
+    for v in at_base:  # what the time did not hold
+        for x in stress_scales:
+            v.stress.setdefault(x, {"status": "not_run"})
     return variants
 
 
-def _longest_run(solves: list[int], workers: int) -> int:
-    """Solves one after another on the busiest of `workers` when tasks of `solves` solves
-    each go to whichever worker is free first, in order (as the cluster hands them out):
-    a task's solves run in turn, so one policy with two stress tests takes three solves
-    however many workers there are (its time had been split as if they shared them)."""
-    loads = [0] * max(1, workers)
-    for n in solves:
-        loads[loads.index(min(loads))] += n
-    return max(loads)
+def _map(runner: Runner, fn, tasks: list, owners: list[Variant],
+         done: Callable[[Variant], None]) -> tuple[list, str]:
+    """runner.map(fn, tasks), `done(owner)` after each, and why some are missing: where
+    the time runs out, what the tasks done returned stands (None for the others)."""
+    if not tasks:
+        return [], ""
+    try:
+        return runner.map(fn, tasks, lambda i, count, total: done(owners[i])), ""
+    except ClusterError as e:
+        if not any(r is not None for r in e.results):
+            raise
+        return e.results, str(e)
 
 
 def break_even(scenario: Scenario) -> list[dict]:

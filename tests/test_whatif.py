@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import tempfile
-from pathlib import Path
 
 import pytest
 from openpyxl import load_workbook
@@ -134,7 +132,7 @@ def test_cli_whatif_json_and_workbook(tmp_path):
     assert ws.cell(4, head.index("Savings vs pay-as-you-go") + 1).value.startswith("=")
     # progress counts every solve, stress tests included; --quiet turns it off
     assert "solving 4 variant(s) and 4 stress test(s) on 1 local worker(s)" in res.output
-    assert "[1/4]" in res.output
+    assert "[1/8]" in res.output
     quiet = CliRunner().invoke(app, [
         "whatif", str(folder), "--policy", "payg=spot,on_demand", "--jobs", "1",
         "-o", str(tmp_path / "quiet.xlsx"), "--quiet"])
@@ -290,17 +288,34 @@ def test_a_variant_stopped_before_its_lp_is_told_apart(tmp_path, monkeypatch):
     assert [v.short_of_lp for v in variants] == [True, True]
 
 
-def test_each_solve_gets_the_time_its_workers_can_give_it():
-    # a task solves its variant, then (at the base level) its stress tests, in turn: one
-    # policy with two stress tests takes 3 solves on any number of workers (its time had
-    # been split as if they shared them: 27.6 s at a 15-s limit); four such on two
-    # workers, 6; tasks of 3, 1, 1 on two, 3 (the short ones beside the long one)
-    from planner.whatif import _longest_run
+def test_the_variants_come_first_and_stress_tests_take_what_is_left(tmp_path):
+    # half a second for three policies and their six stress tests, one worker: each
+    # solve is given at least 0.5 s, so the variants take what there is and no stress
+    # test fits (a policy's task had been its solve and stress tests together: at the
+    # default scenario's --time-limit 10 no task ended in time and every plan was lost)
+    from planner.solve.budget import Budget
 
-    assert _longest_run([3], 2) == 3
-    assert _longest_run([3] * 4, 2) == 6
-    assert _longest_run([3, 1, 1], 2) == 3
-    assert _longest_run([1] * 5, 1) == 5
+    s = load_scenario(write_csv(tmp_path / "scn", TABLES))
+    variants = run_whatif(s, POLICIES, [1.0], budget=Budget(0.5))
+    assert [v.plan.totals["total_cost_usd"] for v in variants] == pytest.approx(
+        [2400, 2160, 1800])
+    assert all(v.stress == {0.8: {"status": "not_run"}, 1.2: {"status": "not_run"}}
+               for v in variants)
+    # with the time, every stress test runs
+    variants = run_whatif(s, POLICIES, [1.0], budget=Budget(60.0))
+    assert all(x["status"] == "optimal" for v in variants for x in v.stress.values())
+
+
+def test_local_workers_only_where_the_budget_pays_for_them():
+    # starting, importing into and closing two local workers took ~3.3 s: under
+    # LOCAL_WORKERS_FROM_S the solves run in this process; a cluster given is used
+    from planner.solve.budget import Budget
+    from planner.whatif import LOCAL_WORKERS_FROM_S, workers_for
+
+    assert workers_for(2, None, Budget(LOCAL_WORKERS_FROM_S - 1)) == 1
+    assert workers_for(2, None, Budget(LOCAL_WORKERS_FROM_S + 5)) == 2
+    assert workers_for(2, None, None) == 2
+    assert workers_for(2, "tcp://127.0.0.1:8786", Budget(1.0)) == 2
 
 
 def test_a_cluster_that_cannot_be_used_is_bad_input(tmp_path):
@@ -389,18 +404,3 @@ def test_variants_done_stand_when_the_others_run_out_of_time(tmp_path, monkeypat
     assert data[0]["total_cost_usd"] == pytest.approx(2400)
     _, rows = _comparison(out, lambda r: (r[0], r[2]))
     assert rows[("r3", 1.0)]["Note"].startswith("not run: 1 of 2 tasks not done")
-
-
-def test_a_task_runs_its_stress_tests_only_within_its_share():
-    # a task has time_limit for each of its solves; a stress test that cannot end
-    # within the share is not run (a task past its share is lost whole)
-    from planner.whatif import _solve_variant
-
-    s = load_scenario(write_csv(Path(tempfile.mkdtemp()) / "scn", TABLES))
-    plan, status, stress, _ = _solve_variant(
-        (s, POLICIES[2], 1.0, None, (0.8, 1.2), None, 0.0, None, 1.0))
-    assert plan is not None
-    assert stress == {0.8: {"status": "not_run"}, 1.2: {"status": "not_run"}}
-    _, _, stress, _ = _solve_variant(
-        (s, POLICIES[2], 1.0, None, (0.8, 1.2), None, 30.0, None, 1.0))
-    assert [x["status"] for x in stress.values()] == ["optimal", "optimal"]

@@ -77,6 +77,7 @@ def whatif(
         parse_policy,
         run_whatif,
         variant_summary,
+        workers_for,
     )
 
     started = command_started()
@@ -127,8 +128,11 @@ def whatif(
     _check_suffixes(xlsx=out)
     budget = Budget(time_limit if time_limit is not None else s.settings.time_limit_s,
                     start=started)
-    keep = _report_seconds(s) * len(policies)
+    # writing: ~0.7 s a variant for the default scenario, whose one plan keeps 1.6 s
+    # (its tables and check are made by the workers)
+    keep = _report_seconds(s) * (1 + len(policies) * len(scales)) / 2
     _warn_short_budget(budget, keep)
+    jobs = workers_for(jobs, scheduler, budget.share(1.0, keep=keep))
 
     def progress(v, done, total):
         stress = f", {len(v.stress)} stress test(s)" if v.stress else ""
