@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -165,6 +166,7 @@ def solve_task(args) -> dict:
     """One scenario planned alone (wait and see), with the commitments its model may
     sign ((offer key, start) -> (upper, cost))."""
     scenario, solver, time_limit, gap = args
+    started = time.perf_counter()
     run = plan_scenario(scenario, solver, time_limit, gap)
     out = {**_summary(run), "space": commitment_space(run.builder), "prices": run.prices}
     if run.plan is not None:
@@ -173,6 +175,7 @@ def solve_task(args) -> dict:
         own = out["commitments"]
         out["cut"] = (cut_with(run.builder, run.prices, own) if run.prices is not None
                       else cut_at(run.builder, own, max(1.0, time_limit)))
+    out["task_s"] = time.perf_counter() - started  # all of it, the cut included
     return out
 
 
@@ -362,7 +365,10 @@ class _Stochastic:
         self.solver, self.gap, self.risk_aversion, self.alpha = (solver, gap, risk_aversion,
                                                                  alpha)
         self.say = say
-        self.workers = runner.workers
+        # time limits are reckoned for one worker, whatever the runner has: the results
+        # do not depend on --jobs or --scheduler (SPEC §4); more workers end sooner (a
+        # limit multiplied by the workers had given another expected cost at --jobs 2)
+        self.workers = 1
         self.probabilities = np.array([s.probability for s in scenarios])
         self.apart = [apply(scenario, s) for s in scenarios]
         self.overhead = 0.0  # seconds a solve takes beyond its time limit (build, tables)
@@ -391,10 +397,11 @@ class _Stochastic:
                                  - self.overhead))
         tasks = [mean_forecast(self.scenario, self.scenarios), *self.apart]
         first = range(min(self.workers, n + 1))
-        started = self.budget.elapsed()
         solved = dict(zip(first, self.runner.map(
             solve_task, [(tasks[i], self.solver, measure, self.gap) for i in first])))
-        self.overhead = max(0.0, self.budget.elapsed() - started - measure)
+        # each task's own time beyond its limit (a fresh worker's imports are not a
+        # solve's: they would make the limits depend on --jobs)
+        self.overhead = max(0.0, max(solved[i]["task_s"] for i in first) - measure)
         self.need, _ = _need(list(solved.values()), measure)
         rest = [i for i in range(n + 1) if i not in solved or _short(solved[i])]
         limits = []
@@ -404,12 +411,13 @@ class _Stochastic:
             pot = max(len(rest) * (limit + self.overhead),
                       (self.budget.left() - self.evaluation_room(1)) * self.workers)
             limits = _limits(len(rest), pot, self.need, limit, self.overhead)
-            started = self.budget.elapsed()
             solved.update(zip(rest, self.runner.map(
                 solve_task, [(tasks[i], self.solver, t, self.gap)
                              for i, t in zip(rest, limits)])))
-            spent = (self.budget.elapsed() - started) * self.workers
-            self.overhead = max(self.overhead, (spent - sum(limits)) / len(rest))
+            # each task's own time beyond its limit (the wall clock's would shrink with
+            # the workers, and the limits after it grow with them)
+            beyond = [solved[i]["task_s"] - t for i, t in zip(rest, limits)]
+            self.overhead = max(self.overhead, sum(beyond) / len(rest))
         results = [solved[i] for i in range(n + 1)]
         # what a solve needs, from those given the need (or the first wave's limit)
         fair = [solved[i] for i in first] + [
@@ -566,7 +574,7 @@ def out_of_sample(result: StochasticResult, scenario: Scenario,
     not one such solve (--time-limit 1 ran one past the limit, to 10 s)."""
     # as many fresh samples as fit at the limit a solve needs (equally likely: the
     # first k are a sample too)
-    room = budget.left() * runner.workers
+    room = budget.left()  # reckoned for one worker, as every solve of the command
     fits = int(room // (result.need_s + result.overhead_s))
     if fits < 1:
         return None

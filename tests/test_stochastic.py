@@ -408,7 +408,8 @@ def test_the_mean_forecast_gets_the_time_to_plan_from_its_lp(tmp_path):
 
         def map(self, fn, tasks):
             self.limits += [t[2] for t in tasks]
-            return [{"least_s": 1.0, "seconds": t[2], "status": "feasible"} for t in tasks]
+            return [{"least_s": 1.0, "seconds": t[2], "task_s": t[2] + 0.2,
+                     "status": "feasible"} for t in tasks]
 
     s = load_scenario(write_csv(tmp_path / "s", scenario()))
     scenarios = sample_scenarios(s, 4, 0.2, 1, 0.5)
@@ -420,3 +421,27 @@ def test_the_mean_forecast_gets_the_time_to_plan_from_its_lp(tmp_path):
     first, rest = runner.limits[0], runner.limits[1:]
     assert share < first <= MIN_SOLVE_S
     assert len(rest) == 4 and all(t <= max(share, run.need) for t in rest)
+
+
+def test_time_limits_do_not_depend_on_the_workers(tmp_path):
+    # SPEC §4: the results do not depend on --jobs; the limits had been reckoned in
+    # worker-seconds (at --jobs 2 another expected cost), and a fresh worker's imports
+    # counted as a solve's overhead
+    seen = {}
+    for workers in (1, 2):
+        class Recorder:
+            limits: list = []
+
+            def map(self, fn, tasks):
+                self.limits = self.limits + [t[2] for t in tasks]
+                return [{"least_s": 1.0, "seconds": t[2], "task_s": t[2] + 0.2,
+                         "status": "feasible"} for t in tasks]
+
+        runner = Recorder()
+        runner.workers = workers
+        s = load_scenario(write_csv(tmp_path / f"s{workers}", scenario()))
+        run = _Stochastic(s, sample_scenarios(s, 4, 0.2, 1, 0.5), Budget(20.0), runner,
+                          None, None, 0.0, 0.9, lambda text: None)
+        run.wait_and_see()
+        seen[workers] = runner.limits
+    assert seen[1] == pytest.approx(seen[2], rel=0.05)

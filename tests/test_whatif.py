@@ -318,6 +318,35 @@ def test_local_workers_only_where_the_budget_pays_for_them():
     assert workers_for(2, "tcp://127.0.0.1:8786", Budget(1.0)) == 2
 
 
+def test_time_limits_do_not_depend_on_the_workers(tmp_path, monkeypatch):
+    # SPEC §4: the results do not depend on --jobs; each solve's limit had been the
+    # budget times the workers over the solves (at --jobs 2 another plan)
+    from planner import whatif
+    from planner.solve.budget import Budget
+
+    limits = {}
+
+    class Recording(whatif.Runner):
+        def __init__(self, jobs, scheduler=None, until=None):
+            super().__init__(1)
+            self.jobs_asked = jobs
+
+        @property
+        def workers(self):
+            return self.jobs_asked
+
+        def map(self, fn, tasks, done=None):
+            limits.setdefault(self.jobs_asked, []).extend(t[-2] for t in tasks)
+            return super().map(fn, tasks, done)
+
+    monkeypatch.setattr(whatif, "Runner", Recording)
+    s = load_scenario(write_csv(tmp_path / "scn", TABLES))
+    for jobs in (1, 2):
+        whatif.run_whatif(s, POLICIES, [1.0], jobs=jobs, budget=Budget(60.0))
+    assert limits[1] == pytest.approx(limits[2], rel=0.05)
+    assert len(limits[1]) == 3 + 3 * 2  # every variant and stress test
+
+
 def test_a_cluster_that_cannot_be_used_is_bad_input(tmp_path):
     # an address that is not one (said before any work), a scheduler that does not
     # answer, one with no worker: exit 2, a line saying why, within the time limit
