@@ -48,9 +48,14 @@ class Beside:
         except (OSError, ValueError):  # ended from outside while talking
             self._out = (b"", b"")
 
-    def result(self):
-        """The call's value; BesideFailed if it raised or its process died."""
-        self._thread.join()
+    def result(self, timeout: float | None = None):
+        """The call's value; BesideFailed if it raised, its process died, or it was not
+        done within `timeout` seconds (then it is ended)."""
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            self.end()
+            self._thread.join(5)
+            raise BesideFailed(f"not done within the time limit ({timeout:.1f} s more)")
         out, err = self._out or (b"", b"")
         if self._proc.returncode != 0 or not out:
             lines = err.decode(errors="replace").strip().splitlines()

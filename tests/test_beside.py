@@ -41,6 +41,17 @@ def test_leaving_ends_a_call_still_running():
     assert process.poll() is not None and time.monotonic() - started < 10
 
 
+def test_a_call_not_done_in_time_is_ended_and_reported():
+    # the comparison plans are waited for until the time limit's last moment, not longer
+    # (50×20×12 at --time-limit 5 had ended at 6.1 s, waiting for them)
+    started = time.monotonic()
+    with Beside(time.sleep, 60) as call:
+        with pytest.raises(BesideFailed, match="not done within the time limit"):
+            call.result(timeout=0.5)
+        assert call._proc.poll() is not None
+    assert time.monotonic() - started < 10
+
+
 # 1 GPU of demand (10 units at 10 a GPU) in each of 12 months of 100 hours, one region of
 # provider p. The plan reserves it: 12 × 100 × $1.5 = $1800. Pay-as-you-go only and
 # on-demand from p: 12 × 100 × $2 = $2400 (saving $600); the one GPU type is A: $1800.

@@ -259,8 +259,8 @@ def _comparison_plans(s, run, beside, baselines, solver, gap, budget, threads):
     if beside is None:
         return solve_comparisons(s, solver, gap, budget, threads or None,
                                  run.candidates.transit, run.candidates)
-    try:
-        return beside.result()
+    try:  # by the time limit's last moment: the command ends within S + 10 %
+        return beside.result(timeout=max(0.0, budget.last_moment - time.perf_counter()))
     except BesideFailed as e:
         err.print(f"[yellow]the comparison plans failed: {e}[/]")
         return without_plans(s, run.candidates, "no_plan"), None
