@@ -52,7 +52,6 @@ WHOLE_SHARE = 0.75
 # 0.1 s). Its plan stands if cheaper and valid. Not in a replay (`rounds`): the clock
 # would decide what it finds; nor where the decomposition alone is asked for.
 SPARE_S = 2.0
-EXTRACT_SECONDS = 2.0  # kept back for turning the chosen plan into tables
 
 
 @dataclass
