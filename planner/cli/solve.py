@@ -171,7 +171,8 @@ def solve(
             raise typer.Exit(EXIT_ERROR)
         with _status("solving the comparison plans"):
             entries, cheapest = _comparison_plans(s, run, beside, baselines, solver, gap,
-                                                  budget.share(1.0, keep), threads)
+                                                  budget.share(1.0, keep), threads,
+                                                  until=budget.last_moment - keep)
         plan = _cheapest_plan(s, run, cheapest, gap if gap is not None else
                               s.settings.mip_gap, budget, keep)
         compare = against(entries, plan)
@@ -247,9 +248,10 @@ def _warn_stochastic_only(**given) -> None:
                   f" to --stochastic only; ignored[/]")
 
 
-def _comparison_plans(s, run, beside, baselines, solver, gap, budget, threads):
+def _comparison_plans(s, run, beside, baselines, solver, gap, budget, threads, until):
     """The comparison plans' entries (without their savings) and the cheapest of them
-    (planner.baselines.Cheapest; None: none has a plan): as solved beside the plan, or
+    (planner.baselines.Cheapest; None: none has a plan): as solved beside the plan (waited
+    for until `until`, the command's last moment less the time kept for writing), or
     solved now in `budget`, or listed as not run."""
     from planner.baselines import solve_comparisons, without_plans
     from planner.beside import BesideFailed
@@ -259,8 +261,8 @@ def _comparison_plans(s, run, beside, baselines, solver, gap, budget, threads):
     if beside is None:
         return solve_comparisons(s, solver, gap, budget, threads or None,
                                  run.candidates.transit, run.candidates)
-    try:  # by the time limit's last moment: the command ends within S + 10 %
-        return beside.result(timeout=max(0.0, budget.last_moment - time.perf_counter()))
+    try:  # the command ends within S + 10 %
+        return beside.result(timeout=max(0.0, until - time.perf_counter()))
     except BesideFailed as e:
         err.print(f"[yellow]the comparison plans failed: {e}[/]")
         return without_plans(s, run.candidates, "no_plan"), None
