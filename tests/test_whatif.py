@@ -301,6 +301,13 @@ def test_the_variants_come_first_and_stress_tests_take_what_is_left(tmp_path):
         [2400, 2160, 1800])
     assert all(v.stress == {0.8: {"status": "not_run"}, 1.2: {"status": "not_run"}}
                for v in variants)
+    # the comparison says so, and sums no stress unmet over tests not run
+    from planner.report.whatif_workbook import write_whatif_workbook
+
+    write_whatif_workbook(s, variants, tmp_path / "w.xlsx", (0.8, 1.2))
+    _, rows = _comparison(tmp_path / "w.xlsx", lambda r: r[0])
+    assert all(row["Note"].startswith("stress test at 0.8×, 1.2× not run")
+               and row["Stress unmet unit-hours"] is None for row in rows.values())
     # with the time, every stress test runs
     variants = run_whatif(s, POLICIES, [1.0], budget=Budget(60.0))
     assert all(x["status"] == "optimal" for v in variants for x in v.stress.values())

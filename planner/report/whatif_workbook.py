@@ -103,8 +103,9 @@ def write_whatif_workbook(scenario: Scenario, variants: list[Variant], path: str
         **stress_notes,
         "Unmet at the penalty": "not paid: unmet_penalty_usd_per_unit_hour on the demand "
                                 "left unserved (nominal)",
-        "Note": "why a saving or a top-up is not stated: a plan that leaves more or less "
-                "demand unmet is not like for like",
+        "Note": "why a saving, a top-up or a stress test is not stated: a plan that leaves "
+                "more or less demand unmet is not like for like; a stress test the time "
+                "limit did not hold is not run",
     })
     c = sh.col
     # demand scale -> [(total, unmet unit-hours, row)] of its pay-as-you-go-only plans
@@ -128,6 +129,10 @@ def write_whatif_workbook(scenario: Scenario, variants: list[Variant], path: str
                   t["obligation_usd"], t["beyond_horizon_usd"], util,
                   None, None, None, t["unmet_unit_hours"], t["unmet_penalty_usd"]]
         notes = []
+        skipped = [x for x in scales if v.stress.get(x, {}).get("status") == "not_run"]
+        if skipped:
+            notes.append("stress test at " + ", ".join(f"{x:g}×" for x in skipped)
+                         + " not run: the time limit did not hold it")
         for x in scales:
             stressed = v.stress.get(x, {})
             values.append(stressed.get("total_cost_usd"))
@@ -143,11 +148,12 @@ def write_whatif_workbook(scenario: Scenario, variants: list[Variant], path: str
                        F(f"={c(f'Stress {x:g}× pay-as-you-go')}{{r}}-{c('spot')}{{r}}"
                          f"-{c('on_demand')}{{r}}")
                        if stressed.get("payg_usd") is not None and not short else None]
-        if scales:
+        if scales:  # summed only over a full set of stress tests
+            whole = v.stress and not skipped
             values += [sum(v.stress.get(x, {}).get("unmet_unit_hours") or 0 for x in scales)
-                       if v.stress else None,
+                       if whole else None,
                        sum(v.stress.get(x, {}).get("unmet_penalty_usd") or 0 for x in scales)
-                       if v.stress else None]
+                       if whole else None]
         values.append(None)
         r = sh.add(values)
         note[r] = notes
