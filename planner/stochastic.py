@@ -45,7 +45,7 @@ import numpy as np
 from planner.io.scenario import DemandScenario, Scenario
 from planner.model.builder import ModelBuilder, Restrictions
 from planner.model.candidates import find_candidates
-from planner.solve.budget import Budget
+from planner.solve.budget import LEAST_LIMIT_S, Budget
 from planner.solve.decompose.cuts import (
     Cut,
     CutMaster,
@@ -65,11 +65,6 @@ WAIT_SHARE, CUT_SHARE, EVALUATE_SHARE = 0.35, 0.3, 0.85  # each of what is left
 # one) around the best schedule so far (a trust region; see CutMaster.solve).
 TRUST_RADIUS = 0.25
 MIN_SOLVE_S = 2.0  # the least time limit worth giving an evaluation
-# The least time limit a solve is given when the budget's share for it is less: at 1 s,
-# a 4-sample command on a 193-row market at --time-limit 8 ran 9 solves of 1 s one after
-# another and ended at 10.8 s (S + 10 % is 8.8); at 0.5 s it ends at 7.5 s (its plan
-# 0.13 % dearer)
-LEAST_LIMIT_S = 0.5
 # The least a solve is taken to need: a model solved whole needs what its solve took
 # (with NEED_MARGIN), which on a small one is a fraction of a second; reckoning such
 # solves at MIN_SOLVE_S left a 10-s command on a 2-scenario market no time for the cuts

@@ -23,7 +23,7 @@ from planner.io.scenario import Scenario
 from planner.io.schema import PAY_AS_YOU_GO, TERMS
 from planner.model.builder import Restrictions
 from planner.report.plan import Plan
-from planner.solve.budget import Budget
+from planner.solve.budget import LEAST_LIMIT_S, Budget
 from planner.solve.pipeline import plan_scenario, short_of_lp
 
 DEFAULT_POLICIES = (
@@ -102,12 +102,6 @@ class Variant:
         """Whether its solve ran out of time before its master's first round: its plan
         is the one at first prices, its bound that of first prices."""
         return short_of_lp(self.least_s)
-
-
-# A solve's least time limit: below it the decomposition still plans, at first prices
-# (the default scenario's policies at --time-limit 10 had each been given 1 s, their
-# tasks ran past the budget and every plan was lost).
-LEAST_LIMIT_S = 0.5
 
 
 # Local workers cost some 3 s of the budget (started, planner imported in each, closed:
