@@ -7,8 +7,9 @@ keeps the commitments a policy's plan signs at the base demand level and re-opti
 pay-as-you-go capacity under lower and higher demand: what stranded commitments cost when
 demand falls, and what on-demand top-up costs when it rises.
 
-Variants run on Dask workers (`jobs` local ones, or an existing cluster); each is
-deterministic, so the results are the same as running them one by one.
+Variants, then stress tests, run on Dask workers (`jobs` local ones, or an existing
+cluster) with time limits reckoned as if one after another: a solve that ends before its
+limit is deterministic, so the results are the same as running them one by one.
 """
 
 from __future__ import annotations
@@ -161,9 +162,9 @@ def run_whatif(scenario: Scenario, policies: list[Policy], demand_scales: list[f
     """Solve every (policy, demand level), then stress-test each policy's plan at the base
     level, on `jobs` local Dask workers or the cluster at `scheduler` (planner.cluster; the
     results are the same in any case). `budget`: the time for all of them — every solve an
-    equal share, `jobs` at a time, the variants first (they are the comparison; a stress
-    test only qualifies one), the stress tests in what is left (those that do not fit are
-    not run); else `time_limit` per solve."""
+    equal share, reckoned as if one after another (more workers end sooner), the variants
+    first (they are the comparison; a stress test only qualifies one), the stress tests
+    in what is left (those that do not fit are not run); else `time_limit` per solve."""
     base = 1.0 if 1.0 in demand_scales else demand_scales[0]
     variants = [Variant(p, d, workload_scales=dict(per_workload or {}))
                 for p in policies for d in demand_scales]
