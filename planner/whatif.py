@@ -261,13 +261,21 @@ def break_even(scenario: Scenario) -> list[dict]:
     return rows
 
 
+# solve --json's figures, null for a variant with no plan (not run, or none found)
+NO_PLAN_FIGURES = ("objective_usd", "total_cost_usd", "cost_by_term_usd", "egress_usd",
+                   "unmet_unit_hours", "mip_gap", "bound_usd", "unservable_unit_hours",
+                   "unservable_penalty_usd", "effective_savings_rate", "solve_seconds")
+
+
 def variant_summary(v: Variant) -> dict:
     """Figures of one variant for the comparison table and the JSON."""
     from planner.report.json_out import plan_json
 
     out = {"name": v.policy.name, "policy": v.policy.text, "demand_scale": v.demand_scale,
            "workload_scales": v.workload_scales, "status": v.status}
-    if v.plan is None:
+    if v.plan is None:  # solve --json's keys all the same (SPEC §4), with nothing in them
+        out.update({key: None for key in NO_PLAN_FIGURES}, commitments=[], assignments=[],
+                   note=v.note or None)
         return out
     data = plan_json(v.plan)
     data.pop("status")

@@ -437,6 +437,11 @@ def test_variants_done_stand_when_the_others_run_out_of_time(tmp_path, monkeypat
     assert "warning: payg @2 not run" in res.output
     data = json.loads(res.stdout)["policies"]
     assert [p["status"] for p in data] == ["optimal", "not_run", "not_run", "not_run"]
+    # every policy object has solve --json's keys (SPEC §4), null where not run
+    keys = ("objective_usd", "total_cost_usd", "cost_by_term_usd", "egress_usd",
+            "unmet_unit_hours", "mip_gap", "solve_seconds", "commitments", "assignments")
+    assert all(key in p for p in data for key in keys)
+    assert data[1]["total_cost_usd"] is None and data[1]["assignments"] == []
     assert data[0]["total_cost_usd"] == pytest.approx(2400)
     _, rows = _comparison(out, lambda r: (r[0], r[2]))
     assert rows[("r3", 1.0)]["Note"].startswith("not run: 1 of 2 tasks not done")
