@@ -212,7 +212,8 @@ def run_whatif(scenario: Scenario, policies: list[Policy], demand_scales: list[f
                 (scenario, v.policy, v.demand_scale * x, per_workload,
                  {(c.offer, int(c.start)): int(c.gpus)
                   for c in v.plan.commitments.itertuples()},
-                 solver, time_limit, gap) for v, x in batch], [v for v, _ in batch], done)
+                 solver, time_limit, gap) for v, x in batch], [v for v, _ in batch], done,
+                required=False)
             for (v, x), figures in zip(batch, stressed):
                 if figures is not None:
                     v.stress[x] = figures
@@ -224,17 +225,19 @@ def run_whatif(scenario: Scenario, policies: list[Policy], demand_scales: list[f
 
 
 def _map(runner: Runner, fn, tasks: list, owners: list[Variant],
-         done: Callable[[Variant], None]) -> tuple[list, str]:
+         done: Callable[[Variant], None], required: bool = True) -> tuple[list, str]:
     """runner.map(fn, tasks), `done(owner)` after each, and why some are missing: where
-    the time runs out, what the tasks done returned stands (None for the others)."""
+    the time runs out, what the tasks done returned stands (None for the others). Where
+    none was done, the cluster's error stands, unless the tasks are not `required` (stress
+    tests: the variants done are written all the same)."""
     if not tasks:
         return [], ""
     try:
         return runner.map(fn, tasks, lambda i, count, total: done(owners[i])), ""
     except ClusterError as e:
-        if not any(r is not None for r in e.results):
+        if required and not any(r is not None for r in e.results):
             raise
-        return e.results, str(e)
+        return e.results or [None] * len(tasks), str(e)
 
 
 def break_even(scenario: Scenario) -> list[dict]:

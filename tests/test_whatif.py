@@ -445,3 +445,25 @@ def test_variants_done_stand_when_the_others_run_out_of_time(tmp_path, monkeypat
     assert data[0]["total_cost_usd"] == pytest.approx(2400)
     _, rows = _comparison(out, lambda r: (r[0], r[2]))
     assert rows[("r3", 1.0)]["Note"].startswith("not run: 1 of 2 tasks not done")
+
+
+def test_stress_tests_none_of_which_is_done_leave_the_variants_standing(tmp_path,
+                                                                       monkeypatch):
+    # the cluster's time ran out before any stress test was done: the variant stands,
+    # its stress tests are not run (the command had ended with exit 1, nothing written)
+    from planner import whatif
+    from planner.cluster import ClusterError
+
+    class NoStress(whatif.Runner):
+        def map(self, fn, tasks, done=None):
+            tasks = list(tasks)
+            if fn is whatif._stress_test:
+                raise ClusterError("3 of 3 tasks not done when the time ran out",
+                                   [None] * len(tasks))
+            return super().map(fn, tasks, done)
+
+    monkeypatch.setattr(whatif, "Runner", NoStress)
+    s = load_scenario(write_csv(tmp_path / "one", TABLES))
+    (v,) = whatif.run_whatif(s, POLICIES[:1], [1.0], stress_scales=(0.8, 1.2, 1.5))
+    assert v.plan.totals["total_cost_usd"] == pytest.approx(2400)
+    assert v.stress == {x: {"status": "not_run"} for x in (0.8, 1.2, 1.5)}
