@@ -150,8 +150,7 @@ def _summary(run) -> dict:
         # committed payments inside the horizon this scenario leaves idle (those after
         # it are not idle: the forecast's last month is assumed to go on)
         "stranded_usd": t["idle_committed_usd"],
-        "commitments": {(c.offer, int(c.start)): int(c.gpus)
-                        for c in plan.commitments.itertuples()},
+        "commitments": plan.signed(),
         "least_s": run.least_s,
         "seconds": sum(run.seconds.values()),  # the solve's, loading to tables
     }

@@ -201,6 +201,7 @@ def run_whatif(scenario: Scenario, policies: list[Policy], demand_scales: list[f
         # the stress tests, a round of `workers` at a time while the last round's length
         # (the first: a variant's limit and what a solve took beyond it) is left
         tasks = [(v, x) for v in at_base if v.plan is not None for x in stress_scales]
+        signed = {v.label: v.plan.signed() for v, _ in tasks}  # what each stress test keeps
         took = None
         if budget is not None and rounds:
             took = time_limit + max(0.0, (time.perf_counter() - started) / rounds - time_limit)
@@ -209,9 +210,7 @@ def run_whatif(scenario: Scenario, policies: list[Policy], demand_scales: list[f
             batch, tasks = tasks[:size], tasks[size:]
             started = time.perf_counter()
             stressed, _ = _map(runner, _stress_test, [
-                (scenario, v.policy, v.demand_scale * x, per_workload,
-                 {(c.offer, int(c.start)): int(c.gpus)
-                  for c in v.plan.commitments.itertuples()},
+                (scenario, v.policy, v.demand_scale * x, per_workload, signed[v.label],
                  solver, time_limit, gap) for v, x in batch], [v for v, _ in batch], done,
                 required=False)
             for (v, x), figures in zip(batch, stressed):

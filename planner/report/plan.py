@@ -52,6 +52,11 @@ class Plan:
     def commitments(self) -> pd.DataFrame:
         return self.contracts[self.contracts["kind"] == "new"]
 
+    def signed(self) -> dict[tuple[str, int], int]:
+        """(offer key, start month) → GPUs of each new commitment: the schedule, as
+        `Restrictions.fixed_commitments` takes it."""
+        return {(c.offer, int(c.start)): int(c.gpus) for c in self.commitments.itertuples()}
+
 
 class _RoomLeft:
     """Where the plan left room for one more replica of a workload: GPUs of a
