@@ -293,7 +293,7 @@ def _short(result: dict) -> bool:
 
 def _limits(count: int, pot: float, need: float, limit: float,
             overhead: float) -> list[float]:
-    """Time limits for `count` solves sharing `pot` worker-seconds (each also taking
+    """Time limits for `count` solves sharing `pot` seconds (each also taking
     `overhead` beyond its limit): all max(`limit`, `need`) when they fit; else as many as
     fit get `need` (the first always) and the others MIN_SOLVE_S (or the need, if less;
     where even that does not fit, the pot is shared out), since a solve stopped before its
@@ -348,8 +348,11 @@ def solve_stochastic(scenario: Scenario, scenarios: tuple[DemandScenario, ...],
 
 
 class _Stochastic:
-    """One stochastic solve's steps and what they share: the scenarios, the clock, the
-    workers and what a solve takes beyond its time limit."""
+    """One stochastic solve's steps and what they share: the scenarios, the clock and
+    what a solve takes beyond its time limit. Time limits are reckoned as if the solves
+    ran one after another, whatever the runner has: the results do not depend on --jobs
+    or --scheduler (SPEC §4), and more workers end sooner (limits in worker-seconds had
+    given another expected cost at --jobs 2)."""
 
     def __init__(self, scenario: Scenario, scenarios: tuple[DemandScenario, ...],
                  budget: Budget, runner, solver, gap, risk_aversion: float, alpha: float,
@@ -359,10 +362,6 @@ class _Stochastic:
         self.solver, self.gap, self.risk_aversion, self.alpha = (solver, gap, risk_aversion,
                                                                  alpha)
         self.say = say
-        # time limits are reckoned for one worker, whatever the runner has: the results
-        # do not depend on --jobs or --scheduler (SPEC §4); more workers end sooner (a
-        # limit multiplied by the workers had given another expected cost at --jobs 2)
-        self.workers = 1
         self.probabilities = np.array([s.probability for s in scenarios])
         self.apart = [apply(scenario, s) for s in scenarios]
         self.overhead = 0.0  # seconds a solve takes beyond its time limit (build, tables)
@@ -371,13 +370,13 @@ class _Stochastic:
 
     def each(self, count: int, share: float) -> float:
         """The time limit of each of `count` solves sharing `share` of what is left."""
-        slot = self.budget.share(share).left() * self.workers / max(count, 1)
+        slot = self.budget.share(share).left() / max(count, 1)
         return max(LEAST_LIMIT_S, slot - self.overhead)
 
     def wait_and_see(self) -> tuple[dict, list[dict]]:
         """1. The mean forecast's own plan and every scenario planned alone. A first wave
-        (the mean forecast and a scenario per other worker, side by side as every wave
-        runs) measures what a solve needs to plan (`_need`) and takes beyond its limit;
+        (the mean forecast alone) measures what a solve needs to plan (`_need`) and takes
+        beyond its limit;
         the rest, and any of the first wave that made no plan from its LP, get at least
         that while it leaves the evaluation one schedule (`_limits`: where not all fit,
         as many as fit, the mean forecast first; the others a plan at first prices)."""
@@ -390,7 +389,7 @@ class _Stochastic:
         measure = max(limit, min(MIN_SOLVE_S, self.budget.share(WAIT_SHARE).left()
                                  - self.overhead))
         tasks = [mean_forecast(self.scenario, self.scenarios), *self.apart]
-        first = range(min(self.workers, n + 1))
+        first = [0]  # the mean forecast
         solved = dict(zip(first, self.runner.map(
             solve_task, [(tasks[i], self.solver, measure, self.gap) for i in first])))
         # each task's own time beyond its limit (a fresh worker's imports are not a
@@ -400,10 +399,10 @@ class _Stochastic:
         rest = [i for i in range(n + 1) if i not in solved or _short(solved[i])]
         limits = []
         if rest:
-            # what the rest may take (worker-seconds): the wait-and-see share, or all
+            # what the rest may take (seconds): the wait-and-see share, or all
             # that leaves the evaluation one schedule if that is more
             pot = max(len(rest) * (limit + self.overhead),
-                      (self.budget.left() - self.evaluation_room(1)) * self.workers)
+                      self.budget.left() - self.evaluation_room(1))
             limits = _limits(len(rest), pot, self.need, limit, self.overhead)
             solved.update(zip(rest, self.runner.map(
                 solve_task, [(tasks[i], self.solver, t, self.gap)
@@ -426,7 +425,7 @@ class _Stochastic:
     def evaluation_room(self, candidates: int) -> float:
         """Seconds of the budget the evaluation of `candidates` schedules needs."""
         solves = candidates * len(self.scenarios)
-        return solves * (self.need + self.overhead) / self.workers / EVALUATE_SHARE
+        return solves * (self.need + self.overhead) / EVALUATE_SHARE
 
     def cut_rounds(self, mean_result: dict, wait: list[dict]) -> tuple[float, tuple | None, int]:
         """2. The bound: an L-shaped master over Lagrangian cuts, a round of cuts (one
@@ -463,7 +462,7 @@ class _Stochastic:
                 break
             self.say(f"bound: cuts round {rounds + 1} ({n} scenarios), "
                      f"bound {cut_bound:,.0f}")
-            seconds = max(1.0, left * self.workers / n - self.overhead)
+            seconds = max(1.0, left / n - self.overhead)
             cuts = self.runner.map(cut_task, [(s, tuple(sorted(schedule.items())), seconds,
                                                w.get("prices"))
                                               for s, w in zip(self.apart, wait)])
@@ -506,7 +505,7 @@ class _Stochastic:
         """4. Every candidate in every scenario: as many candidates as the time holds,
         each solve given at least what a solve needs to plan (`_need`)."""
         n = len(self.scenarios)
-        room = self.budget.share(EVALUATE_SHARE).left() * self.workers
+        room = self.budget.share(EVALUATE_SHARE).left()
         fits = int(room // (n * (self.overhead + self.need)))
         candidates = candidates[:max(1, fits)]
         self.say(f"evaluating {len(candidates)} commitment schedules in {n} scenarios")
