@@ -100,16 +100,6 @@ def _load(path: Path):
     return scenario
 
 
-def _check_numbers(**options) -> None:
-    """Bad input where an option given as a number is not one (nan, inf: typer takes
-    both for an option without a range)."""
-    for name, value in options.items():
-        if value is not None and not math.isfinite(value):
-            err.print(f"[red]error:[/] --{name.replace('_', '-')} must be a number, "
-                      f"not {value}")
-            raise typer.Exit(EXIT_BAD_INPUT)
-
-
 def _warn_solver(asked: str, used: str) -> None:
     """Say so when the solver asked for did not make the plan: CBC solves models of up
     to WHOLE_CELLS supply cells whole; larger ones go through the decomposition, whose
@@ -126,8 +116,10 @@ def _check_solver_options(solver, time_limit, gap) -> None:
     if solver is not None and solver not in ("highs", "cbc"):
         err.print(f"[red]error:[/] --solver must be highs or cbc, not '{solver}'")
         raise typer.Exit(EXIT_BAD_INPUT)
-    _check_numbers(time_limit=time_limit, gap=gap)
     for name, value in (("--time-limit", time_limit), ("--gap", gap)):
+        if value is not None and not math.isfinite(value):  # typer takes nan and inf
+            err.print(f"[red]error:[/] {name} must be a number, not {value}")
+            raise typer.Exit(EXIT_BAD_INPUT)
         if value is not None and value < 0:
             err.print(f"[red]error:[/] {name} must not be negative")
             raise typer.Exit(EXIT_BAD_INPUT)
