@@ -419,7 +419,7 @@ class _Stochastic:
         self.missed = sum(map(_short, results))
         if self.missed:
             self.say(f"{self.missed} of {n + 1} solves got no plan from their LP; later "
-                     f"solves get {self.need:.0f} s each")
+                     f"solves get {self.need:.1f} s each")
         return results[0], results[1:]
 
     def evaluation_room(self, candidates: int) -> float:

@@ -307,7 +307,7 @@ def _solve_stochastic(s, budget, keep, out, as_json, focus, solver, gap, samples
                 err.print(f"[yellow]warning: {result.missed} of {len(scenarios) + 1} "
                           f"scenario solves (wait and see) ran out of time before their "
                           f"plan from the LP: their plans and bounds are rough, and later "
-                          f"solves get {result.need_s:.0f} s each, so fewer schedules are "
+                          f"solves get {result.need_s:.1f} s each, so fewer schedules are "
                           f"compared; a longer --time-limit or fewer scenarios plan "
                           f"better[/]")
             if samples is not None:  # the schedule on samples it was not chosen on

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import pulp
 
 from planner.model.builder import PlanningModel
+from planner.solve.budget import LEAST_LIMIT_S
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ def solve(model: PlanningModel, solver: str = "highs", time_limit: float = 60.0,
     if not model.unmet and not model.commit:  # nothing to decide: give the solver a column
         prob.addVariable(prob.add_variable("empty__model", 0, 0))
     started = time.perf_counter()
-    result = _run(prob, solver, max(0.5, time_limit), gap, threads, msg)
+    result = _run(prob, solver, max(LEAST_LIMIT_S, time_limit), gap, threads, msg)
     return SolveResult(seconds=time.perf_counter() - started, **result)
 
 
