@@ -9,12 +9,15 @@ demand falls, and what on-demand top-up costs when it rises.
 
 Variants, then stress tests, run on Dask workers (`jobs` local ones, or an existing
 cluster) with time limits reckoned as if one after another: a solve that ends before its
-limit is deterministic, so the results are the same as running them one by one.
+limit is deterministic, so the results are the same as running them one by one. The
+variants get most of the time (VARIANT_SHARE): they are the comparison, and a stress test
+only qualifies one.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,6 +29,7 @@ from planner.model.builder import Restrictions
 from planner.report.plan import Plan
 from planner.solve.budget import LEAST_LIMIT_S, Budget
 from planner.solve.pipeline import plan_scenario, short_of_lp
+from planner.solve.whole import honest_gap, status_of
 
 DEFAULT_POLICIES = (
     "payg=spot,on_demand",
@@ -47,6 +51,13 @@ class Policy:
     @property
     def text(self) -> str:
         return ",".join(t if m is None else f"{t}:{m}" for t, m in self.terms.items())
+
+    def within(self, other: "Policy") -> bool:
+        """Whether `other` allows every offer this policy does: each of its terms, with
+        a longest commit_months at least as long (or none)."""
+        return all(term in other.terms and (other.terms[term] is None or (
+            months is not None and months <= other.terms[term]))
+            for term, months in self.terms.items())
 
 
 def parse_policy(text: str) -> Policy:
@@ -105,6 +116,17 @@ class Variant:
         return short_of_lp(self.least_s)
 
 
+# The variants' share of the time where there are stress tests: each variant gets
+# VARIANT_SHARE / variants of it, each stress test the rest / stress tests, or what its
+# variant's plan from the LP needed (NEED_MARGIN × its Run.least_s) if more and the
+# variant's limit allows. An equal share for every solve (1/12 each with the four
+# default policies and two stress levels) left r12 and all at --time-limit 15 on the
+# default scenario with plans at first prices ($46.1 M and $47.7 M, where their plans
+# from the LP cost $30.4 M and $29.9 M): the comparison said reserving costs more; a
+# stress test at first prices is as far off (r12 at 0.8 × demand: $28.6 M at 0.5 s,
+# $25.3 M at 1 s).
+VARIANT_SHARE = 0.8
+NEED_MARGIN = 1.25
 # Local workers cost some 3 s of the budget (started, planner imported in each, closed:
 # 1.2 + 0.8 + 1.3 s measured on 2 cores); with less than LOCAL_WORKERS_FROM_S for the
 # solves they run in this process (the default scenario at --time-limit 5 had lost every
@@ -161,10 +183,10 @@ def run_whatif(scenario: Scenario, policies: list[Policy], demand_scales: list[f
                scheduler: str | None = None) -> list[Variant]:
     """Solve every (policy, demand level), then stress-test each policy's plan at the base
     level, on `jobs` local Dask workers or the cluster at `scheduler` (planner.cluster; the
-    results are the same in any case). `budget`: the time for all of them — every solve an
-    equal share, reckoned as if one after another (more workers end sooner), the variants
-    first (they are the comparison; a stress test only qualifies one), the stress tests
-    in what is left (those that do not fit are not run); else `time_limit` per solve."""
+    results are the same in any case). `budget`: the time for all of them, reckoned as if
+    one after another (more workers end sooner): the variants first, with VARIANT_SHARE
+    of it, then the stress tests while a round of them fits (the others are not run);
+    else `time_limit` per solve."""
     base = 1.0 if 1.0 in demand_scales else demand_scales[0]
     variants = [Variant(p, d, workload_scales=dict(per_workload or {}))
                 for p in policies for d in demand_scales]
@@ -186,7 +208,10 @@ def run_whatif(scenario: Scenario, policies: list[Policy], demand_scales: list[f
             # reckoned for one worker, whatever the runner has: the results do not depend
             # on --jobs or --scheduler (SPEC §4); more workers end sooner (a limit
             # multiplied by the workers had given another plan at --jobs 2)
-            time_limit = max(LEAST_LIMIT_S, budget.left() / total)
+            left, stress_count = budget.left(), total - len(variants)
+            share = VARIANT_SHARE if stress_count else 1.0
+            time_limit = max(LEAST_LIMIT_S, share * left / len(variants))
+            stress_limit = max(LEAST_LIMIT_S, (1 - share) * left / max(1, stress_count))
         started = time.perf_counter()
         results, why = _map(runner, _solve_variant, [
             (scenario, v.policy, v.demand_scale, per_workload, solver, time_limit, gap)
@@ -198,29 +223,70 @@ def run_whatif(scenario: Scenario, policies: list[Policy], demand_scales: list[f
             v.plan, v.status, v.least_s = result
             if v.plan is not None:
                 v.plan.scenario = scale_demand(scenario, v.demand_scale, per_workload)
-        # the stress tests, a round of `workers` at a time while the last round's length
-        # (the first: a variant's limit and what a solve took beyond it) is left
-        tasks = [(v, x) for v in at_base if v.plan is not None for x in stress_scales]
-        signed = {v.label: v.plan.signed() for v, _ in tasks}  # what each stress test keeps
-        took = None
+        _adopt_cheaper_plans(variants, scenario.settings.mip_gap if gap is None else gap)
+        # the stress tests, a round of `workers` at a time while its longest limit and
+        # what a solve took beyond its limit (in the last round; first: the variants')
+        # are left
+        tasks = [(v, x, time_limit if budget is None else
+                  _stress_limit(v, stress_limit, time_limit))
+                 for v in at_base if v.plan is not None for x in stress_scales]
+        signed = {v.label: v.plan.signed() for v, _, _ in tasks}  # what each keeps
+        beyond = 0.0
         if budget is not None and rounds:
-            took = time_limit + max(0.0, (time.perf_counter() - started) / rounds - time_limit)
-        while tasks and (took is None or budget.left() >= took):
-            size = workers if budget is not None else len(tasks)
+            beyond = max(0.0, (time.perf_counter() - started) / rounds - time_limit)
+        size = workers if budget is not None else len(tasks)
+        while tasks and (budget is None
+                         or budget.left() >= max(s for *_, s in tasks[:size]) + beyond):
             batch, tasks = tasks[:size], tasks[size:]
             started = time.perf_counter()
             stressed, _ = _map(runner, _stress_test, [
                 (scenario, v.policy, v.demand_scale * x, per_workload, signed[v.label],
-                 solver, time_limit, gap) for v, x in batch], [v for v, _ in batch], done,
-                required=False)
-            for (v, x), figures in zip(batch, stressed):
+                 solver, limit, gap) for v, x, limit in batch],
+                [v for v, _, _ in batch], done, required=False)
+            for (v, x, _), figures in zip(batch, stressed):
                 if figures is not None:
                     v.stress[x] = figures
-            took = None if budget is None else time.perf_counter() - started
+            if budget is not None:
+                beyond = max(0.0, time.perf_counter() - started
+                             - max(limit for *_, limit in batch))
     for v in at_base:  # what the time did not hold
         for x in stress_scales:
             v.stress.setdefault(x, {"status": "not_run"})
     return variants
+
+
+def _adopt_cheaper_plans(variants: list[Variant], asked_gap: float) -> None:
+    """Where a policy allows all that another allows (`Policy.within`) and the other's
+    plan at the same demand is cheaper, that plan is this policy's too, under this
+    policy's own bound: a plan is within a gap of its optimum, not at it, and the
+    comparison should not rank a policy above one with every choice it has (at 60 s on
+    the default scenario all's plan had cost $0.06 M more than r12's)."""
+    plans = [(v, v.plan) for v in variants if v.plan is not None]
+    for v, own in plans:
+        cheapest = min(((u, plan) for u, plan in plans
+                        if u.demand_scale == v.demand_scale and u.policy.within(v.policy)),
+                       key=lambda up: (up[1].totals["objective_usd"], up[0] is not v))
+        u, plan = cheapest
+        if u is v or plan.totals["objective_usd"] >= own.totals["objective_usd"]:
+            continue
+        r = own.result
+        objective = plan.totals["objective_usd"]
+        value = None if r.bound is None else honest_gap(objective, r.bound, r.unservable_usd)
+        result = dataclasses.replace(
+            plan.result, status=status_of(value, asked_gap), objective=objective,
+            bound=r.bound, gap=value, seconds=r.seconds, rounds="",
+            unservable_usd=r.unservable_usd,
+            termination=f"{u.policy.name}'s plan, which costs less than this policy's "
+                        f"own ({r.termination}) and is within this policy")
+        v.plan, v.status = dataclasses.replace(plan, result=result), result.status
+
+
+def _stress_limit(v: Variant, share: float, most: float) -> float:
+    """A stress test's time limit: its `share`, or what `v`'s plan from the LP needed
+    (NEED_MARGIN × its least_s) where that is more, up to `most` (the variant's own)."""
+    if v.least_s is None or not math.isfinite(v.least_s):
+        return share
+    return max(share, min(most, NEED_MARGIN * v.least_s))
 
 
 def _map(runner: Runner, fn, tasks: list, owners: list[Variant],

@@ -55,6 +55,43 @@ def test_policy_total_equals_a_plain_solve_restricted_to_its_terms(tmp_path):
         assert plain.totals["total_cost_usd"] == pytest.approx(totals[policy.name])
 
 
+def test_a_policy_within_another():
+    r12 = parse_policy("r12=spot,on_demand,monthly,reserved:12")
+    full = parse_policy("all=spot,on_demand,monthly,reserved,build_to_order")
+    assert r12.within(full) and not full.within(r12)
+    assert parse_policy("p=on_demand").within(r12)
+    assert parse_policy("r6=reserved:6").within(r12)
+    assert not parse_policy("r36=reserved:36").within(r12)
+    assert not parse_policy("r=reserved").within(r12)  # any length: not only up to 12
+
+
+def test_a_policy_is_never_dearer_than_one_it_allows_all_of(tmp_path):
+    # "all" allows every offer r3 does; give it a plan dearer than r3's (the pay-as-you-go
+    # one, $2,400, under a bound of $1,700): r3's plan ($1,800) stands for it, under its
+    # own bound: gap (1,800 − 1,700) / 1,800
+    import dataclasses
+
+    from planner.whatif import _adopt_cheaper_plans
+
+    s = load_scenario(write_csv(tmp_path / "scn", TABLES))
+    payg, monthly, r3 = run_whatif(s, POLICIES, [1.0], stress_scales=())
+    dear = dataclasses.replace(payg.plan, result=dataclasses.replace(payg.plan.result,
+                                                                      bound=1700.0))
+    everything = Variant(parse_policy("all=on_demand,monthly,reserved"), 1.0, dear,
+                         "feasible")
+    _adopt_cheaper_plans([payg, monthly, r3, everything], 1e-4)
+    assert everything.plan.totals["total_cost_usd"] == pytest.approx(1800)
+    assert everything.plan.result.bound == 1700.0
+    assert everything.plan.result.gap == pytest.approx(100 / 1800)
+    assert everything.status == everything.plan.result.status == "feasible"
+    assert "r3's plan" in everything.plan.result.termination
+    assert check_plan(everything.plan.scenario, everything.plan, restricted=True) == []
+    # the others keep their own: none of them allows all that a cheaper one does
+    assert [v.plan.totals["total_cost_usd"] for v in (payg, monthly, r3)] == \
+        pytest.approx([2400, 2160, 1800])
+    assert r3.plan is not everything.plan and "r3's plan" not in r3.plan.result.termination
+
+
 def test_stress_equals_a_solve_with_the_commitments_fixed(tmp_path):
     s = load_scenario(write_csv(tmp_path / "scn", TABLES))
     (r3,) = run_whatif(s, POLICIES[2:], [1.0], stress_scales=(0.8, 1.2))
@@ -289,14 +326,14 @@ def test_a_variant_stopped_before_its_lp_is_told_apart(tmp_path, monkeypatch):
 
 
 def test_the_variants_come_first_and_stress_tests_take_what_is_left(tmp_path):
-    # half a second for three policies and their six stress tests, one worker: each
-    # solve is given at least 0.5 s, so the variants take what there is and no stress
-    # test fits (a policy's task had been its solve and stress tests together: at the
+    # no time for three policies and their six stress tests, one worker: each solve is
+    # given the least limit, so the variants take what there is and no stress test
+    # fits (a policy's task had been its solve and stress tests together: at the
     # default scenario's --time-limit 10 no task ended in time and every plan was lost)
     from planner.solve.budget import Budget
 
     s = load_scenario(write_csv(tmp_path / "scn", TABLES))
-    variants = run_whatif(s, POLICIES, [1.0], budget=Budget(0.5))
+    variants = run_whatif(s, POLICIES, [1.0], budget=Budget(0.0))
     assert [v.plan.totals["total_cost_usd"] for v in variants] == pytest.approx(
         [2400, 2160, 1800])
     assert all(v.stress == {0.8: {"status": "not_run"}, 1.2: {"status": "not_run"}}
@@ -311,6 +348,47 @@ def test_the_variants_come_first_and_stress_tests_take_what_is_left(tmp_path):
     # with the time, every stress test runs
     variants = run_whatif(s, POLICIES, [1.0], budget=Budget(60.0))
     assert all(x["status"] == "optimal" for v in variants for x in v.stress.values())
+
+
+def test_the_variants_get_most_of_the_time(tmp_path, monkeypatch):
+    # 60 s for 3 variants and 6 stress tests: each variant VARIANT_SHARE / 3 of it
+    # (16 s), each stress test the rest / 6 (2 s; these plans are solved whole, so no
+    # need is measured). An equal share (60 / 9 s each) had left r12 and all at the
+    # default scenario's --time-limit 15 with plans at first prices, dearer than payg.
+    from planner import whatif
+    from planner.solve.budget import Budget
+
+    limits = []
+
+    class Recording(whatif.Runner):
+        def map(self, fn, tasks, done=None):
+            limits.extend(t[-2] for t in tasks)
+            return super().map(fn, tasks, done)
+
+    monkeypatch.setattr(whatif, "Runner", Recording)
+    s = load_scenario(write_csv(tmp_path / "scn", TABLES))
+    whatif.run_whatif(s, POLICIES, [1.0], budget=Budget(60.0))
+    assert limits[:3] == pytest.approx([0.8 * 60 / 3] * 3, rel=0.02)
+    assert limits[3:] == pytest.approx([0.2 * 60 / 6] * 6, rel=0.02)
+    # with no stress test the variants share it all
+    limits.clear()
+    whatif.run_whatif(s, POLICIES, [1.0], stress_scales=(), budget=Budget(60.0))
+    assert limits == pytest.approx([60 / 3] * 3, rel=0.02)
+
+
+def test_a_stress_test_gets_what_its_variant_needed_up_to_the_variants_limit():
+    from planner.whatif import NEED_MARGIN, _stress_limit
+
+    policy = parse_policy("payg=spot,on_demand")
+    share, most = 0.4, 3.2
+    # solved whole (no master: nothing measured), or no master round in its time
+    assert _stress_limit(Variant(policy, 1.0, least_s=None), share, most) == share
+    assert _stress_limit(Variant(policy, 1.0, least_s=float("inf")), share, most) == share
+    # its plan from the LP needed 1 s: 1.25 s; needed 10 s: the variant's own 3.2 s
+    assert _stress_limit(Variant(policy, 1.0, least_s=1.0), share, most) == \
+        pytest.approx(NEED_MARGIN * 1.0)
+    assert _stress_limit(Variant(policy, 1.0, least_s=10.0), share, most) == most
+    assert _stress_limit(Variant(policy, 1.0, least_s=0.1), share, most) == share
 
 
 def test_local_workers_only_where_the_budget_pays_for_them():
