@@ -25,6 +25,10 @@ class BesideFailed(RuntimeError):
     """The call raised, or its process ended without a result."""
 
 
+class BesideLate(BesideFailed):
+    """The call was not done within the time it was given (its process is ended)."""
+
+
 class Beside:
     """`fn(*args, **kwargs)` in a process of its own, started at once; `result()` waits
     for it. Use as a context manager: leaving it ends a process still running."""
@@ -55,7 +59,7 @@ class Beside:
         if self._thread.is_alive():
             self.end()
             self._thread.join(5)
-            raise BesideFailed(f"not done within the time limit ({timeout:.1f} s more)")
+            raise BesideLate(f"not done within the time limit ({timeout:.1f} s more)")
         out, err = self._out or (b"", b"")
         if self._proc.returncode != 0 or not out:
             lines = err.decode(errors="replace").strip().splitlines()

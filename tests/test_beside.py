@@ -13,7 +13,7 @@ import pytest
 from scenarios import scenario, write_csv
 from typer.testing import CliRunner
 
-from planner.beside import Beside, BesideFailed
+from planner.beside import Beside, BesideFailed, BesideLate
 from planner.cli import app
 
 
@@ -46,7 +46,7 @@ def test_a_call_not_done_in_time_is_ended_and_reported():
     # (50×20×12 at --time-limit 5 had ended at 6.1 s, waiting for them)
     started = time.monotonic()
     with Beside(time.sleep, 60) as call:
-        with pytest.raises(BesideFailed, match="not done within the time limit"):
+        with pytest.raises(BesideLate, match="not done within the time limit"):
             call.result(timeout=0.5)
         assert call._proc.poll() is not None
     assert time.monotonic() - started < 10

@@ -254,7 +254,7 @@ def _comparison_plans(s, run, beside, baselines, solver, gap, budget, threads, u
     for until `until`, the command's last moment less the time kept for writing), or
     solved now in `budget`, or listed as not run."""
     from planner.baselines import solve_comparisons, without_plans
-    from planner.beside import BesideFailed
+    from planner.beside import BesideFailed, BesideLate
 
     if not baselines:
         return without_plans(s, run.candidates, "not_run"), None
@@ -263,6 +263,10 @@ def _comparison_plans(s, run, beside, baselines, solver, gap, budget, threads, u
                                  run.candidates.transit, run.candidates)
     try:  # the command ends within S + 10 %
         return beside.result(timeout=max(0.0, until - time.perf_counter()))
+    except BesideLate:
+        err.print("[yellow]warning: the comparison plans were not done within the time "
+                  "limit; they are listed without plans (no_plan)[/]")
+        return without_plans(s, run.candidates, "no_plan"), None
     except BesideFailed as e:
         err.print(f"[yellow]the comparison plans failed: {e}[/]")
         return without_plans(s, run.candidates, "no_plan"), None
