@@ -258,9 +258,9 @@ def run_whatif(scenario: Scenario, policies: list[Policy], demand_scales: list[f
 def _adopt_cheaper_plans(variants: list[Variant], asked_gap: float) -> None:
     """Where a policy allows all that another allows (`Policy.within`) and the other's
     plan at the same demand is cheaper, that plan is this policy's too, under this
-    policy's own bound: a plan is within a gap of its optimum, not at it, and the
-    comparison should not rank a policy above one with every choice it has (at 60 s on
-    the default scenario all's plan had cost $0.06 M more than r12's)."""
+    policy's own bound: a plan is within a gap of its optimum, not at it (the default
+    scenario's are within 3 %), and the comparison should not rank a policy above one
+    with every choice it has."""
     plans = [(v, v.plan) for v in variants if v.plan is not None]
     for v, own in plans:
         cheapest = min(((u, plan) for u, plan in plans
