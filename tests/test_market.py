@@ -325,3 +325,21 @@ def test_gpu_memory_from_the_rows_gpu_info(tmp_path, small_catalog):
     assert _import(scn, small_catalog).exit_code == 0
     gpus = {r["gpu"]: r["memory_gb"] for r in _rows(scn / "gpus.csv")}
     assert gpus == {"H100": "80", "B200": "180"}
+
+
+def test_offers_take_the_scenarios_own_spelling_of_a_gpu_type(tmp_path, small_catalog):
+    # gpus.csv names 'h100': the imported offers say 'h100' too (the scenario's tables
+    # match names exactly; 'H100' offers had made the scenario fail to load)
+    from planner.io.validate import load_scenario
+
+    scn = tmp_path / "scn"
+    _write(scn / "market" / "regions.csv",
+           "cloud,catalog_region,region,site\nacme,east,acme-east,nyc\n")
+    _write(scn / "gpus.csv", "gpu,memory_gb,source\nh100,80,my notes\n")
+    _write(scn / "sites.csv", "site,lat,lon\nnyc,40.7,-74.0\n")
+    res = _import(scn, small_catalog)
+    assert res.exit_code == 0, res.output
+    assert {r["gpu"] for r in _rows(scn / "offers.csv")} == {"h100"}
+    assert [r["gpu"] for r in _rows(scn / "gpus.csv")] == ["h100"]  # none added
+    res = CliRunner().invoke(app, ["validate", str(scn)])
+    assert "unknown gpu" not in res.output, res.output

@@ -198,12 +198,16 @@ def import_market(scenario: Path, catalog: Path, rules: Path | None,
                                     "region": name, "site": ""})
                 placed[where] = places.rows[-1]
 
-    # one offer per region, GPU type and term: the cheapest instance type per GPU
+    # one offer per region, GPU type and term: the cheapest instance type per GPU, the
+    # GPU type spelled as the scenario spells it (the scenario's tables match names
+    # exactly: an offer of 'H100' where gpus.csv has 'h100' would not load)
+    spelled = {r["gpu"].casefold(): r["gpu"] for r in gpus.rows if r.get("gpu")}
     best: dict[tuple, CatalogPrice] = {}
     for p in prices:
         if (p.cloud, p.catalog_region) not in region_of:
             continue
         gpu = alias.get(p.catalog_gpu, p.catalog_gpu)
+        gpu = spelled.get(gpu.casefold(), gpu)
         key = (region_of[(p.cloud, p.catalog_region)], gpu, p.term)
         rank = (round(p.usd_per_gpu_hour, 9), p.gpus_per_instance, p.instance_type)
         if key not in best or rank < (round(best[key].usd_per_gpu_hour, 9),
@@ -232,8 +236,7 @@ def import_market(scenario: Path, catalog: Path, rules: Path | None,
                     fresh[_key(derived)] = derived
     # GPU types the offers name
     have_gpus = {r["gpu"].casefold() for r in gpus.rows}
-    for p in sorted(best.values(), key=lambda p: alias.get(p.catalog_gpu, p.catalog_gpu)):
-        gpu = alias.get(p.catalog_gpu, p.catalog_gpu)
+    for (_, gpu, _), p in sorted(best.items(), key=lambda item: item[0][1]):
         if gpu.casefold() not in have_gpus:
             mem = p.memory_gb if p.memory_gb is not None else memory.get(p.catalog_gpu)
             gpus.rows.append({"gpu": gpu, "memory_gb": "" if mem is None else f"{mem:g}",
