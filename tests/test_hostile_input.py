@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import stat
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -129,6 +130,76 @@ def test_written_files_honour_the_umask(tmp_path):
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "open.xlsx").stat().st_mode) == 0o644
     assert stat.S_IMODE((tmp_path / "private.xlsx").stat().st_mode) == 0o600
+
+
+def test_a_file_written_again_keeps_its_mode(tmp_path):
+    # a user's 0600 table or workbook stays 0600 when the command rewrites it (it became
+    # 0644 under umask 022: market import made negotiated prices world-readable)
+    from planner.files import write_atomically
+
+    target = tmp_path / "offers.csv"
+    target.write_text("old")
+    target.chmod(0o600)
+    old = os.umask(0o022)
+    try:
+        write_atomically(target, lambda tmp: Path(tmp).write_text("new"))
+    finally:
+        os.umask(old)
+    assert target.read_text() == "new"
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+
+
+def test_files_written_together_are_written_all_or_none(tmp_path):
+    # market import writes four tables: one that cannot be written leaves the others as
+    # they were (three had been rewritten before the fourth failed)
+    from planner.files import write_all_atomically
+
+    first, second = tmp_path / "gpus.csv", tmp_path / "offers.csv"
+    first.write_text("old gpus")
+
+    def broken(tmp):
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        write_all_atomically([(first, lambda tmp: Path(tmp).write_text("new gpus")),
+                              (second, broken)])
+    assert first.read_text() == "old gpus" and not second.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gpus.csv"]  # no leftovers
+
+
+def test_outputs_inside_one_another_are_bad_input(tmp_path):
+    # -o p.xlsx --focus p.xlsx/f.csv: checking the focus file's folder had made p.xlsx a
+    # folder, the solve ran, and writing the workbook failed with exit 1
+    folder = write_csv(tmp_path / "scn", TABLES)
+    out = tmp_path / "new" / "p.xlsx"
+    res = CliRunner().invoke(app, ["solve", str(folder), "-o", str(out),
+                                   "--focus", str(out / "f.csv")])
+    assert res.exit_code == 2, res.output
+    assert "inside" in res.output and "Traceback" not in res.output
+    assert not (tmp_path / "new").exists()  # the folders made for it removed
+
+
+def test_market_import_and_throughput_targets_that_cannot_be_written_are_bad_input(
+        tmp_path):
+    # SPEC §4 v2: a path under a regular file, a folder where a table goes: exit 2
+    # before any work (they were exit 1, "unexpected error: NotADirectoryError")
+    a_file = tmp_path / "f"
+    a_file.write_text("x")
+    runner = CliRunner()
+    res = runner.invoke(app, ["market", "import", str(a_file / "scn"), "--catalog",
+                              str(tmp_path)])
+    assert res.exit_code == 2 and "cannot write" in res.output, res.output
+    scn = write_csv(tmp_path / "scn", TABLES)
+    (scn / "market" / "regions.csv").mkdir(parents=True)
+    before = {p.name: p.read_bytes() for p in scn.glob("*.csv")}
+    res = runner.invoke(app, ["market", "import", str(scn), "--catalog", str(tmp_path)])
+    assert res.exit_code == 2 and "is a directory" in res.output, res.output
+    assert {p.name: p.read_bytes() for p in scn.glob("*.csv")} == before
+    (scn / "throughput.csv").unlink(missing_ok=True)
+    (scn / "throughput.csv").mkdir()
+    res = runner.invoke(app, ["throughput", str(scn)])
+    assert res.exit_code == 2 and "is a directory" in res.output, res.output
+    assert "Traceback" not in res.output
 
 
 def test_template_and_generate_paths_that_cannot_be_written_are_bad_input(tmp_path):

@@ -330,7 +330,6 @@ def test_gpu_memory_from_the_rows_gpu_info(tmp_path, small_catalog):
 def test_offers_take_the_scenarios_own_spelling_of_a_gpu_type(tmp_path, small_catalog):
     # gpus.csv names 'h100': the imported offers say 'h100' too (the scenario's tables
     # match names exactly; 'H100' offers had made the scenario fail to load)
-    from planner.io.validate import load_scenario
 
     scn = tmp_path / "scn"
     _write(scn / "market" / "regions.csv",

@@ -107,6 +107,7 @@ def _check_throughput_folder(scenario: Path) -> None:
                   "(derive into a folder, then copy its throughput.csv into the workbook's "
                   "throughput sheet)")
         raise typer.Exit(EXIT_BAD_INPUT)
+    _check_outputs(scenario / "throughput.csv")  # a folder there, no permission: bad input
 
 
 @app.command()

@@ -14,6 +14,7 @@ from planner.cli.common import (
     EXIT_BAD_INPUT,
     FORMATS,
     HEADINGS,
+    _check_outputs,
     _guard,
     _load,
     _named,
@@ -158,6 +159,9 @@ def market_import(
     except ValueError:
         err.print(f"[red]error:[/] --price-date '{price_date}' is not a date (YYYY-MM-DD)")
         raise typer.Exit(EXIT_BAD_INPUT) from None
+    # the tables it (re)writes: bad input where one cannot be written (SPEC §4 v2)
+    _check_outputs(*(scenario / name for name in ("gpus.csv", "regions.csv", "offers.csv")),
+                   scenario / "market" / "regions.csv")
     changes, issues = import_market(scenario, catalog, rules, when)
     if issues:
         _print_issues(issues, str(catalog))

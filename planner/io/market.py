@@ -33,10 +33,11 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from planner.files import write_atomically
+from planner.files import write_all_atomically
 from planner.io.catalog import CatalogPrice, read_catalog, read_csv, read_metadata
 from planner.io.issues import Issue
 from planner.io.schema import COMMITMENT_TERMS, PAY_AS_YOU_GO, TABLES_BY_NAME
@@ -101,7 +102,8 @@ class _Table:
                 columns.append(c)
         return cls(path, columns, rows, newline)
 
-    def write(self) -> None:
+    def writer(self) -> tuple[Path, Callable[[str], None]]:
+        """The table's path and what writes it (planner.files.write_all_atomically)."""
         def write(tmp: str) -> None:
             with open(tmp, "w", newline="", encoding="utf-8") as f:
                 writer = csv.DictWriter(f, fieldnames=self.columns, extrasaction="ignore",
@@ -109,7 +111,7 @@ class _Table:
                 writer.writeheader()
                 writer.writerows(self.rows)
 
-        write_atomically(self.path, write)
+        return self.path, write
 
 
 def _columns(table: str) -> tuple[str, ...]:
@@ -250,10 +252,9 @@ def import_market(scenario: Path, catalog: Path, rules: Path | None,
                   lambda row: cloud_of.get(row.get("region", ""), "") in clouds)
     if any(i.severity == "error" for i in issues):
         return changes, issues
-    scenario.mkdir(parents=True, exist_ok=True)
-    for table in (gpus, regions, offers, places):
-        if table is not places or places.rows:
-            table.write()
+    # all four or none: a table that cannot be written leaves the others as they were
+    write_all_atomically([table.writer() for table in (gpus, regions, offers, places)
+                          if table is not places or places.rows])
     return changes, issues
 
 

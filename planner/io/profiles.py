@@ -31,6 +31,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from planner.files import write_atomically
 from planner.io.load import RawScenario, RawTable
 from planner.io.profile_check import (
     BYTES,
@@ -323,11 +324,15 @@ def _kept(current: RawTable | None, covered: set[str]) -> list[ThroughputRow]:
 
 
 def write_throughput(rows: list[ThroughputRow], path: Path) -> None:
-    with path.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["workload", "gpu", "units_per_gpu", "gpus_per_replica"])
-        for r in rows:
-            w.writerow([r.workload, r.gpu, r.units_per_gpu, r.gpus_per_replica])
+    """The throughput table, atomically: a failure leaves the earlier one whole."""
+    def write(tmp: str) -> None:
+        with open(tmp, "w", newline="") as f:
+            w = csv.writer(f)
+            w.writerow(["workload", "gpu", "units_per_gpu", "gpus_per_replica"])
+            for r in rows:
+                w.writerow([r.workload, r.gpu, r.units_per_gpu, r.gpus_per_replica])
+
+    write_atomically(path, write)
 
 
 def memory_footprint_gb(profile: dict, precision: str) -> float:
