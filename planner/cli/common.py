@@ -295,16 +295,18 @@ def _check_output_folder(folder: Path) -> None:
 
 def _check_outputs(*paths: Optional[Path], scenario: Optional[Path] = None) -> None:
     """The command's output files: bad input (exit 2) when one cannot be written, two are
-    the same file, or one is the scenario itself or one of its tables (the run would
-    overwrite its own input). A missing folder is created, and removed again when an
+    the same file, one lies inside another (`-o p.xlsx --focus p.xlsx/f.csv`), or one is
+    the scenario itself or one of its tables (the run would overwrite its own input). A missing folder is created, and removed again when an
     output is refused."""
     given = [p for p in paths if p is not None]
     inputs = _scenario_files(scenario) if scenario is not None else set()
     seen: set[Path] = set()
-    for path in given:
-        whole = path.resolve()
+    wholes = [p.resolve() for p in given]
+    for path, whole in zip(given, wholes):
+        inside = next((other for other in wholes if other in whole.parents), None)
         why = ("is given for two outputs" if whole in seen
-               else "is the scenario's own input" if whole in inputs else None)
+               else "is the scenario's own input" if whole in inputs
+               else f"is inside {inside}, which is written as a file" if inside else None)
         seen.add(whole)
         if why is not None:
             err.print(f"[red]error:[/] cannot write {path}: {why}")
