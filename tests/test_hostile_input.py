@@ -132,6 +132,19 @@ def test_written_files_honour_the_umask(tmp_path):
     assert stat.S_IMODE((tmp_path / "private.xlsx").stat().st_mode) == 0o600
 
 
+def test_a_quote_never_closed_is_bad_input_with_its_row(tmp_path):
+    # csv reads an unclosed quote to the end of the file: the rows after it became one
+    # cell of its row (here caught only where that cell had to be a number)
+    folder = write_csv(tmp_path / "scn", TABLES)
+    demand = folder / "demand.csv"
+    lines = demand.read_text().splitlines()
+    lines.insert(2, '"w,2027-01,1')
+    demand.write_text("\n".join(lines) + "\n")
+    res = CliRunner().invoke(app, ["validate", str(folder)])
+    out = " ".join(res.output.split())
+    assert res.exit_code == 2 and "demand.csv, row 3" in out and "never closed" in out, out
+
+
 def test_a_file_written_again_keeps_its_mode(tmp_path):
     # a user's 0600 table or workbook stays 0600 when the command rewrites it (it became
     # 0644 under umask 022: market import made negotiated prices world-readable)

@@ -208,6 +208,36 @@ def test_a_catalog_without_metadata_is_bad_input(tmp_path, small_catalog):
     assert _snapshot(scn) == before
 
 
+def test_metadata_that_names_no_gpu_is_bad_input_and_said_once(tmp_path, small_catalog):
+    # a metadata.csv without its GPU column had been "valid — 0 error(s)" with nothing
+    # imported; a missing one's error came with a warning per catalog row ("unknown GPU")
+    scn = _placed(tmp_path / "scn")
+    before = _snapshot(scn)
+    metadata = small_catalog / "common" / "metadata.csv"
+    metadata.write_text("Name,Mem\nH100,80\n")
+    res = _import(scn, small_catalog)
+    assert res.exit_code == 2 and "missing column GPU" in res.output, res.output
+    assert "unknown GPU" not in res.output
+    metadata.unlink()
+    res = _import(scn, small_catalog)
+    assert res.exit_code == 2 and "unknown GPU" not in res.output, res.output
+    assert "market import from" in res.output  # not "the catalog is not valid"
+    assert _snapshot(scn) == before
+
+
+def test_a_quote_never_closed_is_bad_input(tmp_path, small_catalog):
+    # a GpuInfo cell whose quote is never closed swallowed the rows after it into one
+    # cell: exit 0 and a row gone without a word
+    scn = _placed(tmp_path / "scn")
+    before = _snapshot(scn)
+    vms = small_catalog / "acme" / "vms.csv"
+    vms.write_text(HEADER + "\nx,H100,1,1,1,3,east,\"{oops,\ny,H100,1,1,1,3,east,,\n")
+    res = _import(scn, small_catalog)
+    out = " ".join(res.output.split())
+    assert res.exit_code == 2 and "acme/vms.csv, row 2" in out and "never closed" in out
+    assert _snapshot(scn) == before
+
+
 def test_a_file_that_is_not_csv_text_is_bad_input(tmp_path, small_catalog):
     # a rules "file" that is a folder, a rules file saved as Latin-1, a rule's months
     # that are not a number, a catalog saved as Latin-1: exit 2 with the file named,

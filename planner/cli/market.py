@@ -163,8 +163,8 @@ def market_import(
     _check_outputs(*(scenario / name for name in ("gpus.csv", "regions.csv", "offers.csv")),
                    scenario / "market" / "regions.csv")
     changes, issues = import_market(scenario, catalog, rules, when)
-    if issues:
-        _print_issues(issues, str(catalog))
+    if issues:  # in the catalog, the rules, market/regions.csv or the scenario's tables
+        _print_issues(issues, f"market import from {catalog} into {scenario}")
     if any(i.severity == "error" for i in issues):
         raise typer.Exit(EXIT_BAD_INPUT)
     for title, items in (("added", changes.added), ("removed", changes.removed),

@@ -64,28 +64,37 @@ def read_csv(path: Path, label: str, issues: list[Issue]
                     for line in lines[1:] if line]
 
 
-def read_metadata(folder: Path, issues: list[Issue]) -> dict[str, float | None]:
-    """GPU name (as the catalog spells it) -> memory in GB, from common/metadata.csv."""
+def read_metadata(folder: Path, issues: list[Issue]) -> dict[str, float | None] | None:
+    """GPU name (as the catalog spells it) -> memory in GB, from common/metadata.csv;
+    None, with an error in `issues`, where there is none to read (no file, not CSV text,
+    no GPU column)."""
     path = folder / "common" / "metadata.csv"
     if not path.is_file():
         issues.append(Issue("error", str(folder), None, None,
                             "no common/metadata.csv: not a catalog in SkyPilot's layout "
                             "(it names the GPU types)"))
-        return {}
+        return None
     read = read_csv(path, "common/metadata.csv", issues)
+    if read is None:
+        return None
+    if "GPU" not in read[0]:  # it names no GPU type: every catalog row would be unknown
+        issues.append(Issue("error", "common/metadata.csv", 1, None,
+                            "missing column GPU (the GPU types the catalog names)"))
+        return None
     out: dict[str, float | None] = {}
-    for row in read[1] if read else ():
+    for row in read[1]:
         name = (row.get("GPU") or "").strip()
         if name:
             out[name] = _number(row.get("MemoryGB") or "")
     return out
 
 
-def read_catalog(folder: Path, known_gpus: set[str],
+def read_catalog(folder: Path, known_gpus: set[str] | None,
                  issues: list[Issue]) -> list[CatalogPrice]:
     """Every GPU price of every `<cloud>/vms.csv` under `folder`, in file order.
     `known_gpus`: catalog GPU names the import can place (metadata.csv and the alias
-    table)."""
+    table); None where metadata.csv could not say (its error is the one to read: a
+    warning per row naming an unknown GPU would bury it)."""
     prices: list[CatalogPrice] = []
     files = sorted(p for p in folder.glob("*/vms.csv") if p.parent.name != "common")
     if not files:
@@ -138,7 +147,7 @@ def _row_prices(cloud: str, label: str, number: int, row: dict, known_gpus: set[
     if count is None or count <= 0 or abs(count - round(count)) > 1e-9:
         return skip("AcceleratorCount", f"'{count_text}' is not a positive whole number of "
                                         "accelerators")
-    if gpu not in known_gpus:
+    if known_gpus is not None and gpu not in known_gpus:
         return skip("AcceleratorName", f"unknown GPU '{gpu}': not in common/metadata.csv "
                                        "nor in the alias table")
     region = (row.get("Region") or "").strip()

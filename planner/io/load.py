@@ -104,10 +104,30 @@ def _read_csv(file: Path) -> list[list[str]]:
     # validate with its row and column (csv's own limit stops the whole file)
     csv.field_size_limit(max(len(text), 131072))
     reader = csv.reader(io.StringIO(text, newline=""))
+    lines, started, ended = [], 1, 0  # the lines the last record started and ended on
     try:
-        return list(reader)
+        for record in reader:
+            lines.append(record)
+            started, ended = ended + 1, reader.line_num
     except csv.Error as e:
         raise UnreadableCsv(reader.line_num, None, f"not a CSV file: {e}") from None
+    if lines and any("\n" in cell or "\r" in cell for cell in lines[-1]) \
+            and _quote_left_open(text):
+        # csv reads a quote never closed to the end of the file: the rows after it
+        # would be one cell of this row (a catalog's free-text GpuInfo hid it)
+        raise UnreadableCsv(started, None, "a quote (\") opened in this row is never "
+                            "closed: the rows after it would be read as one cell")
+    return lines
+
+
+def _quote_left_open(text: str) -> bool:
+    """Whether `text` ends inside a quoted CSV field."""
+    try:
+        for _ in csv.reader(io.StringIO(text, newline=""), strict=True):
+            pass
+    except csv.Error as e:
+        return "unexpected end of data" in str(e)
+    return False
 
 
 def _load_folder(folder: Path) -> RawScenario:

@@ -163,7 +163,8 @@ def import_market(scenario: Path, catalog: Path, rules: Path | None,
              if r.get("catalog_gpu") and r.get("gpu")}
     skipped = {name for name, gpu in alias.items() if gpu == SKIP}
     memory = read_metadata(catalog, issues)
-    prices = [p for p in read_catalog(catalog, set(memory) | set(alias), issues)
+    known = None if memory is None else set(memory) | set(alias)
+    prices = [p for p in read_catalog(catalog, known, issues)
               if p.catalog_gpu not in skipped]
     if any(i.severity == "error" for i in issues):
         return Changes(), issues
