@@ -109,6 +109,10 @@ class Runner:
             raise ClusterUnusable(f"cannot reach a Dask scheduler at {self.scheduler} "
                                   f"within {wait:.0f} s ({type(e).__name__}: "
                                   f"{e or 'no answer to its handshake'})") from None
+        except Exception as e:  # something answers, not in Dask's protocol: a web server
+            # read as Dask's frames asked for a 3 EiB buffer (MemoryError)
+            raise ClusterUnusable(f"{self.scheduler} answers, but not as a Dask scheduler "
+                                  f"does ({type(e).__name__}: {str(e)[:80]})") from None
         try:
             client.wait_for_workers(1, timeout=wait)
         except TimeoutError:

@@ -451,6 +451,29 @@ def test_a_cluster_that_cannot_be_used_is_bad_input(tmp_path):
     assert not (tmp_path / "w.xlsx").exists()
 
 
+def test_a_server_that_is_not_a_dask_scheduler_is_bad_input(tmp_path):
+    # a web server at the address: Dask's client read its answer as frame lengths and
+    # asked for a 3 EiB buffer (exit 1, "MemoryError")
+    import socketserver
+    import threading
+
+    class Junk(socketserver.BaseRequestHandler):
+        def handle(self):
+            self.request.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n" * 64)
+
+    with socketserver.ThreadingTCPServer(("127.0.0.1", 0), Junk) as server:
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        folder = write_csv(tmp_path / "s", TABLES)
+        res = CliRunner().invoke(app, [
+            "whatif", str(folder), "--policy", "payg=spot,on_demand", "--time-limit", "8",
+            "-o", str(tmp_path / "w.xlsx"),
+            "--scheduler", f"tcp://127.0.0.1:{server.server_address[1]}"])
+        server.shutdown()
+    assert res.exit_code == 2, res.output
+    assert "Dask scheduler" in res.output and "unexpected" not in res.output
+    assert not (tmp_path / "w.xlsx").exists()
+
+
 def test_policy_names_differ_in_more_than_case_and_leave_the_reference_its_own(tmp_path):
     folder = write_csv(tmp_path / "scn", TABLES)
     for policies in (["A=on_demand", "a=reserved:3"],
