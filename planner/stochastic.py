@@ -213,7 +213,7 @@ class StochasticResult:
     bound_usd: float
     gap: float
     vss_usd: float
-    evpi_usd: float
+    evpi_usd: float | None  # None: not known (wait-and-see solves cut short)
     # per scenario, the cheapest plan known for it alone (its own or a candidate's)
     foresight: list
     out_of_sample: dict | None = None  # the schedule on fresh samples (out_of_sample)
@@ -542,8 +542,9 @@ class _Stochastic:
                                  else -math.inf for w in wait], p))
         bound = (1 + self.risk_aversion) * ws_bound if math.isfinite(ws_bound) else 0.0
         bound_from = "wait and see"
-        if cut_bound > bound:
-            bound, bound_from = cut_bound, f"Lagrangian cuts, {rounds} round(s)"
+        if cut_bound > bound:  # (no round: the cuts the wait-and-see solves' prices gave)
+            bound, bound_from = cut_bound, (f"Lagrangian cuts, {rounds} round(s)" if rounds
+                                            else "Lagrangian cuts at the wait-and-see prices")
         bound = min(bound, objective)
         gap = (objective - bound) / objective if objective > 0 else 0.0
         wanted = self.gap if self.gap is not None else self.scenario.settings.mip_gap
@@ -553,7 +554,11 @@ class _Stochastic:
             alpha=self.alpha, expected_cost_usd=expected, cvar_usd=tail,
             objective_usd=objective, bound_usd=bound,
             gap=gap, vss_usd=self.value(mean_candidate)[1] - expected,
-            evpi_usd=expected - ws_value, foresight=foresight, overhead_s=self.overhead,
+            # not known where scenarios' own solves were cut short of their LP: their
+            # plans at first prices are dearer than the schedule's, and perfect
+            # information looked worth $0
+            evpi_usd=None if self.missed else expected - ws_value,
+            foresight=foresight, overhead_s=self.overhead,
             need_s=self.need, missed=self.missed, cut_rounds=rounds, bound_from=bound_from,
             status="optimal" if gap <= max(wanted, 1e-9) else "feasible")
 

@@ -283,6 +283,53 @@ def test_perfect_information_is_worth_what_the_cheapest_plans_found_say(tmp_path
     assert [r["wait_and_see_usd"] for r in result.scenario_rows()] == pytest.approx(
         [1_000, 3_000])
     assert result.evpi_usd == pytest.approx(500)
+    # cuts from the wait-and-see solves' prices alone (no round) say so
+    result = run.choose(schedules, rough, cut_bound=2_400.0, rounds=0)
+    assert result.bound_from == "Lagrangian cuts at the wait-and-see prices"
+    assert result.bound_usd == pytest.approx(2_400)
+    # a scenario's own solve cut short of its LP: what perfect information is worth is
+    # not known (its plan at first prices had made EVPI $0 beside a 27 % gap)
+    run.missed = 1
+    assert run.choose(schedules, rough, cut_bound=0.0, rounds=0).evpi_usd is None
+
+
+def test_options_outside_their_domain_are_bad_input(tmp_path):
+    # --seed -5, --demand-spread inf or 1e308, --risk-aversion inf: exit 1 (an
+    # unexpected error) or a gap of nan %
+    folder = write_csv(tmp_path / "s", NEWSVENDOR)
+    for args in (["--samples", "3", "--seed", "-5"], ["--samples", "3", "--demand-spread",
+                                                       "inf"],
+                 ["--samples", "3", "--demand-spread", "1e308"], ["--risk-aversion", "inf"]):
+        res = CliRunner().invoke(app, ["solve", str(folder), "--stochastic",
+                                       "-o", str(tmp_path / "p.xlsx"), *args])
+        assert res.exit_code == 2, (args, res.output)
+        assert "unexpected" not in res.output and not (tmp_path / "p.xlsx").exists()
+
+
+def test_options_of_a_deterministic_solve_are_said_to_be_ignored(tmp_path):
+    # --export-model with --stochastic: no file and no word
+    folder = write_csv(tmp_path / "s", NEWSVENDOR)
+    res = CliRunner().invoke(app, ["solve", str(folder), "--stochastic", "--time-limit", "20",
+                                   "-o", str(tmp_path / "p.xlsx"),
+                                   "--export-model", str(tmp_path / "m.mps")])
+    assert res.exit_code == 0, res.output
+    assert "--export-model applies to a deterministic solve" in " ".join(res.output.split())
+    assert not (tmp_path / "m.mps").exists()
+
+
+def test_demand_scenarios_rows_outside_the_horizon_and_a_missing_multiplier(tmp_path):
+    # a row whose period lies outside the horizon was passed over without a word (as
+    # demand's: one warning); a table with no multiplier made every scenario × 1
+    tables = dict(NEWSVENDOR)
+    tables["demand_scenarios"] = NEWSVENDOR["demand_scenarios"] + [
+        {"scenario": "low", "probability": 0.5, "period": "2035-01", "multiplier": 2}]
+    res = CliRunner().invoke(app, ["validate", str(write_csv(tmp_path / "a", tables))])
+    assert res.exit_code == 0, res.output
+    assert "1 row(s) lie outside the horizon; ignored" in " ".join(res.output.split())
+    tables["demand_scenarios"] = [{"scenario": "low", "probability": 0.5},
+                                  {"scenario": "high", "probability": 0.5}]
+    res = CliRunner().invoke(app, ["validate", str(write_csv(tmp_path / "b", tables))])
+    assert res.exit_code == 2 and "multiplier" in res.output, res.output
 
 
 def _slow_square(x: int) -> int:

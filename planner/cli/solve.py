@@ -80,13 +80,17 @@ def solve(
                                     "(the demand_scenarios table, or --samples)"),
     samples: Optional[int] = typer.Option(None, "--samples", min=1,
                                           help="with --stochastic: draw this many scenarios"),
-    demand_spread: float = typer.Option(0.2, "--demand-spread", min=0,
+    # (a spread over 10 asks for demand 30 times the forecast one sample in a hundred;
+    # inf or 1e308 overflowed into an unexpected error)
+    demand_spread: float = typer.Option(0.2, "--demand-spread", min=0, max=10,
                                         help="sampled demand: 1 + spread × a standard normal"),
-    seed: int = typer.Option(0, "--seed", help="seed of the samples"),
+    seed: int = typer.Option(0, "--seed", min=0, help="seed of the samples"),
     correlation: float = typer.Option(0.5, "--correlation", min=0, max=1,
                                       help="share of the samples' variation common to all "
                                            "workloads"),
-    risk_aversion: float = typer.Option(0.0, "--risk-aversion", min=0,
+    # (λ over 1e6 weighs CVaR a million times the expected cost, past any use; inf gave
+    # a gap of nan %)
+    risk_aversion: float = typer.Option(0.0, "--risk-aversion", min=0, max=1e6,
                                         help="λ: minimize expected cost + λ·CVaR"),
     cvar_alpha: float = typer.Option(0.9, "--cvar-alpha", min=0, max=0.999,
                                      help="α of CVaR: the worst (1 − α) of the scenarios"),
@@ -112,6 +116,15 @@ def solve(
     _check_solver_options(solver, time_limit, gap)
     if stochastic:
         _check_cluster(jobs, scheduler)
+        # one model per scenario and schedule, none of them the plan's alone: said, not
+        # silently passed over (no file had been written, and no word)
+        moot = [name for name, value in (("--export-model", export_model),
+                                         ("--rounds", rounds)) if value is not None]
+        if moot:
+            err.print(f"[yellow]warning: {' and '.join(moot)} appl"
+                      f"{'ies' if len(moot) == 1 else 'y'} to a deterministic solve, not "
+                      f"to --stochastic (a solve per scenario and schedule); ignored[/]")
+        export_model = rounds = None
     fixed_rounds = None
     if rounds is not None:
         try:
@@ -348,7 +361,8 @@ def _solve_stochastic(s, budget, keep, out, as_json, focus, solver, gap, samples
               f"expected ${result.expected_cost_usd:,.0f}, CVaR{alpha:g} "
               f"${result.cvar_usd:,.0f}, gap {result.gap:.2%} over the bound "
               f"({result.bound_from}); "
-              f"VSS ${result.vss_usd:,.0f}, EVPI ${result.evpi_usd:,.0f}"
+              f"VSS ${result.vss_usd:,.0f}, EVPI "
+              + ("not known" if result.evpi_usd is None else f"${result.evpi_usd:,.0f}")
               + ("" if result.out_of_sample is None else
                  f"; on {result.out_of_sample['samples']} fresh samples "
                  f"${result.out_of_sample['expected_cost_usd']:,.0f} "

@@ -202,7 +202,7 @@ TABLES: tuple[Table, ...] = (
                doc="the scenario's probability (the same on each of its rows; all sum to 1)"),
             _c("workload", "id", doc="workload it scales; blank: every workload"),
             _c("period", "period", doc="month or quarter it scales; blank: every month"),
-            _c("multiplier", "float", default=1.0, minimum=0,
+            _c("multiplier", "float", required=True, minimum=0,
                doc="demand × this in the scenario"),
         ),
         optional=True,

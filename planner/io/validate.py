@@ -677,6 +677,7 @@ class _Builder:
         s = self.settings
         found: dict[str, dict] = {}
         first_row: dict[str, int] = {}
+        outside = 0  # rows whose period lies wholly outside the horizon
         for number, v, ok in self.rows["demand_scenarios"]:
             if not ok:
                 # its scenario's probability still counts towards the sum (else the sum
@@ -706,7 +707,9 @@ class _Builder:
                 kind, (year, part) = v["period"]
                 first = _month_index(s, (year, 3 * part - 2) if kind == "quarter"
                                      else (year, part))
-                months = list(range(first, first + (3 if kind == "quarter" else 1)))
+                months = [m for m in range(first, first + (3 if kind == "quarter" else 1))
+                          if 0 <= m < s.horizon_months]
+                outside += not months
             for month in months:
                 key = (v["workload"], month)
                 if key in found[name]["multipliers"]:
@@ -714,6 +717,9 @@ class _Builder:
                                    f"scenario '{name}' scales this workload and period twice")
                     break
                 found[name]["multipliers"][key] = v["multiplier"]
+        if outside:  # as demand's (SPEC §2): ignored, and said once
+            self.out.warn(label, None, "period",
+                             f"{outside} row(s) lie outside the horizon; ignored")
         total = sum(x["probability"] for x in found.values())
         if found and abs(total - 1.0) > 1e-6:
             self.out.error(label, None, "probability",

@@ -52,7 +52,9 @@ def risk_sheet(wb, result) -> None:
         (f"Lower bound ({result.bound_from})", result.bound_usd, USD),
         ("Gap", result.gap, PCT),
         ("Value of the stochastic solution (VSS)", result.vss_usd, USD),
-        ("Expected value of perfect information (EVPI)", result.evpi_usd, USD),
+        ("Expected value of perfect information (EVPI)" if result.evpi_usd is not None
+         else "EVPI: not known (the scenarios' own solves were cut short)",
+         result.evpi_usd, USD),
     ]
     if result.out_of_sample is not None:
         check = result.out_of_sample
