@@ -293,6 +293,34 @@ def test_perfect_information_is_worth_what_the_cheapest_plans_found_say(tmp_path
     assert run.choose(schedules, rough, cut_bound=0.0, rounds=0).evpi_usd is None
 
 
+def test_samples_the_time_cannot_hold_are_left_out(tmp_path):
+    # 20 samples, 10 s, solves of 0.5 s that end before their limit: 9 samples' solves
+    # fit (each a wait-and-see solve and an evaluation, and the mean forecast again:
+    # (10 - 0.5) // 1); at least LEAST_SAMPLES
+    from planner.stochastic import LEAST_SAMPLES
+
+    s = load_scenario(write_csv(tmp_path / "s", NEWSVENDOR))
+    drawn = sample_scenarios(s, 20, 0.2, 0)
+    run = _Stochastic(s, drawn, Budget(10.0), Runner(), None, None, 0.0, 0.9,
+                      lambda text: None, drawn=True)
+    assert run._samples_that_fit(0.5) == 9
+    assert run._samples_that_fit(30.0) == LEAST_SAMPLES
+    assert run._samples_that_fit(0.001) == 20
+    # the command: 400 samples of a one-month market in 3 s took 4-5 times that (each
+    # solve ~25 ms); now the schedule is chosen on those that fit, equally likely, and
+    # the command says so
+    folder = write_csv(tmp_path / "c", NEWSVENDOR)
+    res = CliRunner().invoke(app, ["solve", str(folder), "--stochastic", "--json",
+                                   "--samples", "400", "--time-limit", "3",
+                                   "-o", str(tmp_path / "p.xlsx")])
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.stdout)["stochastic"]["scenarios"]
+    assert LEAST_SAMPLES <= len(rows) < 400
+    assert sum(r["probability"] for r in rows) == pytest.approx(1.0)
+    assert len({r["probability"] for r in rows}) == 1
+    assert f"holds the solves of {len(rows)} of 400 samples" in " ".join(res.stderr.split())
+
+
 def test_options_outside_their_domain_are_bad_input(tmp_path):
     # --seed -5, --demand-spread inf or 1e308, --risk-aversion inf: exit 1 (an
     # unexpected error) or a gap of nan %

@@ -310,7 +310,9 @@ def _solve_stochastic(s, budget, keep, out, as_json, focus, solver, gap, samples
     else:
         err.print("[red]error:[/] --stochastic needs a demand_scenarios table or --samples N")
         raise typer.Exit(EXIT_BAD_INPUT)
-    final = keep + max(2.0, 0.1 * budget.left())  # the mean forecast's plan, the workbook
+    # the mean forecast's plan under the schedule (more: solve_stochastic keeps one solve
+    # at the need it measures) and the workbook
+    final = keep + 0.1 * budget.left()
     with _status(f"planning {len(scenarios)} demand scenarios") as status:
         # the cluster's tasks end within the command's time, or it says why not (a worker
         # lost, none left)
@@ -319,7 +321,14 @@ def _solve_stochastic(s, budget, keep, out, as_json, focus, solver, gap, samples
             say = lambda text: (status.update(text), interrupt.set_stage(text))  # noqa: E731
             result = solve_stochastic(
                 s, scenarios, budget.share(OUT_OF_SAMPLE_SHARE if samples else 1.0, final),
-                runner, solver, gap, risk_aversion, alpha, progress=say)
+                runner, solver, gap, risk_aversion, alpha, progress=say,
+                drawn=samples is not None)
+            if result.dropped:
+                err.print(f"[yellow]warning: --time-limit {budget.seconds:g} s holds the "
+                          f"solves of {len(result.scenarios)} of {samples} samples: the "
+                          f"schedule is chosen on those (equally likely); a longer "
+                          f"--time-limit plans on all[/]")
+            scenarios = result.scenarios  # those planned on
             if result.missed:
                 err.print(f"[yellow]warning: {result.missed} of {len(scenarios) + 1} "
                           f"scenario solves (wait and see) ran out of time before their "
@@ -330,9 +339,10 @@ def _solve_stochastic(s, budget, keep, out, as_json, focus, solver, gap, samples
             if samples is not None:  # the schedule on samples it was not chosen on
                 say(f"evaluating the schedule on {samples} fresh samples")
                 fresh = sample_scenarios(s, samples, spread, seed + FRESH_SEED, correlation)
-                result.out_of_sample = out_of_sample(result, s, fresh,
-                                                     budget.share(1.0, final), runner,
-                                                     solver, gap)
+                result.out_of_sample = out_of_sample(
+                    result, s, fresh,
+                    budget.share(1.0, final + result.need_s + result.overhead_s), runner,
+                    solver, gap)
                 if result.out_of_sample is None:
                     err.print("[yellow]warning: no time left to evaluate the schedule on "
                               "fresh samples (out_of_sample is null)[/]")
