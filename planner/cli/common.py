@@ -303,7 +303,9 @@ def _check_outputs(*paths: Optional[Path], scenario: Optional[Path] = None) -> N
     seen: set[Path] = set()
     wholes = [p.resolve() for p in given]
     for path, whole in zip(given, wholes):
-        inside = next((other for other in wholes if other in whole.parents), None)
+        # (an output that is a folder already is refused as one, below)
+        inside = next((other for other in wholes
+                       if other in whole.parents and not other.is_dir()), None)
         why = ("is given for two outputs" if whole in seen
                else "is the scenario's own input" if whole in inputs
                else f"is inside {inside}, which is written as a file" if inside else None)
