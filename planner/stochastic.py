@@ -22,7 +22,10 @@ The method, each step for a reason:
    instances, and the scenarios' own schedules at spread quantiles of total demand.
 4. **evaluation** — each candidate with its commitments fixed, every scenario solved for
    its recourse (independent solves, run on the cluster: planner.cluster).
-5. **choice** — the candidate with the least expected cost + λ·CVaR_α (Rockafellar–
+5. **steps** — from the best candidate, each commitment one instance more or less,
+   evaluated likewise while the time holds; the first cheaper schedule is stepped from
+   next (the cuts' master stops where a schedule repeats, its bound short of it).
+6. **choice** — the candidate with the least expected cost + λ·CVaR_α (Rockafellar–
    Uryasev: CVaR_α = min_t t + E[(cost − t)⁺] / (1 − α), exact for discrete scenarios).
 
 VSS = expected cost of the mean-forecast schedule − the chosen one's (≥ 0: it is a
@@ -320,6 +323,29 @@ def _same_schedule(a: dict, b: dict, tolerance: float = 1e-6) -> bool:
     return all(abs(a.get(k, 0.0) - b.get(k, 0.0)) <= tolerance for k in set(a) | set(b))
 
 
+def _step(schedule: dict, key: tuple, sign: int, offers, months: int) -> dict | None:
+    """`schedule` with the commitment `key` (offer key, start) one instance more (`sign`
+    1) or less (-1): below the offer's minimum, none; None where it would leave nothing
+    to change or overfill a capped offer in a month."""
+    o = offers[key[0]]
+    n = o.gpus_per_instance
+    now = schedule.get(key, 0)
+    gpus = now + sign * n
+    if 0 < gpus < o.min_gpus:
+        gpus = max(o.min_gpus, n) if sign > 0 else 0
+    if gpus < 0 or gpus == now:
+        return None
+    out = {k: q for k, q in schedule.items() if k != key}
+    if gpus > 0:
+        out[key] = gpus
+    if o.max_gpus is not None and any(
+            sum(q for (name, start), q in out.items()
+                if name == o.key and start <= m < start + o.commit_months) > o.max_gpus
+            for m in range(months)):
+        return None
+    return out
+
+
 def _caps(space: dict, scenario: Scenario) -> list:
     """[(commitments, max_gpus)]: those of one capped offer active in one month."""
     out = []
@@ -352,6 +378,7 @@ def solve_stochastic(scenario: Scenario, scenarios: tuple[DemandScenario, ...],
     mean_result, wait = run.wait_and_see()
     cut_bound, best, rounds = run.cut_rounds(mean_result, wait)
     candidates = run.evaluate(run.candidates(mean_result, wait, best))
+    candidates = run.steps(candidates)
     return run.choose(candidates, wait, cut_bound, rounds)
 
 
@@ -561,6 +588,47 @@ class _Stochastic:
             c.results = results[i * n:(i + 1) * n]
         return candidates
 
+    def steps(self, candidates: list[Candidate]) -> list[Candidate]:
+        """5. Steps from the best schedule while the time holds: each commitment of any
+        candidate one instance more or one less (to none below its offer's minimum;
+        within a capped offer's max_gpus in every month), evaluated in every scenario at
+        the need; the first cheaper one is the next to step from, until none is. The
+        cuts' master stops where a schedule repeats, its bound short of that schedule's
+        cost; on a 3-month, 2-region market with 8 samples the best candidate was then
+        $37.50 over the optimum, one GPU too many in each month of a monthly term."""
+        n = len(self.scenarios)
+        offers = self.scenario.offer_by_key
+        keys = sorted({k for c in candidates for k in c.commitments}, key=str)
+        best = min(candidates, key=lambda c: (self.value(c)[0], candidates.index(c)))
+        seen = [c.commitments for c in candidates]
+        found = True
+        while found:
+            found = False
+            for key in keys:
+                for sign in (1, -1):
+                    schedule = _step(best.commitments, key, sign, offers,
+                                     self.scenario.settings.horizon_months)
+                    if schedule is None or any(schedule == s for s in seen):
+                        continue
+                    if self.budget.left() < n * (self.need + self.overhead):
+                        return candidates
+                    seen.append(schedule)
+                    root, _, taken = best.name.partition(" + ")
+                    steps = 1 + (int(taken.split()[0]) if taken else 0)
+                    c = Candidate(f"{root} + {steps} step(s)", schedule)
+                    self.say(f"trying a step from the best schedule ({len(seen)} tried)")
+                    c.results = self.runner.map(evaluate_task, [
+                        (s, tuple(sorted(schedule.items())), self.solver, self.need,
+                         self.gap) for s in self.apart])
+                    candidates.append(c)
+                    if self.value(c)[0] < self.value(best)[0] - 1e-9 * abs(
+                            self.value(best)[0]):
+                        best, found = c, True
+                        break
+                if found:
+                    break
+        return candidates
+
     def value(self, c: Candidate) -> tuple[float, float, float]:
         """A candidate's expected cost + λ·CVaR_α, expected cost and CVaR_α."""
         costs = c.costs()
@@ -570,7 +638,7 @@ class _Stochastic:
 
     def choose(self, candidates: list[Candidate], wait: list[dict], cut_bound: float,
                rounds: int) -> StochasticResult:
-        """5. The candidate of least expected cost + λ·CVaR_α, its bound, VSS and EVPI."""
+        """6. The candidate of least expected cost + λ·CVaR_α, its bound, VSS and EVPI."""
         p = self.probabilities
         chosen = min(candidates, key=lambda c: (self.value(c)[0], candidates.index(c)))
         objective, expected, tail = self.value(chosen)

@@ -293,6 +293,42 @@ def test_perfect_information_is_worth_what_the_cheapest_plans_found_say(tmp_path
     assert run.choose(schedules, rough, cut_bound=0.0, rounds=0).evpi_usd is None
 
 
+def test_steps_from_the_best_schedule_reach_the_newsvendors_optimum(tmp_path):
+    # q monthly GPUs against 5 or 15 (p ½ each): E = 3,000 − 100 q up to 5, 2,250 + 50 q
+    # beyond. From 8 ($2,650): 9 is dearer, 7 cheaper ($2,600); from 7, 6 ($2,550); from
+    # 6, 5 ($2,500); from 5, 4 is dearer ($2,600) and 6 tried: the optimum, 3 steps away
+    s = load_scenario(write_csv(tmp_path / "s", NEWSVENDOR))
+    key = next(iter(commitment_space(ModelBuilder(s, find_candidates(s)))))
+    with Runner() as alone:
+        run = _Stochastic(s, s.demand_scenarios, Budget(100), alone, None, None, 0.0, 0.9,
+                          lambda text: None)
+        tried = run.steps(run.evaluate([Candidate("eight", {key: 8})]))
+    best = min(tried, key=lambda c: run.value(c)[0])
+    assert best.commitments == {key: 5} and best.name == "eight + 3 step(s)"
+    assert run.value(best)[1] == pytest.approx(2_500)
+    assert sorted(c.commitments[key] for c in tried) == [4, 5, 6, 7, 8, 9]
+    # no time: no step
+    run.total = Budget(0.0)
+    assert len(run.steps([tried[0]])) == 1
+
+
+def test_a_step_keeps_to_the_offers_minimum_instances_and_cap():
+    from types import SimpleNamespace
+
+    from planner.stochastic import _step
+
+    offers = {"big": SimpleNamespace(key="big", gpus_per_instance=4, min_gpus=8,
+                                     max_gpus=12, commit_months=2)}
+    # one instance more or less; below the minimum: none; from none: the minimum
+    assert _step({("big", 0): 8}, ("big", 0), 1, offers, 3) == {("big", 0): 12}
+    assert _step({("big", 0): 8}, ("big", 0), -1, offers, 3) == {}
+    assert _step({}, ("big", 0), 1, offers, 3) == {("big", 0): 8}
+    assert _step({}, ("big", 0), -1, offers, 3) is None
+    # terms overlapping in month 1 would hold 12 + 4 GPUs of a 12-GPU offer
+    assert _step({("big", 0): 12}, ("big", 0), 1, offers, 3) is None
+    assert _step({("big", 0): 8, ("big", 1): 4}, ("big", 1), 1, offers, 3) is None
+
+
 def test_samples_the_time_cannot_hold_are_left_out(tmp_path):
     # 20 samples, 10 s, solves of 0.5 s that end before their limit: 9 samples' solves
     # fit (each a wait-and-see solve and an evaluation, and the mean forecast again:
