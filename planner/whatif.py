@@ -26,6 +26,7 @@ from planner.cluster import ClusterError, Runner
 from planner.io.scenario import Scenario
 from planner.io.schema import PAY_AS_YOU_GO, TERMS
 from planner.model.builder import Restrictions
+from planner.model.candidates import find_candidates
 from planner.report.plan import Plan
 from planner.solve.budget import LEAST_LIMIT_S, Budget
 from planner.solve.pipeline import plan_scenario, short_of_lp
@@ -51,13 +52,6 @@ class Policy:
     @property
     def text(self) -> str:
         return ",".join(t if m is None else f"{t}:{m}" for t, m in self.terms.items())
-
-    def within(self, other: "Policy") -> bool:
-        """Whether `other` allows every offer this policy does: each of its terms, with
-        a longest commit_months at least as long (or none)."""
-        return all(term in other.terms and (other.terms[term] is None or (
-            months is not None and months <= other.terms[term]))
-            for term, months in self.terms.items())
 
 
 def parse_policy(text: str) -> Policy:
@@ -216,6 +210,10 @@ def run_whatif(scenario: Scenario, policies: list[Policy], demand_scales: list[f
         results, why = _map(runner, _solve_variant, [
             (scenario, v.policy, v.demand_scale, per_workload, solver, time_limit, gap)
             for v in variants], variants, done)
+        # what a commitment's saving is measured against: the pay-as-you-go offers in
+        # reach, whatever the policy (a saving against spot or regions a workload may
+        # not use had read -$500 a month where solve says +$250)
+        reach = find_candidates(scenario).offers
         for v, result in zip(variants, results):
             if result is None:
                 v.status, v.note = "not_run", why
@@ -223,7 +221,9 @@ def run_whatif(scenario: Scenario, policies: list[Policy], demand_scales: list[f
             v.plan, v.status, v.least_s = result
             if v.plan is not None:
                 v.plan.scenario = scale_demand(scenario, v.demand_scale, per_workload)
-        _adopt_cheaper_plans(variants, scenario.settings.mip_gap if gap is None else gap)
+                v.plan.reach = reach
+        _adopt_cheaper_plans(scenario, variants,
+                             scenario.settings.mip_gap if gap is None else gap)
         # the stress tests, a round of `workers` at a time while its longest limit and
         # what a solve took beyond its limit (in the last round; first: the variants')
         # are left
@@ -255,16 +255,22 @@ def run_whatif(scenario: Scenario, policies: list[Policy], demand_scales: list[f
     return variants
 
 
-def _adopt_cheaper_plans(variants: list[Variant], asked_gap: float) -> None:
-    """Where a policy allows all that another allows (`Policy.within`) and the other's
+def _adopt_cheaper_plans(scenario: Scenario, variants: list[Variant],
+                         asked_gap: float) -> None:
+    """Where a policy allows every offer of the scenario another allows and the other's
     plan at the same demand is cheaper, that plan is this policy's too, under this
     policy's own bound: a plan is within a gap of its optimum, not at it (the default
     scenario's are within 3 %), and the comparison should not rank a policy above one
-    with every choice it has."""
+    with every choice it has. Offers, not the policies' text, decide (reserved:36 allows
+    what reserved does where no term is longer)."""
+    allowed = {id(v): frozenset(o.key for o in scenario.offers
+                                if Restrictions(terms=v.policy.terms).allows(scenario, o))
+               for v in variants}
     plans = [(v, v.plan) for v in variants if v.plan is not None]
     for v, own in plans:
         cheapest = min(((u, plan) for u, plan in plans
-                        if u.demand_scale == v.demand_scale and u.policy.within(v.policy)),
+                        if u.demand_scale == v.demand_scale
+                        and allowed[id(u)] <= allowed[id(v)]),
                        key=lambda up: (up[1].totals["objective_usd"], up[0] is not v))
         u, plan = cheapest
         if u is v or plan.totals["objective_usd"] >= own.totals["objective_usd"]:

@@ -55,16 +55,6 @@ def test_policy_total_equals_a_plain_solve_restricted_to_its_terms(tmp_path):
         assert plain.totals["total_cost_usd"] == pytest.approx(totals[policy.name])
 
 
-def test_a_policy_within_another():
-    r12 = parse_policy("r12=spot,on_demand,monthly,reserved:12")
-    full = parse_policy("all=spot,on_demand,monthly,reserved,build_to_order")
-    assert r12.within(full) and not full.within(r12)
-    assert parse_policy("p=on_demand").within(r12)
-    assert parse_policy("r6=reserved:6").within(r12)
-    assert not parse_policy("r36=reserved:36").within(r12)
-    assert not parse_policy("r=reserved").within(r12)  # any length: not only up to 12
-
-
 def test_a_policy_is_never_dearer_than_one_it_allows_all_of(tmp_path):
     # "all" allows every offer r3 does; give it a plan dearer than r3's (the pay-as-you-go
     # one, $2,400, under a bound of $1,700): r3's plan ($1,800) stands for it, under its
@@ -79,7 +69,7 @@ def test_a_policy_is_never_dearer_than_one_it_allows_all_of(tmp_path):
                                                                       bound=1700.0))
     everything = Variant(parse_policy("all=on_demand,monthly,reserved"), 1.0, dear,
                          "feasible")
-    _adopt_cheaper_plans([payg, monthly, r3, everything], 1e-4)
+    _adopt_cheaper_plans(s, [payg, monthly, r3, everything], 1e-4)
     assert everything.plan.totals["total_cost_usd"] == pytest.approx(1800)
     assert everything.plan.result.bound == 1700.0
     assert everything.plan.result.gap == pytest.approx(100 / 1800)
@@ -90,6 +80,35 @@ def test_a_policy_is_never_dearer_than_one_it_allows_all_of(tmp_path):
     assert [v.plan.totals["total_cost_usd"] for v in (payg, monthly, r3)] == \
         pytest.approx([2400, 2160, 1800])
     assert r3.plan is not everything.plan and "r3's plan" not in r3.plan.result.termination
+    # offers decide, not the policies' text: reserved:3 allows every offer reserved
+    # does here (the only reserved term is 3 months), so r3 takes all's plan where
+    # all's is the cheaper
+    r3.plan, everything.plan = dear, r3.plan
+    _adopt_cheaper_plans(s, [r3, everything], 1e-4)
+    assert r3.plan.totals["total_cost_usd"] == pytest.approx(1800)
+    assert "all's plan" in r3.plan.result.termination
+
+
+def test_commitment_savings_are_measured_against_what_the_workload_may_use(tmp_path):
+    # spot at $0.5 that the inference workload may not use: what-if's saving of a
+    # reserved GPU had been measured against it (−$500 a month, "never" breaks even)
+    # where solve measures it against on-demand at $2 (its plan's reservations save)
+    tables = dict(TABLES)
+    tables["offers"] = TABLES["offers"] + [
+        {"region": "r1", "gpu": "A", "term": "spot", "usd_per_gpu_hour": 0.5}]
+    folder = write_csv(tmp_path / "scn", tables)
+    alone = json.loads(CliRunner().invoke(app, ["solve", str(folder), "--json", "-o",
+                                                 str(tmp_path / "p.xlsx")]).stdout)
+    s = load_scenario(folder)
+    (r3,) = run_whatif(s, POLICIES[2:], [1.0], stress_scales=())
+    from planner.whatif import variant_summary
+
+    ours = variant_summary(r3)
+    saving = {(c["start_month"], c["term"]): c["monthly_saving_usd"]
+              for c in alone["commitments"]}
+    assert saving and all(x > 0 for x in saving.values())
+    assert {(c["start_month"], c["term"]): c["monthly_saving_usd"]
+            for c in ours["commitments"]} == pytest.approx(saving)
 
 
 def test_stress_equals_a_solve_with_the_commitments_fixed(tmp_path):

@@ -41,8 +41,10 @@ def payg_rate(plan: Plan, workload: str, gpu: str) -> float | None:
     the one that dominates them: the least rate is the same with or without them."""
     s = plan.scenario
     whole_spot = s.workload_by_name[workload].max_spot_share >= 1.0
-    # a what-if variant's plan comes without its candidates: any region then
-    offers = (plan.candidates.offers.get(workload, ()) if plan.candidates is not None
+    # a what-if variant's plan comes without its candidates, and they were restricted
+    # to its policy: the offers in reach of the scenario's own (else: any)
+    offers = (plan.reach.get(workload, ()) if plan.reach is not None
+              else plan.candidates.offers.get(workload, ()) if plan.candidates is not None
               else s.offers)
     usable = [o for o in offers
               if o.gpu == gpu and (o.term == "on_demand" or (o.term == "spot" and whole_spot))]

@@ -47,6 +47,10 @@ class Plan:
     egress: pd.DataFrame
     cost_lines: pd.DataFrame  # every cost by month, term, provider (sums to the total)
     totals: dict = field(default_factory=dict)
+    # offers each workload may use whatever the plan was restricted to (a what-if
+    # variant's plan comes without its candidates, which its policy restricted): what
+    # a commitment's saving is measured against (planner.report.economics.payg_rate)
+    reach: dict | None = None
 
     @property
     def commitments(self) -> pd.DataFrame:
