@@ -132,6 +132,24 @@ def test_written_files_honour_the_umask(tmp_path):
     assert stat.S_IMODE((tmp_path / "private.xlsx").stat().st_mode) == 0o600
 
 
+def test_a_commitment_of_a_hundred_million_months_is_bad_input(tmp_path):
+    # it passed validate and held a solve's cost sums, month by month, for 10 s and more
+    tables = dict(TABLES)
+    tables["offers"] = [dict(o) for o in TABLES["offers"]] + [
+        {"region": "R1", "gpu": "GA", "term": "reserved", "usd_per_gpu_hour": 1,
+         "commit_months": 100_000_000}]
+    res = CliRunner().invoke(app, ["validate", str(write_csv(tmp_path / "s", tables))])
+    assert res.exit_code == 2 and "commit_months" in res.output, res.output
+
+
+def test_a_gap_stated_a_hair_over_the_one_asked_is_within_it():
+    # CBC stopped at --gap 1e-4 states 1.00000000000006e-4: that is the gap asked
+    from planner.solve.whole import status_of
+
+    assert status_of(1.00000000000006e-4, 1e-4) == "optimal"
+    assert status_of(1.0001e-4, 1e-4) == "feasible"
+
+
 def test_a_quote_never_closed_is_bad_input_with_its_row(tmp_path):
     # csv reads an unclosed quote to the end of the file: the rows after it became one
     # cell of its row (here caught only where that cell had to be a number)

@@ -470,6 +470,17 @@ def test_a_cluster_that_cannot_be_used_is_bad_input(tmp_path):
     assert not (tmp_path / "w.xlsx").exists()
 
 
+def test_levels_out_of_range_or_given_twice_are_bad_input(tmp_path):
+    # --stress=-1 (demand to nothing) had been taken though the message asks for more
+    # than −1; a level given twice was solved twice, as two rows
+    folder = write_csv(tmp_path / "s", TABLES)
+    for args in (["--stress=-1"], ["--demand-scale", "1,1"], ["--stress", "-0.2,-0.2"]):
+        res = CliRunner().invoke(app, ["whatif", str(folder), "-o", str(tmp_path / "w.xlsx"),
+                                       *args])
+        assert res.exit_code == 2, (args, res.output)
+    assert not (tmp_path / "w.xlsx").exists()
+
+
 def test_a_server_that_is_not_a_dask_scheduler_is_bad_input(tmp_path):
     # a web server at the address: Dask's client read its answer as frame lengths and
     # asked for a 3 EiB buffer (exit 1, "MemoryError")

@@ -103,9 +103,13 @@ def whatif(
         policies.append(reference)
     scales = _numbers(demand_scale, "--demand-scale")
     stress_scales = tuple(1.0 + x for x in _numbers(stress, "--stress"))
-    if not scales or any(x < 0 for x in scales) or any(x < 0 for x in stress_scales):
+    if not scales or any(x < 0 for x in scales) or any(x <= 0 for x in stress_scales):
         err.print("[red]error:[/] demand scales must be numbers ≥ 0 (stress above −1)")
         raise typer.Exit(EXIT_BAD_INPUT)
+    for option, given in (("--demand-scale", scales), ("--stress", stress_scales)):
+        if len(set(given)) < len(given):  # the same solves twice, as two rows
+            err.print(f"[red]error:[/] {option} gives a level twice")
+            raise typer.Exit(EXIT_BAD_INPUT)
     s = _load(scenario)
     for w in s.warnings:
         err.print(f"[yellow]{w}[/]")

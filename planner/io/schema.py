@@ -113,7 +113,9 @@ TABLES: tuple[Table, ...] = (
             _c("term", "enum", required=True, choices=TERMS, doc="contract term"),
             _c("usd_per_gpu_hour", "float", required=True, unit="USD/GPU-hour", minimum=0,
                doc="price per GPU-hour"),
-            _c("commit_months", "int", unit="months", minimum=0,
+            # (at most 50 years: 1e8 months had passed and held every cost's month by
+            # month sum for 10 s, 1e12 for minutes)
+            _c("commit_months", "int", unit="months", minimum=0, maximum=600,
                doc="length of a commitment; blank for spot and on_demand"),
             _c("upfront_usd_per_gpu", "float", default=0.0, unit="USD/GPU", minimum=0,
                doc="paid once per committed GPU in the start month"),
