@@ -96,6 +96,7 @@ class Variant:
     stress: dict[float, dict] = field(default_factory=dict)  # stress scale -> figures
     least_s: float | None = None  # its solve's Run.least_s
     note: str = ""  # why it was not run
+    adopted: str = ""  # the policy whose cheaper plan this one took (_adopt_cheaper_plans)
     # workload -> factor on its demand, on top of demand_scale (--scale-workload)
     workload_scales: dict[str, float] = field(default_factory=dict)
 
@@ -285,6 +286,7 @@ def _adopt_cheaper_plans(scenario: Scenario, variants: list[Variant],
             termination=f"{u.policy.name}'s plan, which costs less than this policy's "
                         f"own ({r.termination}) and is within this policy")
         v.plan, v.status = dataclasses.replace(plan, result=result), result.status
+        v.adopted = u.policy.name
 
 
 def _stress_limit(v: Variant, share: float, most: float) -> float:

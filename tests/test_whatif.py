@@ -80,6 +80,13 @@ def test_a_policy_is_never_dearer_than_one_it_allows_all_of(tmp_path):
     assert [v.plan.totals["total_cost_usd"] for v in (payg, monthly, r3)] == \
         pytest.approx([2400, 2160, 1800])
     assert r3.plan is not everything.plan and "r3's plan" not in r3.plan.result.termination
+    # the comparison says so in its Note
+    from planner.report.whatif_workbook import write_whatif_workbook
+
+    write_whatif_workbook(s, [payg, monthly, r3, everything], tmp_path / "w.xlsx", ())
+    _, rows = _comparison(tmp_path / "w.xlsx", lambda r: r[0])
+    assert rows["all"]["Note"].startswith("the plan of r3: cheaper")
+    assert rows["r3"]["Note"] is None
     # offers decide, not the policies' text: reserved:3 allows every offer reserved
     # does here (the only reserved term is 3 months), so r3 takes all's plan where
     # all's is the cheaper
@@ -258,7 +265,9 @@ def test_comparison_states_savings_and_top_ups_only_like_for_like(tmp_path):
     assert more["Savings vs pay-as-you-go"] is None and more["Savings %"] is None
     assert more["Note"].startswith("no saving stated: it leaves 6,000.0 unit-hours unmet")
     payg = rows[("payg", 1.5)]
-    assert payg["Unmet unit-hours"] == 0 and payg["Note"] is None
+    # its stress columns are blank: said (the stress tests are of the 1.0× plans)
+    assert payg["Unmet unit-hours"] == 0
+    assert payg["Note"] == "stress tests are of the base demand level's plans"
 
 
 def test_no_saving_is_stated_where_pay_as_you_go_serves_less(tmp_path):

@@ -105,7 +105,9 @@ def write_whatif_workbook(scenario: Scenario, variants: list[Variant], path: str
                                 "left unserved (nominal)",
         "Note": "why a saving, a top-up or a stress test is not stated: a plan that leaves "
                 "more or less demand unmet is not like for like; a stress test the time "
-                "limit did not hold is not run",
+                "limit did not hold is not run; stress tests are of the base demand "
+                "level only. Also where a policy's plan is another's, cheaper one that "
+                "uses only offers it allows",
     })
     c = sh.col
     # demand scale -> [(total, unmet unit-hours, row)] of its pay-as-you-go-only plans
@@ -129,6 +131,11 @@ def write_whatif_workbook(scenario: Scenario, variants: list[Variant], path: str
                   t["obligation_usd"], t["beyond_horizon_usd"], util,
                   None, None, None, t["unmet_unit_hours"], t["unmet_penalty_usd"]]
         notes = []
+        if v.adopted:
+            notes.append(f"the plan of {v.adopted}: cheaper than this policy's own, and "
+                         "every offer it uses is allowed here")
+        if scales and not v.stress:
+            notes.append("stress tests are of the base demand level's plans")
         skipped = [x for x in scales if v.stress.get(x, {}).get("status") == "not_run"]
         if skipped:
             notes.append("stress test at " + ", ".join(f"{x:g}×" for x in skipped)
