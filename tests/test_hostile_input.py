@@ -132,14 +132,26 @@ def test_written_files_honour_the_umask(tmp_path):
     assert stat.S_IMODE((tmp_path / "private.xlsx").stat().st_mode) == 0o600
 
 
-def test_a_commitment_of_a_hundred_million_months_is_bad_input(tmp_path):
-    # it passed validate and held a solve's cost sums, month by month, for 10 s and more
+@pytest.mark.parametrize("column, value", [
+    ("commit_months", 100_000_000),  # held a solve's month-by-month cost sums for 10 s+
+    ("min_gpus", 1e20),  # the plan lost demand to float arithmetic: exit 1
+    ("gpus_per_instance", 1e11),  # the checker refused the plan: exit 1
+])
+def test_numbers_past_any_real_market_are_bad_input(tmp_path, column, value):
     tables = dict(TABLES)
-    tables["offers"] = [dict(o) for o in TABLES["offers"]] + [
-        {"region": "R1", "gpu": "GA", "term": "reserved", "usd_per_gpu_hour": 1,
-         "commit_months": 100_000_000}]
+    offer = {"region": "R1", "gpu": "GA", "term": "reserved", "usd_per_gpu_hour": 1,
+             "commit_months": 12, column: value}
+    tables["offers"] = [dict(o) for o in TABLES["offers"]] + [offer]
     res = CliRunner().invoke(app, ["validate", str(write_csv(tmp_path / "s", tables))])
-    assert res.exit_code == 2 and "commit_months" in res.output, res.output
+    assert res.exit_code == 2 and column in res.output, res.output
+
+
+def test_a_month_of_more_than_744_hours_is_bad_input(tmp_path):
+    tables = dict(TABLES)
+    tables["settings"] = [r for r in TABLES["settings"] if r["key"] != "hours_per_month"] \
+        + [{"key": "hours_per_month", "value": 1e12}]
+    res = CliRunner().invoke(app, ["validate", str(write_csv(tmp_path / "s", tables))])
+    assert res.exit_code == 2 and "hours_per_month" in res.output and "744" in res.output
 
 
 def test_a_gap_stated_a_hair_over_the_one_asked_is_within_it():

@@ -122,11 +122,14 @@ TABLES: tuple[Table, ...] = (
             _c("lead_time_days", "float", default=0.0, unit="days", minimum=0,
                doc="days from signing to use; first month = ceil(days / 30)"),
             _c("max_gpus", "int", unit="GPUs", minimum=0, doc="capacity; blank: unlimited"),
-            _c("min_gpus", "int", default=0, unit="GPUs", minimum=0,
+            # (at most 10^8, more GPUs than exist: 1e20 passed and the plan lost demand
+            # to the float arithmetic)
+            _c("min_gpus", "int", default=0, unit="GPUs", minimum=0, maximum=100_000_000,
                doc="smallest commitment; 0: any"),
             _c("interruption_rate", "float", default=0.0, minimum=0, maximum=0.999999,
                doc="share of spot throughput lost to interruptions"),
             _c("gpus_per_instance", "int", default=1, unit="GPUs", positive=True,
+               maximum=100_000_000,
                doc="GPUs are bought on this offer in whole instances of this many"),
             _c("source", "text", doc="where the price comes from"),
             _c("price_date", "date", doc="when the price was read (YYYY-MM-DD)"),
@@ -222,8 +225,8 @@ SETTINGS: tuple[Column, ...] = (
     # plan six months of demand), and no contract or forecast reaches that far
     _c("horizon_months", "int", required=True, unit="months", minimum=1,
        maximum=HORIZON_MOST, doc=f"months planned (at most {HORIZON_MOST})"),
-    _c("hours_per_month", "float", default=730.0, unit="hours", positive=True,
-       doc="hours in every month"),
+    _c("hours_per_month", "float", default=730.0, unit="hours", positive=True, maximum=744,
+       doc="hours in every month (at most 744: 31 days)"),
     _c("tail_policy", "enum", default="full", choices=TAIL_POLICIES,
        doc="full: whole obligation counts; prorate: only months inside the horizon"),
     _c("discount_rate_annual", "float", default=0.0, minimum=0, doc="annual discount rate"),
