@@ -162,6 +162,34 @@ def test_a_gap_stated_a_hair_over_the_one_asked_is_within_it():
     assert status_of(1.0001e-4, 1e-4) == "feasible"
 
 
+def test_a_file_that_cannot_be_read_is_one_problem_not_twelve(tmp_path):
+    # a damaged workbook, a settings table saved as UTF-16: the right error came with
+    # up to 11 false ones ("required table is missing", "required setting ... missing")
+    damaged = tmp_path / "damaged.xlsx"
+    damaged.write_bytes(b"not a zip file")
+    folder = write_csv(tmp_path / "s", TABLES)
+    settings = folder / "settings.csv"
+    settings.write_bytes(settings.read_text().encode("utf-16"))
+    for path, said in ((damaged, "cannot be read as .xlsx"), (folder, "not UTF-8")):
+        res = CliRunner().invoke(app, ["validate", str(path)])
+        assert res.exit_code == 2 and said in res.output, res.output
+        assert "1 error(s)" in res.output and "missing" not in res.output, res.output
+
+
+def test_cells_under_no_heading_are_said_to_be_ignored(tmp_path):
+    # a row with cells past the header, a column whose heading is blank: they were
+    # dropped without a word (SPEC §2: nothing unknown is silently passed over)
+    folder = write_csv(tmp_path / "s", TABLES)
+    demand = folder / "demand.csv"
+    lines = demand.read_text().splitlines()
+    lines[0] += ","
+    lines[1] += ",stray"
+    demand.write_text("\n".join(lines) + "\n")
+    res = CliRunner().invoke(app, ["validate", str(folder)])
+    assert res.exit_code == 0, res.output
+    assert "1 cell(s) under no column heading" in " ".join(res.output.split())
+
+
 def test_a_quote_never_closed_is_bad_input_with_its_row(tmp_path):
     # csv reads an unclosed quote to the end of the file: the rows after it became one
     # cell of its row (here caught only where that cell had to be a number)

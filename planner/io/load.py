@@ -68,14 +68,24 @@ def _make_table(name: str, label: str, header: list[object], body, issues: list[
         columns.append(col)
         keep.append(i)
     table = RawTable(name, label, columns)
+    # cells under no heading (past the header, or under a blank one) are not read:
+    # counted and said once, not dropped without a word (SPEC §2)
+    headed = {i for i, cell in enumerate(header) if not _is_blank(cell)}
+    stray = 0
     for row_number, cells in body:
         values = {
             col: (cells[i] if i < len(cells) else None) for col, i in zip(columns, keep)
         }
         values = {k: (v.strip() if isinstance(v, str) else v) for k, v in values.items()}
+        stray += sum(1 for i, cell in enumerate(cells)
+                     if i not in headed and not _is_blank(cell))
         if all(_is_blank(v) for v in values.values()):
             continue  # blank lines are layout, not rows
         table.rows.append((row_number, values))
+    if stray:
+        issues.append(Issue("warning", label, None, None,
+                            f"{stray} cell(s) under no column heading (past the header or "
+                            "under a blank one); ignored"))
     return table
 
 
@@ -172,7 +182,8 @@ def _load_workbook(file: Path) -> RawScenario:
         wb = load_workbook(file, read_only=True, data_only=True)
     except Exception as e:  # openpyxl raises many kinds for a damaged file
         issues.append(Issue("error", file.name, None, None, f"cannot be read as .xlsx: {e}"))
-        return RawScenario(file.stem, file, tables, issues)
+        # none of its tables could be read: none is said to be missing besides
+        return RawScenario(file.stem, file, tables, issues, set(TABLES_BY_NAME))
     try:
         for ws in wb.worksheets:
             name = ws.title.strip().lower()

@@ -259,7 +259,9 @@ def validate(raw: RawScenario) -> tuple[Scenario | None, list[Issue]]:
         # same (every problem at once), and the rows are left out
         rows[schema.name] = _typed_rows(table, schema, out, set(missing))
 
-    settings = _settings(rows["settings"], labels["settings"], out)
+    # (settings that could not be read are not also missing, setting by setting)
+    settings = None if "settings" in raw.unreadable else \
+        _settings(rows["settings"], labels["settings"], out)
     # a table that could not be read, or is missing, is not known to name nothing: a
     # reference to it is not reported as unknown (one error, not one per row)
     absent = set(raw.unreadable) | {s.name for s in TABLES if s.name not in raw.tables}
