@@ -176,6 +176,20 @@ def test_a_file_that_cannot_be_read_is_one_problem_not_twelve(tmp_path):
         assert "1 error(s)" in res.output and "missing" not in res.output, res.output
 
 
+def test_an_empty_file_of_a_table_that_may_be_absent_is_no_rows(tmp_path):
+    # a 0-byte existing.csv had been six "required column is missing" errors
+    folder = write_csv(tmp_path / "s", TABLES)
+    (folder / "existing.csv").write_bytes(b"")
+    res = CliRunner().invoke(app, ["validate", str(folder)])
+    assert res.exit_code == 0, res.output
+
+
+def test_names_given_on_the_command_line_are_trimmed_as_cells_are(tmp_path):
+    folder = write_csv(tmp_path / "s", TABLES)
+    res = CliRunner().invoke(app, ["latency", str(folder), " s1 "])
+    assert res.exit_code == 0 and "unknown site" not in res.output, res.output
+
+
 def test_cells_under_no_heading_are_said_to_be_ignored(tmp_path):
     # a row with cells past the header, a column whose heading is blank: they were
     # dropped without a word (SPEC §2: nothing unknown is silently passed over)

@@ -234,6 +234,7 @@ def _named(name: str | None, names, what: str) -> str | None:
     that differ only in case ('tokyo' and 'Tokyo' given as 'TOKYO')."""
     if name is None:
         return None
+    name = name.strip()  # as every cell of the scenario is read (' virginia ' was unknown)
     names = list(names)
     if name in names:
         return name

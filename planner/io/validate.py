@@ -240,6 +240,8 @@ def validate(raw: RawScenario) -> tuple[Scenario | None, list[Issue]]:
     for schema in TABLES:
         table = raw.tables.get(schema.name)
         labels[schema.name] = table.label if table else schema.name
+        if table is not None and schema.optional and not table.columns and not table.rows:
+            table = None  # an empty file (not even a header) of a table that may be absent
         if table is None:
             if not schema.optional and schema.name not in raw.unreadable:
                 out.error(schema.name, None, None, "required table is missing")
