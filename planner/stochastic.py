@@ -236,6 +236,7 @@ class StochasticResult:
     need_s: float = MIN_SOLVE_S  # the least time limit a solve needs to plan (`_need`)
     missed: int = 0  # wait-and-see solves that got no plan from their LP in their time
     dropped: int = 0  # drawn samples the time could not hold, left out
+    overrun_s: float = 0.0  # seconds a table's scenarios were foreseen to take past it
     cut_rounds: int = 0  # rounds of Lagrangian cuts behind the bound
     bound_from: str = "wait and see"  # what proved the bound
     # optimal: the gap is within the requested one (SPEC §4); the mean forecast's plan
@@ -413,6 +414,9 @@ class _Stochastic:
         self.measured = False  # whether `need` and `overhead` are measured yet
         self.drawn = drawn  # equally likely samples: those the time cannot hold left out
         self.dropped = 0  # samples left out
+        # seconds a table's scenarios will take past the budget at the least (their
+        # solves end before their limits: they cannot be given less), or 0
+        self.overrun_s = 0.0
 
     @property
     def budget(self) -> Budget:
@@ -457,7 +461,10 @@ class _Stochastic:
         # given (a small market's: ~25 ms): where the samples' solves do not fit at
         # that, samples are left out (a solve the clock stops only plans more roughly)
         one = solved[0]["task_s"]
-        kept = self._samples_that_fit(one) if self.drawn and one < measure else n
+        fits = self._samples_that_fit(one) if one < measure else n
+        kept = fits if self.drawn else n
+        if fits < n and not self.drawn:  # a table's scenarios are all planned: late
+            self.overrun_s = (2 * n + 1) * one - self.budget.left()
         if kept < n:  # the first `kept` samples, equally likely: a sample too
             self.dropped, n = n - kept, kept
             self.scenarios = tuple(dataclasses.replace(s, probability=1.0 / kept)
@@ -678,7 +685,7 @@ class _Stochastic:
             evpi_usd=None if self.missed else expected - ws_value,
             foresight=foresight, overhead_s=self.overhead,
             need_s=self.need, missed=self.missed, cut_rounds=rounds, bound_from=bound_from,
-            dropped=self.dropped,
+            dropped=self.dropped, overrun_s=self.overrun_s,
             status="optimal" if gap <= max(wanted, 1e-9) else "feasible")
 
 

@@ -328,6 +328,12 @@ def _solve_stochastic(s, budget, keep, out, as_json, focus, solver, gap, samples
                           f"solves of {len(result.scenarios)} of {samples} samples: the "
                           f"schedule is chosen on those (equally likely); a longer "
                           f"--time-limit plans on all[/]")
+            if result.overrun_s > 0:
+                err.print(f"[yellow]warning: the {len(result.scenarios)} scenarios of the "
+                          f"demand_scenarios table take up to {result.overrun_s:.0f} s "
+                          f"more than --time-limit {budget.seconds:g} s holds (each solve "
+                          f"ends before its limit and cannot be given less); all are "
+                          f"planned, and the command ends late[/]")
             scenarios = result.scenarios  # those planned on
             if result.missed:
                 err.print(f"[yellow]warning: {result.missed} of {len(scenarios) + 1} "
