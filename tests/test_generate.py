@@ -89,6 +89,10 @@ def test_template_settings_have_drop_downs_that_refuse_other_values(tmp_path):
     assert _lists(wb["offers"])["C2:C1000"][0].startswith('"spot,on_demand')
     every = [dv for ws in wb.worksheets for dv in ws.data_validations.dataValidation]
     assert len(every) >= 6 and all(dv.showErrorMessage for dv in every)
+    # numeric defaults are numbers, not text ('730.0' had been written as text)
+    assert settings.cell(row["hours_per_month"], 2).value == 730
+    assert isinstance(settings.cell(row["mip_gap"], 2).value, float)
+    assert settings.cell(row["tail_policy"], 2).value == "full"
 
 
 def test_template_name_must_end_in_xlsx(tmp_path):

@@ -74,7 +74,9 @@ def write_template(path: str | Path) -> None:
         if t.name == "settings":
             for i, c in enumerate(SETTINGS, start=2):
                 ws.cell(i, 1, c.name)
-                if c.default is not None:
+                if isinstance(c.default, (int, float)) and not isinstance(c.default, bool):
+                    ws.cell(i, 2, c.default)  # a number, as Excel shows and sums one
+                elif c.default is not None:
                     text_cell(ws.cell(i, 2), str(c.default))
                 ws.cell(i, 1).comment = Comment(_note(c), "planner", width=320, height=120)
                 _drop_down(ws, c, f"B{i}")  # a setting's value: tail_policy, solver
