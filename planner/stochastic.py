@@ -596,12 +596,16 @@ class _Stochastic:
         candidates = candidates[:max(1, fits)]
         self.say(f"evaluating {len(candidates)} commitment schedules in {n} scenarios")
         limit = self.each(len(candidates) * n, EVALUATE_SHARE)
-        tasks = [(s, tuple(sorted(c.commitments.items())), self.solver, limit, self.gap)
-                 for c in candidates for s in self.apart]
-        results = self.runner.map(evaluate_task, tasks)
+        results = self.runner.map(evaluate_task, [
+            task for c in candidates for task in self._evaluations(c, limit)])
         for i, c in enumerate(candidates):
             c.results = results[i * n:(i + 1) * n]
         return candidates
+
+    def _evaluations(self, c: Candidate, limit: float) -> list[tuple]:
+        """evaluate_task's tasks for `c`: its commitments fixed, in every scenario."""
+        commitments = tuple(sorted(c.commitments.items()))
+        return [(s, commitments, self.solver, limit, self.gap) for s in self.apart]
 
     def steps(self, candidates: list[Candidate]) -> list[Candidate]:
         """5. Steps from the best schedule while the time holds: each commitment of any
@@ -612,6 +616,7 @@ class _Stochastic:
         $37.50 over the optimum, one GPU too many in each month of a monthly term."""
         keys = sorted({k for c in candidates for k in c.commitments}, key=str)
         best = min(candidates, key=lambda c: (self.value(c)[0], candidates.index(c)))
+        least = self.value(best)[0]
         seen = [c.commitments for c in candidates]
         while True:
             for schedule in self._neighbours(best.commitments, keys):
@@ -622,12 +627,10 @@ class _Stochastic:
                 seen.append(schedule)
                 c = best.step(schedule)
                 self.say(f"trying a step from the best schedule ({len(seen)} tried)")
-                c.results = self.runner.map(evaluate_task, [
-                    (s, tuple(sorted(schedule.items())), self.solver, self.need, self.gap)
-                    for s in self.apart])
+                c.results = self.runner.map(evaluate_task, self._evaluations(c, self.need))
                 candidates.append(c)
-                if self.value(c)[0] < self.value(best)[0] * (1 - 1e-9):
-                    best = c
+                if self.value(c)[0] < least * (1 - 1e-9):
+                    best, least = c, self.value(c)[0]
                     break
             else:  # no step from the best is cheaper
                 return candidates

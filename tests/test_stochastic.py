@@ -245,16 +245,21 @@ def test_solves_that_cannot_all_have_what_they_need_are_not_all_cut_short():
     assert _limits(4, 4.0, 1.2, 0.5, 0.25) == [pytest.approx(0.75)] * 4
 
 
+def _newsvendor(tmp_path, runner) -> tuple[_Stochastic, tuple]:
+    """The newsvendor's stochastic run with 100 s on `runner`, and its commitment's key."""
+    s = load_scenario(write_csv(tmp_path / "s", NEWSVENDOR))
+    key = next(iter(commitment_space(ModelBuilder(s, find_candidates(s)))))
+    return _Stochastic(s, s.demand_scenarios, Budget(100), runner, None, None, 0.0, 0.9,
+                       lambda text: None), key
+
+
 def test_the_evaluation_compares_only_the_schedules_it_has_time_to_plan(tmp_path):
     # 100 s, one worker, two scenarios: the evaluation's share (EVALUATE_SHARE, 85 s) at
     # 40 s a solve holds one schedule (2 solves); at the floor, all three
-    s = load_scenario(write_csv(tmp_path / "s", NEWSVENDOR))
-    key = next(iter(commitment_space(ModelBuilder(s, find_candidates(s)))))
-    schedules = [Candidate("none", {}), Candidate("five", {key: 5}),
-                 Candidate("ten", {key: 10})]
     with Runner() as alone:
-        run = _Stochastic(s, s.demand_scenarios, Budget(100), alone, None, None, 0.0, 0.9,
-                          lambda text: None)
+        run, key = _newsvendor(tmp_path, alone)
+        schedules = [Candidate("none", {}), Candidate("five", {key: 5}),
+                     Candidate("ten", {key: 10})]
         run.need = 40.0
         assert [c.name for c in run.evaluate(schedules)] == ["none"]
         run.need = MIN_SOLVE_S
@@ -270,11 +275,8 @@ def test_perfect_information_is_worth_what_the_cheapest_plans_found_say(tmp_path
     # 1,000 and 3,000): the schedule of 5 GPUs re-planned in the low scenario costs
     # 1,000, less than its own plan; known in advance is the cheaper of the two, and
     # EVPI = 2,500 − (1,000 + 3,000) / 2 = 500 as with exact wait-and-see plans
-    s = load_scenario(write_csv(tmp_path / "s", NEWSVENDOR))
-    key = next(iter(commitment_space(ModelBuilder(s, find_candidates(s)))))
     with Runner() as alone:
-        run = _Stochastic(s, s.demand_scenarios, Budget(100), alone, None, None, 0.0, 0.9,
-                          lambda text: None)
+        run, key = _newsvendor(tmp_path, alone)
         schedules = run.evaluate([Candidate("five", {key: 5})])
     rough = [{"objective_usd": 1_200.0, "bound_usd": 900.0},
              {"objective_usd": 3_000.0, "bound_usd": 2_900.0}]
@@ -297,11 +299,8 @@ def test_steps_from_the_best_schedule_reach_the_newsvendors_optimum(tmp_path):
     # q monthly GPUs against 5 or 15 (p ½ each): E = 3,000 − 100 q up to 5, 2,250 + 50 q
     # beyond. From 8 ($2,650): 9 is dearer, 7 cheaper ($2,600); from 7, 6 ($2,550); from
     # 6, 5 ($2,500); from 5, 4 is dearer ($2,600) and 6 tried: the optimum, 3 steps away
-    s = load_scenario(write_csv(tmp_path / "s", NEWSVENDOR))
-    key = next(iter(commitment_space(ModelBuilder(s, find_candidates(s)))))
     with Runner() as alone:
-        run = _Stochastic(s, s.demand_scenarios, Budget(100), alone, None, None, 0.0, 0.9,
-                          lambda text: None)
+        run, key = _newsvendor(tmp_path, alone)
         tried = run.steps(run.evaluate([Candidate("eight", {key: 8})]))
     best = min(tried, key=lambda c: run.value(c)[0])
     assert best.commitments == {key: 5} and best.name == "eight + 3 step(s)"

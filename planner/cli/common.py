@@ -297,8 +297,8 @@ def _check_output_folder(folder: Path) -> None:
 def _check_outputs(*paths: Optional[Path], scenario: Optional[Path] = None) -> None:
     """The command's output files: bad input (exit 2) when one cannot be written, two are
     the same file, one lies inside another (`-o p.xlsx --focus p.xlsx/f.csv`), or one is
-    the scenario itself or one of its tables (the run would overwrite its own input). A missing folder is created, and removed again when an
-    output is refused."""
+    the scenario itself or one of its tables (the run would overwrite its own input). A
+    missing folder is created, and removed again when an output is refused."""
     given = [p for p in paths if p is not None]
     inputs = _scenario_files(scenario) if scenario is not None else set()
     seen: set[Path] = set()
