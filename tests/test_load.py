@@ -162,3 +162,45 @@ def test_shipped_scenario_and_model_profiles_are_found_from_anywhere(tmp_path, m
         (data / "throughput.csv").read_text()
     res = CliRunner().invoke(app, ["throughput", "mine", str(tmp_path / "nowhere")])
     assert res.exit_code == 2 and "workloads.csv" in res.output
+
+
+def _saved_by_excel(file, cells: dict[str, bytes]):
+    """`file` as Excel saves it: formula cells with their calculated values (openpyxl
+    writes `<f>…</f><v></v>`). `cells`: reference → the cell's XML after the formula."""
+    import re
+    import zipfile
+
+    with zipfile.ZipFile(file) as z:
+        parts = {n: z.read(n) for n in z.namelist()}
+    for name in parts:
+        for ref, saved in cells.items():
+            parts[name] = re.sub(rb'<c r="' + ref.encode() + rb'">(<f>.*?</f>)<v></v>',
+                                 lambda m: b'<c r="' + ref.encode() + b'"' + saved[0]
+                                 + b">" + m.group(1) + saved[1], parts[name])
+    with zipfile.ZipFile(file, "w") as z:
+        for name, data in parts.items():
+            z.writestr(name, data)
+
+
+def test_a_formula_with_no_saved_value_is_an_error_not_a_blank(tmp_path):
+    """Written by a program that does not calculate (here openpyxl), `=8*2` in max_gpus
+    has no value to read: taken as blank it would mean unlimited GPUs."""
+    data = scenario(offers=[{"region": "r1", "gpu": "A", "term": "on_demand",
+                             "usd_per_gpu_hour": 2, "max_gpus": 1}])
+    file = write_xlsx(tmp_path / "s.xlsx", data)
+    wb = load_workbook(file)
+    ws = wb["offers"]
+    col = next(c.column_letter for c in ws[1] if c.value == "max_gpus")
+    ws[f"{col}2"] = "=8*2"
+    wb.save(file)
+    result = CliRunner().invoke(app, ["validate", str(file)])
+    assert result.exit_code == 2
+    assert "sheet offers" in result.output and "row 2" in result.output
+    assert "max_gpus" in result.output and "no saved value" in result.output
+    # saved by Excel: the value is there, and read; so is a formula's empty text
+    wb = load_workbook(file)
+    wb["offers"]["F1"], wb["offers"]["F2"] = "source", '=IF(1,"","x")'
+    wb.save(file)
+    _saved_by_excel(file, {f"{col}2": (b"", b"<v>16</v>"), "F2": (b' t="str"', b"<v></v>")})
+    s = load_scenario(file)
+    assert s.offers[0].max_gpus == 16 and not s.offers[0].source

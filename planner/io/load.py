@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import csv
 import io
+import re
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -202,6 +204,50 @@ def _load_workbook(file: Path) -> RawScenario:
             header = list(next(rows, ()) or ())
             body = ((n, list(cells)) for n, cells in enumerate(rows, start=2))
             tables[name] = _make_table(name, label, header, body, issues)
+            issues.extend(_uncached_formulas(file, ws, label, header))
     finally:
         wb.close()
     return RawScenario(file.stem, file, tables, issues)
+
+
+# A cell element of a sheet's XML (any namespace prefix), its attributes and content;
+# within it a formula and a saved value.
+_CELL = re.compile(rb"<(?:\w+:)?c\b([^>]*?)(?:/>|>(.*?)</(?:\w+:)?c>)", re.DOTALL)
+_FORMULA = re.compile(rb"<(?:\w+:)?f[\s>/]")
+_VALUE = re.compile(rb"<(?:\w+:)?v\s*>\s*[^<\s]")  # a saved value, not empty
+_TEXT = re.compile(rb'\bt="(?:str|s|inlineStr)"')  # a text result: it may be empty
+_REFERENCE = re.compile(rb'\br="([A-Z]{1,3})(\d+)"')
+
+
+def _uncached_formulas(file: Path, ws, label: str, header: list[object]) -> list[Issue]:
+    """Errors for the formula cells of sheet `ws` that hold no saved value. A workbook
+    written by a program that does not calculate (openpyxl, many exporters) stores only
+    the formula: read for its value, the cell is blank, and a blank max_gpus would mean
+    unlimited. openpyxl saves such a cell with an empty value; a formula whose saved
+    result is empty text is typed as text, and has its value."""
+    from openpyxl.utils import column_index_from_string
+
+    path = getattr(ws, "_worksheet_path", None)  # openpyxl's read-only sheet
+    if path is None:
+        return []
+    with zipfile.ZipFile(file) as archive:
+        xml = archive.read(path)
+    if not _FORMULA.search(xml):
+        return []
+    issues = []
+    for cell in _CELL.finditer(xml):
+        content = cell.group(2) or b""
+        ref = _REFERENCE.search(cell.group(1))
+        if (ref is None or not _FORMULA.search(content) or _VALUE.search(content)
+                or _TEXT.search(cell.group(1))):
+            continue
+        row, col = int(ref.group(2)), column_index_from_string(ref.group(1).decode()) - 1
+        heading = header[col] if col < len(header) else None
+        if row > 1 and _is_blank(heading):
+            continue  # under no heading: not read at all
+        issues.append(Issue(
+            "error", label, row, None if row == 1 else str(heading).strip().lower(),
+            f"{ref.group(1).decode()}{row} is a formula with no saved value (the workbook "
+            "was saved by a program that does not calculate formulas): open and save it "
+            "in Excel or LibreOffice, or type the value"))
+    return issues
