@@ -56,10 +56,13 @@ START_COMMITTED = 3
 # Arcs joining per demand cell and round, the most negative first: 200x40x24's bound
 # reached 250.6 M in round 13 (76 s) with 2, 251.7 M in round 6 (57 s; 28 s with the
 # primal simplex) with 6 (200 k arcs a round). At most ADD_MOST arcs a round, though:
-# 6 a cell at 1000x100x36 (268 k cells) doubled its 1.6 M-arc master, whose first
-# solve took 53 s, and the second did not end in 5 minutes.
+# 1000x100x36 (268 k cells, 1.6 M arcs in its first master), column generation alone for
+# ~400 s with rounds of many new arcs by the dual simplex (MANY_NEW): 300 k a round, 8
+# rounds, bound 1.878 B; 600 k, 6 rounds, 1.917 B; 1.2 M, 3 rounds (its second 133 s),
+# 1.873 B. (With the primal simplex 6 a cell had doubled the master, and its second
+# solve did not end in 5 minutes.)
 ADD_PER_CELL = 6
-ADD_MOST = 300_000
+ADD_MOST = 600_000
 START_PLANS = 3  # a single-region workload's cheapest pairs at first prices
 # Each round, a single-region workload not yet held to a pair offers the master its
 # PLAN_PAIRS cheapest pairs' plans at the duals and its cheapest at the completed duals
