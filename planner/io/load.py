@@ -187,24 +187,26 @@ def _load_workbook(file: Path) -> RawScenario:
         # none of its tables could be read: none is said to be missing besides
         return RawScenario(file.stem, file, tables, issues, set(TABLES_BY_NAME))
     try:
-        for ws in wb.worksheets:
-            name = ws.title.strip().lower()
-            label = f"sheet {ws.title}"
-            if name == "readme":
-                continue  # the template's own instructions
-            if name not in TABLES_BY_NAME:
-                issues.append(Issue("warning", label, None, None,
-                                    f"unknown table '{ws.title}'; ignored"))
-                continue
-            if name in tables:
-                issues.append(Issue("error", label, None, None,
-                                    f"table '{name}' is given twice"))
-                continue
-            rows = ws.iter_rows(values_only=True)
-            header = list(next(rows, ()) or ())
-            body = ((n, list(cells)) for n, cells in enumerate(rows, start=2))
-            tables[name] = _make_table(name, label, header, body, issues)
-            issues.extend(_uncached_formulas(file, ws, label, header))
+        # the sheets' XML, for the saved values of their formulas (openpyxl read it)
+        with zipfile.ZipFile(file) as archive:
+            for ws in wb.worksheets:
+                name = ws.title.strip().lower()
+                label = f"sheet {ws.title}"
+                if name == "readme":
+                    continue  # the template's own instructions
+                if name not in TABLES_BY_NAME:
+                    issues.append(Issue("warning", label, None, None,
+                                        f"unknown table '{ws.title}'; ignored"))
+                    continue
+                if name in tables:
+                    issues.append(Issue("error", label, None, None,
+                                        f"table '{name}' is given twice"))
+                    continue
+                rows = ws.iter_rows(values_only=True)
+                header = list(next(rows, ()) or ())
+                body = ((n, list(cells)) for n, cells in enumerate(rows, start=2))
+                tables[name] = _make_table(name, label, header, body, issues)
+                issues.extend(_uncached_formulas(archive, ws, label, header))
     finally:
         wb.close()
     return RawScenario(file.stem, file, tables, issues)
@@ -219,19 +221,20 @@ _TEXT = re.compile(rb'\bt="(?:str|s|inlineStr)"')  # a text result: it may be em
 _REFERENCE = re.compile(rb'\br="([A-Z]{1,3})(\d+)"')
 
 
-def _uncached_formulas(file: Path, ws, label: str, header: list[object]) -> list[Issue]:
-    """Errors for the formula cells of sheet `ws` that hold no saved value. A workbook
-    written by a program that does not calculate (openpyxl, many exporters) stores only
-    the formula: read for its value, the cell is blank, and a blank max_gpus would mean
-    unlimited. openpyxl saves such a cell with an empty value; a formula whose saved
-    result is empty text is typed as text, and has its value."""
+def _uncached_formulas(archive: zipfile.ZipFile, ws, label: str,
+                       header: list[object]) -> list[Issue]:
+    """Errors for the formula cells of sheet `ws` (in the workbook `archive`) that hold
+    no saved value. A workbook written by a program that does not calculate (openpyxl,
+    many exporters) stores only the formula: read for its value, the cell is blank, and
+    a blank max_gpus would mean unlimited. openpyxl saves such a cell with an empty
+    value; a formula whose saved result is empty text is typed as text, and has its
+    value."""
     from openpyxl.utils import column_index_from_string
 
     path = getattr(ws, "_worksheet_path", None)  # openpyxl's read-only sheet
     if path is None:
         return []
-    with zipfile.ZipFile(file) as archive:
-        xml = archive.read(path)
+    xml = archive.read(path)
     if not _FORMULA.search(xml):
         return []
     issues = []
