@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from decimal import Decimal
 
+import numpy as np
 import pytest
 from openpyxl import load_workbook
 from rendering import error_values, recalculated, too_narrow
@@ -360,3 +362,60 @@ def test_no_number_renders_as_hashes(finance, tmp_path):
     write_workbook(plan, tmp_path / "unmet.xlsx")
     assert too_narrow(tmp_path / "unmet.xlsx",
                       recalculated(tmp_path / "unmet.xlsx", tmp_path / "recalc2")) == []
+
+
+# Every kind of value a table holds, as the rows written straight into the sheet's XML
+# must show it: text a reader could take for a formula, spaces kept, XML's own
+# characters, a carriage return, numpy and Decimal figures, a float's last digits, NaN,
+# dates, a datetime, booleans, blanks, and formulas with XML's characters.
+ODD_ROWS = [
+    ["=1+1", 1, 2.5, dt.date(2027, 1, 1), True, report.F('=IF(B{r}<3,"a&b","<>")')],
+    ["  padded ", np.int64(7), np.float64(0.1 + 0.2), dt.datetime(2027, 2, 3, 4, 5), False,
+     report.F("=B{r}*C{r}")],
+    ["a & b < c > d\r\nline", Decimal("1.25"), float("nan"), None, None, None],
+    ["@SUM(A1)", -3, 1e-300, dt.date(1999, 12, 31), None, report.F("=SUM(B2:B{r})")],
+]
+
+
+def test_rows_written_straight_read_back_as_openpyxl_cells_do(tmp_path):
+    from openpyxl import Workbook
+
+    columns = [("Text", None), ("Count", "0"), ("Figure", report.NUM),
+               ("Month", report.MONTH), ("Flag", None), ("Formula", report.USD)]
+    books = {}
+    for edited in (False, True):
+        wb = Workbook()
+        sh = report.Sheet(wb, "Table", columns, notes={"Count": "a note"}, edited=edited)
+        for row in ODD_ROWS:
+            sh.add(list(row))
+        sh.finish()
+        sh.ws.cell(sh.row + 1, 1, "Total")  # a total row after the table's rows
+        path = tmp_path / f"{edited}.xlsx"
+        report.save_atomically(wb, path)
+        books[edited] = load_workbook(path)["Table"]
+    straight, cells = books[False], books[True]
+    assert straight.max_row == cells.max_row == len(ODD_ROWS) + 2
+    assert straight.dimensions == cells.dimensions
+    for row_s, row_c in zip(straight.iter_rows(), cells.iter_rows()):
+        for a, b in zip(row_s, row_c):
+            assert (a.value, a.data_type, a.number_format) == \
+                   (b.value, b.data_type, b.number_format), a.coordinate
+    assert straight["A2"].value == "=1+1" and straight["A2"].data_type == "s"
+    assert straight["A3"].value == "  padded "
+    assert straight["C3"].value == pytest.approx(0.1 + 0.2)  # openpyxl writes 16 digits
+    assert straight["F2"].value == '=IF(B2<3,"a&b","<>")'
+    assert straight["B1"].comment.text == "a note"
+    assert straight.auto_filter.ref == "A1:F5" and straight.freeze_panes == "A2"
+
+
+def test_a_cell_written_into_rows_written_straight_is_refused(tmp_path):
+    from openpyxl import Workbook
+
+    wb = Workbook()
+    sh = report.Sheet(wb, "Table", [("Text", None)])
+    sh.add(["a"])
+    sh.add(["b"])
+    sh.ws.cell(2, 1, "overwritten")
+    with pytest.raises(ValueError, match="row 2 has cells"):
+        report.save_atomically(wb, tmp_path / "t.xlsx")
+    assert not (tmp_path / "t.xlsx").exists()

@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
-from planner.report.plan import Plan
+from planner.report.plan import Plan, records
 
 EPS = 1e-9
 
@@ -62,7 +62,7 @@ def monthly_use(plan: Plan) -> dict[str, dict[int, list[float]]]:
     rates: dict[tuple, float | None] = {}
     use: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(lambda: [0., 0.]))
     committed = plan.assignments[~plan.assignments["term"].isin(["spot", "on_demand"])]
-    for a in committed.itertuples():
+    for a in records(committed):
         key = (a.workload, a.gpu)
         if key not in rates:
             rates[key] = payg_rate(plan, *key)
@@ -132,7 +132,7 @@ def schedule_lines(plan: Plan) -> list[list]:
     not; of staggered contracts, each joins the earliest line that ends the month before
     it starts), every other contract on its own; existing contracts first, each on its
     own."""
-    rows = list(plan.contracts.itertuples())
+    rows = list(records(plan.contracts))
     lines: list[list] = []
     chains: dict[str, list[list]] = defaultdict(list)  # offer -> its lines, oldest first
     for c in sorted(rows, key=lambda c: (c.kind != "existing", c.offer, c.start, c.gpus)):
@@ -166,7 +166,7 @@ def line_names(plan: Plan) -> dict[str, str]:
 def commitment_economics(plan: Plan) -> dict[str, dict]:
     """contract -> its economics (every new commitment and existing contract)."""
     use = monthly_use(plan)
-    return {c.contract: line_economics(plan, [c], use) for c in plan.contracts.itertuples()}
+    return {c.contract: line_economics(plan, [c], use) for c in records(plan.contracts)}
 
 
 def effective_savings(plan: Plan) -> dict:
@@ -182,7 +182,7 @@ def effective_savings(plan: Plan) -> dict:
             on_demand[(o.region, o.gpu)] = o.usd_per_gpu_hour
             cheapest[o.gpu] = min(cheapest.get(o.gpu, o.usd_per_gpu_hour), o.usd_per_gpu_hour)
     equivalent = 0.0
-    for a in plan.assignments.itertuples():
+    for a in records(plan.assignments):
         rate = on_demand.get((a.region, a.gpu), cheapest.get(a.gpu, a.usd_per_gpu_hour))
         equivalent += a.gpus * a.hours * rate
     lines = plan.cost_lines

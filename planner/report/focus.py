@@ -26,7 +26,7 @@ from types import SimpleNamespace
 
 from planner.files import write_atomically
 from planner.report.economics import monthly_use
-from planner.report.plan import Plan, counted_months
+from planner.report.plan import Plan, counted_months, records
 
 COLUMNS = (
     "BillingPeriodStart", "BillingPeriodEnd", "ChargePeriodStart", "ChargePeriodEnd",
@@ -78,7 +78,7 @@ def focus_rows(plan: Plan) -> list[dict]:
     # pay-as-you-go GPU-hours, per offer and month
     payg = plan.assignments[plan.assignments["term"].isin(["spot", "on_demand"])]
     usage: dict[tuple, list[float]] = defaultdict(lambda: [0.0, 0.0])
-    for a in payg.itertuples():
+    for a in records(payg):
         cell = usage[(int(a.month), a.provider, a.region, a.gpu, a.term, a.contract,
                       float(a.usd_per_gpu_hour))]
         cell[0] += a.gpus * a.hours
@@ -86,7 +86,7 @@ def focus_rows(plan: Plan) -> list[dict]:
     # GPU-hours in use per offer and month: where an offer sells whole instances, the
     # idle GPUs of the last one are paid (PricingQuantity) but not consumed
     consumed: dict[tuple, float] = defaultdict(float)
-    for u in plan.usage.itertuples():
+    for u in records(plan.usage):
         if u.term in ("spot", "on_demand"):
             consumed[(int(u.month), u.source)] += u.gpus * u.hours
     for (m, provider, region, gpu, term, sku, rate), (hours, usd) in sorted(usage.items()):
@@ -160,7 +160,7 @@ def focus_rows(plan: Plan) -> list[dict]:
     region_rate = {r.region: r.egress_usd_per_gb for r in s.regions}
     per_region = plan.egress.groupby(["month", "provider", "region"], as_index=False)[
         ["gb", "usd"]].sum()
-    for e in per_region.itertuples():
+    for e in records(per_region):
         out.add(int(e.month), e.provider, e.region, ChargeCategory="Usage",
                 ChargeFrequency="Usage-Based", ChargeDescription="data transfer out",
                 ServiceCategory=category, ServiceName=service, SkuId=f"{e.region}/egress",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from planner.report.economics import commitment_economics, effective_savings
-from planner.report.plan import COST_KEYS, Plan
+from planner.report.plan import COST_KEYS, Plan, records
 
 
 def _r(x: float | None, digits: int = 6) -> float | None:
@@ -17,7 +17,7 @@ def plan_json(plan: Plan, seconds: float | None = None,
     result = plan.result
     economics = commitment_economics(plan)
     commitments = []
-    for c in plan.commitments.itertuples():
+    for c in records(plan.commitments):
         e = economics[c.contract]
         commitments.append(dict(
             region=c.region, gpu=c.gpu, term=c.term, commit_months=int(c.commit_months),
@@ -33,13 +33,13 @@ def plan_json(plan: Plan, seconds: float | None = None,
         dict(month=a.month_label, segment=int(a.segment), hours=_r(a.hours), workload=a.workload,
              region=a.region, gpu=a.gpu, term=a.term, contract=a.contract, gpus=_r(a.gpus),
              cost_usd=_r(a.cost_usd, 2))
-        for a in plan.assignments.itertuples()
+        for a in records(plan.assignments)
     ]
     unmet = [
         dict(workload=u.workload, site=u.site if isinstance(u.site, str) else None,
              month=u.month_label, segment=int(u.segment),
              units=_r(u.units), unit_hours=_r(u.unit_hours), reason=u.reason)
-        for u in plan.unmet.itertuples()
+        for u in records(plan.unmet)
     ]
     return {
         "scenario": plan.scenario.name,

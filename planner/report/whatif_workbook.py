@@ -108,7 +108,7 @@ def write_whatif_workbook(scenario: Scenario, variants: list[Variant], path: str
                 "limit did not hold is not run; stress tests are of the base demand "
                 "level only. Also where a policy's plan is another's, cheaper one that "
                 "uses only offers it allows",
-    })
+    }, edited=True)  # savings and notes are written once every row is there
     c = sh.col
     # demand scale -> [(total, unmet unit-hours, row)] of its pay-as-you-go-only plans
     payg_rows: dict[float, list[tuple[float, float, int]]] = {}

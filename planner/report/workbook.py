@@ -35,7 +35,8 @@ from planner.report.economics import (
     monthly_use,
     schedule_lines,
 )
-from planner.report.plan import COST_KEYS, Plan
+from planner.report.plan import COST_KEYS, Plan, records
+from planner.report.sheet_rows import Rows, save
 
 USD = '"$"#,##0.00'
 RATE = '"$"#,##0.0000'  # prices per GPU-hour or GB: four decimals, so a hand check holds
@@ -117,7 +118,10 @@ class Sheet:
     """A worksheet holding one table: header row, typed columns, filters, widths."""
 
     def __init__(self, wb: Workbook, title: str, columns: list[tuple[str, str | None]],
-                 notes: dict[str, str] | None = None):
+                 notes: dict[str, str] | None = None, edited: bool = False):
+        """`edited`: whether cells of its rows are written once the rows are added (its
+        rows are then openpyxl's cells; else they are written straight as XML, and only
+        rows after them may be written as cells)."""
         self.ws = wb.create_sheet(title)
         self.columns = [c for c, _ in columns]
         self.formats = [f for _, f in columns]
@@ -137,7 +141,12 @@ class Sheet:
             model = Cell(self.ws)
             if fmt:
                 model.number_format = fmt
-            self._styles.append(model._style)
+            self._styles.append(model)
+        # rows written straight into the sheet's XML (planner.report.sheet_rows) where
+        # none is changed once added
+        self._rows = None if edited else Rows(
+            self.ws, [get_column_letter(j) for j in range(1, len(self.columns) + 1)],
+            [model.style_id for model in self._styles])
 
     def col(self, name: str) -> str:
         return get_column_letter(self.columns.index(name) + 1)
@@ -152,19 +161,24 @@ class Sheet:
     def add(self, values: list) -> int:
         """Append a row; an `F` is written as its formula, anything else as a value (text
         as text) in its column's number format."""
-        self.row += 1
-        r = self.row
-        cells = []
         for j, v in enumerate(values):
-            if isinstance(v, F):
-                cells.append(Cell(self.ws, value=v.text.format(r=r), style_array=self._styles[j]))
-                continue
-            cell = Cell(self.ws, value=v, style_array=self._styles[j])
-            if v is not None:
-                if cell.data_type == "f":  # a name like '=1+1' stays text
-                    cell.data_type = "s"
+            if v is not None and not isinstance(v, F):
                 self.widths[j] = max(self.widths[j],
                                      min(_shown_width(v, self.formats[j]), 50))
+        self.row += 1
+        r = self.row
+        if self._rows is not None:
+            return self._rows.add(values, {j: v.text.format(r=r)
+                                           for j, v in enumerate(values) if isinstance(v, F)})
+        cells = []
+        for j, v in enumerate(values):
+            style = self._styles[j]._style
+            if isinstance(v, F):
+                cells.append(Cell(self.ws, value=v.text.format(r=r), style_array=style))
+                continue
+            cell = Cell(self.ws, value=v, style_array=style)
+            if cell.data_type == "f":  # a name like '=1+1' stays text
+                cell.data_type = "s"
             cells.append(cell)
         # cells built with their column's style and appended whole: styling cell by cell
         # took a third of writing a 50,000-row Plan sheet
@@ -197,8 +211,9 @@ def write_workbook(plan: Plan, path: str | Path, baselines: list | None = None,
 
 
 def save_atomically(wb: Workbook, path: Path) -> None:
-    """Save atomically (planner.files): a failure leaves `path` as it was."""
-    write_atomically(path, wb.save)
+    """Save atomically (planner.files): a failure leaves `path` as it was; the tables'
+    rows written straight (planner.report.sheet_rows)."""
+    write_atomically(path, lambda tmp: save(wb, tmp))
 
 
 def fit_to_page_width(ws) -> None:
@@ -276,7 +291,7 @@ def plan_sheet(wb, plan: Plan, title: str = "Plan") -> Sheet:
     })
     st = plan.scenario.settings
     line = line_names(plan)  # renewals are one line of the Commitments sheet
-    for a in plan.assignments.itertuples():
+    for a in records(plan.assignments):
         sh.add([month_date(st, int(a.month)), int(a.month), int(a.segment), a.hours,
                 a.workload, a.region,
                 a.provider, a.gpu, a.term, line.get(a.contract, a.contract), a.gpus,
@@ -319,7 +334,7 @@ def contracts_sheet(wb, plan: Plan, title: str = "Contracts") -> Sheet:
     c = sh.col
     offers = plan.scenario.offer_by_key
     line = line_names(plan)
-    for k in plan.contracts.itertuples():
+    for k in records(plan.contracts):
         upfront_per_gpu = offers[k.offer].upfront_usd_per_gpu if k.kind == "new" else 0.0
         inside = sum(1 for m in st.months if k.start <= m <= k.end)
         span = f"({c('End #')}{{r}}-{c('Start #')}{{r}}+1)"
@@ -452,7 +467,7 @@ def _egress_sheet(wb, plan: Plan) -> Sheet:
     ])
     st = plan.scenario.settings
     regions = plan.scenario.region_by_name
-    for e in plan.egress.itertuples():
+    for e in records(plan.egress):
         sh.add([month_date(st, int(e.month)), int(e.month), int(e.segment), e.workload,
                 e.region,
                 e.provider, e.gb, regions[e.region].egress_usd_per_gb,
@@ -553,15 +568,15 @@ def _service_sheet(wb, plan: Plan) -> None:
     for d in s.demand:
         demand[(d.workload, d.month)] += d.amount
     served = defaultdict(float)
-    for f in plan.flows.itertuples():
+    for f in records(plan.flows):
         served[(f.workload, f.month)] += f.units * plan.candidates.segments[f.segment].share
     unmet = defaultdict(float)
-    for u in plan.unmet.itertuples():
+    for u in records(plan.unmet):
         unmet[(u.workload, u.month)] += u.units * plan.candidates.segments[u.segment].share
     worst = defaultdict(lambda: None)
     places = defaultdict(set)
     transit = plan.candidates.transit
-    for f in plan.flows.itertuples():
+    for f in records(plan.flows):
         key = (f.workload, f.month)
         region = s.region_by_name[f.region]
         site = s.site_by_name[region.site]
@@ -631,7 +646,7 @@ def _diagnostics_sheet(wb, plan: Plan) -> None:
         ws.cell(r, 1, "none: all demand is served")
         r += 1
     st = s.settings
-    for u in plan.unmet.itertuples():
+    for u in records(plan.unmet):
         for j, v in enumerate([u.workload, u.site if isinstance(u.site, str) else "",
                                month_date(st, int(u.month)), int(u.segment), u.units,
                                u.unit_hours, u.penalty_usd, u.reason], start=1):
