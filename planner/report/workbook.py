@@ -855,24 +855,22 @@ def _input_sheets(wb, plan: Plan) -> None:
         if table.name not in read:
             continue
         label, columns, rows = read[table.name]
-        ws = wb.create_sheet(f"Input {table.name}"[:31])
-        for j, name in enumerate(columns, start=1):
-            cell = ws.cell(1, j)
-            text_cell(cell, name)
-            cell.font, cell.fill = BOLD, HEADER_FILL
         kinds = {c.name: c for c in table.columns}
-        for i, cells in enumerate(rows, start=2):
-            for j, name in enumerate(columns, start=1):
+        # a figure or date column's format; the user's own columns, and text, as read
+        typed = {name: kinds[name] for name in columns
+                 if name in kinds and kinds[name].type in ("float", "int", "date")}
+        sh = Sheet(wb, f"Input {table.name}"[:31],
+                   [(name, _input_format(typed[name]) if name in typed else None)
+                    for name in columns])
+        for cells in rows:
+            values = []
+            for name in columns:
                 v = cells.get(name)
                 if v is not None and not isinstance(v, (str, int, float, bool)):
                     v = str(v)
-                cell = ws.cell(i, j)
-                text_cell(cell, _as_read(v, kinds.get(name)))
-                if name in kinds and isinstance(cell.value, (int, float, dt.date)):
-                    cell.number_format = _input_format(kinds[name])
-        ws.freeze_panes = "A2"
-        for j, name in enumerate(columns, start=1):
-            _fit_figures(ws, get_column_letter(j), max(12, len(name) + 2), first_row=2)
+                values.append(_as_read(v, kinds.get(name)))
+            sh.add(values)
+        sh.finish()
 
 
 def _as_read(v, column):
