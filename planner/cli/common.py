@@ -357,22 +357,23 @@ def _scenario_files(scenario: Path) -> set[Path]:
 
 def _report_seconds(scenario) -> float:
     """Seconds kept back from the solve for the plan's tables, its check, workbook and
-    JSON: 1 s and 0.4 ms per demand cell and segment. Measured (2026-11-26): 200x40x24,
-    36 k cells, 13.5 s of the 15.6 s kept; 1000x100x36, 294 k cells, ~70 s (workbook
-    57 s) of 119 s kept."""
+    JSON: 1 s and 0.12 ms per demand cell and segment (the plan's draft refines it:
+    `_writing_seconds`). Measured (2026-11-26, tables written straight as XML): the
+    default scenario, 1.4 k cells, 0.6 s; 200x40x24, 36 k cells, 5.6 s; 1000x100x36,
+    294 k cells, 32 s (workbook 19 s)."""
     from planner.model.candidates import make_segments
 
     cells = len(scenario.demand) * len(make_segments(scenario))
-    return 1.0 + 0.0004 * cells
+    return 1.0 + 0.00012 * cells
 
 
 def _writing_seconds(rows: int) -> float:
     """Seconds a plan whose tables have about `rows` rows (planner.solve.decompose.
     construct.Draft.rows) takes from solved to written: its tables, check, workbook and
-    JSON. Measured (2026-11-26): 3.6 k rows 1.5-1.9 s (default scenario), 10 k 3.3-3.8 s
-    (its demand × 1e4), 76 k 13.5 s (200x40x24), 369 k ~70 s (1000x100x36): 0.3 ms a
-    row up to 10 k, 0.18 ms beyond (the workbook's fixed costs spread thinner)."""
-    return 0.5 + 0.0003 * min(rows, 10_000) + 0.00018 * max(0, rows - 10_000)
+    JSON. Measured (2026-11-26, tables written straight as XML): 4 k rows 0.6 s (the
+    default scenario), 76 k 5.6 s (200x40x24: tables 0.5, check 0.8, workbook 3.5, JSON
+    0.8), 370 k 32 s (1000x100x36: 3.2, 5.1, 19.4, 4.5); 0.09 ms a row and a margin."""
+    return 0.5 + 0.00009 * rows
 
 
 def _warn_short_budget(budget, keep: float) -> None:

@@ -132,8 +132,10 @@ def whatif(
     _check_suffixes(xlsx=out)
     budget = Budget(time_limit if time_limit is not None else s.settings.time_limit_s,
                     start=started)
-    # writing: ~0.7 s a variant for the default scenario, whose one plan keeps 1.6 s
-    # (its tables and check are made by the workers)
+    # the workbook (its plans' tables and checks are made by the workers) and what the
+    # variants' solves take beyond their limits: the default scenario's keeps 1.2 s a
+    # plan, half for each variant; written in 0.35 s with three variants, 1.0 s with
+    # nine (2026-11-26)
     keep = _report_seconds(s) * (1 + len(policies) * len(scales)) / 2
     _warn_short_budget(budget, keep)
     jobs = workers_for(jobs, scheduler, budget.share(1.0, keep=keep))
