@@ -47,6 +47,24 @@ def write_whatif_workbook(scenario: Scenario, variants: list[Variant], path: str
                           stress_scales: tuple[float, ...]) -> None:
     wb = Workbook()
     wb.calculation.fullCalcOnLoad = True
+    _settings_sheet(wb, scenario, variants)
+    _comparison_sheet(wb, variants, sorted(x for x in set(stress_scales) if x != 1.0))
+    _break_even_sheet(wb, scenario)
+    taken = {name.lower() for name in wb.sheetnames}
+    for v in variants:  # each variant's own plan, contracts and commitments
+        if v.plan is None:
+            continue
+        plans = plan_sheet(wb, v.plan, _sheet_title(v.label, "Plan", taken))
+        contracts = contracts_sheet(wb, v.plan, _sheet_title(v.label, "Contracts", taken))
+        commitments_sheet(wb, v.plan, plans, contracts,
+                          _sheet_title(v.label, "Commitments", taken))
+        wb.move_sheet(contracts.ws, offset=1)
+    print_setup(wb)
+    save_atomically(wb, Path(path))
+
+
+def _settings_sheet(wb: Workbook, scenario: Scenario, variants: list[Variant]) -> None:
+    """The scenario, its settings, the workload scales every row shares, its warnings."""
     info = wb.active
     info.title = "Settings"
     settings_block(wb, info, scenario.settings)
@@ -65,29 +83,37 @@ def write_whatif_workbook(scenario: Scenario, variants: list[Variant], path: str
     info.column_dimensions["A"].width = 50
     info.column_dimensions["D"].width = 24
 
-    # a column group per stress scale: a fall in demand strands commitments, a rise is
-    # topped up with pay-as-you-go
-    scales = sorted(x for x in set(stress_scales) if x != 1.0)
-    stress_columns: list[tuple[str, str]] = []
-    stress_notes: dict[str, str] = {}
+
+def _stress_columns(scales: list[float]) -> tuple[list[tuple[str, str]], dict[str, str]]:
+    """A column group per stress scale, with their notes: a fall in demand strands
+    commitments, a rise is topped up with pay-as-you-go."""
+    columns: list[tuple[str, str]] = []
+    notes: dict[str, str] = {}
     for x in scales:
-        stress_columns.append((f"Stress {x:g}× total", USD))
-        stress_notes[f"Stress {x:g}× total"] = ("commitments of this policy kept, only "
-                                                "pay-as-you-go re-optimised, demand scaled")
+        columns.append((f"Stress {x:g}× total", USD))
+        notes[f"Stress {x:g}× total"] = ("commitments of this policy kept, only "
+                                         "pay-as-you-go re-optimised, demand scaled")
         if x < 1:
-            stress_columns.append((f"Stress {x:g}× idle committed", USD))
-            stress_notes[f"Stress {x:g}× idle committed"] = (
+            columns.append((f"Stress {x:g}× idle committed", USD))
+            notes[f"Stress {x:g}× idle committed"] = (
                 "commitment payments inside the horizon no workload uses (stranded) "
                 "when demand falls")
         else:
-            stress_columns += [(f"Stress {x:g}× pay-as-you-go", USD),
-                               (f"Stress {x:g}× top-up", USD)]
-            stress_notes[f"Stress {x:g}× top-up"] = (
+            columns += [(f"Stress {x:g}× pay-as-you-go", USD),
+                        (f"Stress {x:g}× top-up", USD)]
+            notes[f"Stress {x:g}× top-up"] = (
                 "extra pay-as-you-go spend over this policy's own plan when demand rises "
                 "(only where the stressed plan serves all that demand)")
     if scales:
-        stress_columns += [("Stress unmet unit-hours", NUM),
-                           ("Stress unmet at the penalty", USD)]
+        columns += [("Stress unmet unit-hours", NUM), ("Stress unmet at the penalty", USD)]
+    return columns, notes
+
+
+def _comparison_sheet(wb: Workbook, variants: list[Variant], scales: list[float]) -> None:
+    """One row per policy and demand level: costs by term, utilization, savings against
+    pay-as-you-go like for like, unmet demand, stress tests, and why a figure is not
+    stated; a chart of the totals."""
+    stress_columns, stress_notes = _stress_columns(scales)
     columns = [("Policy", None), ("Terms", None), ("Demand scale", "0.00"), ("Status", None),
                ("Gap", PCT), *[(t, USD) for t in COST_KEYS], ("egress", USD),
                ("Total cost", USD), ("Obligation (new)", USD), ("Beyond horizon", USD),
@@ -109,71 +135,88 @@ def write_whatif_workbook(scenario: Scenario, variants: list[Variant], path: str
                 "level only. Also where a policy's plan is another's, cheaper one that "
                 "uses only offers it allows",
     }, edited=True)  # savings and notes are written once every row is there
-    c = sh.col
-    # demand scale -> [(total, unmet unit-hours, row)] of its pay-as-you-go-only plans
-    payg_rows: dict[float, list[tuple[float, float, int]]] = {}
     rows: list[tuple[Variant, int]] = []
     note: dict[int, list[str]] = {}  # row -> why a figure is not stated
     for v in variants:
-        t = v.plan.totals if v.plan is not None else None
-        if t is None:
-            r = sh.add([v.policy.name, v.policy.text, v.demand_scale, v.status])
-            note[r] = [f"not run: {v.note}" if v.note else
-                       "no plan found within its share of the time limit"]
-            rows.append((v, r))
-            continue
-        c_ = v.plan.commitments
-        available = float(c_["available_gpu_hours"].sum())
-        util = float(c_["used_gpu_hours"].sum()) / available if available else None
-        values = [v.policy.name, v.policy.text, v.demand_scale, v.status, v.plan.result.gap,
-                  *[t["cost_by_term_usd"][k] for k in COST_KEYS], t["egress_usd"],
-                  F(f"=SUM({c(COST_KEYS[0])}{{r}}:{c('egress')}{{r}})"),
-                  t["obligation_usd"], t["beyond_horizon_usd"], util,
-                  None, None, None, t["unmet_unit_hours"], t["unmet_penalty_usd"]]
-        notes = []
-        if v.adopted:
-            notes.append(f"the plan of {v.adopted}: cheaper than this policy's own, and "
-                         "every offer it uses is allowed here")
-        if scales and not v.stress:
-            notes.append("stress tests are of the base demand level's plans")
-        skipped = [x for x in scales if v.stress.get(x, {}).get("status") == "not_run"]
-        if skipped:
-            notes.append("stress test at " + ", ".join(f"{x:g}×" for x in skipped)
-                         + " not run: the time limit did not hold it")
-        for x in scales:
-            stressed = v.stress.get(x, {})
-            values.append(stressed.get("total_cost_usd"))
-            if x < 1:
-                values.append(stressed.get("idle_committed_usd"))
-                continue
-            short = (stressed.get("unmet_unit_hours") or 0) > t["unmet_unit_hours"] + SAME_DEMAND
-            if short:
-                notes.append(f"top-up not stated: at {x:g}× demand its commitments with "
-                             f"pay-as-you-go leave {stressed['unmet_unit_hours']:,.1f} "
-                             "unit-hours unmet")
-            values += [stressed.get("payg_usd"),
-                       F(f"={c(f'Stress {x:g}× pay-as-you-go')}{{r}}-{c('spot')}{{r}}"
-                         f"-{c('on_demand')}{{r}}")
-                       if stressed.get("payg_usd") is not None and not short else None]
-        if scales:  # summed only over a full set of stress tests
-            whole = v.stress and not skipped
-            values += [sum(v.stress.get(x, {}).get("unmet_unit_hours") or 0 for x in scales)
-                       if whole else None,
-                       sum(v.stress.get(x, {}).get("unmet_penalty_usd") or 0 for x in scales)
-                       if whole else None]
-        values.append(None)
+        values, notes = _comparison_row(v, scales, sh.col)
         r = sh.add(values)
         note[r] = notes
         rows.append((v, r))
-        if set(v.policy.terms) <= {"spot", "on_demand"}:
+    _savings(sh, rows, note)
+    for r, notes in note.items():
+        if notes:
+            text_cell(sh.ws[f"{sh.col('Note')}{r}"], "; ".join(notes))
+    sh.finish()
+    if rows:
+        _comparison_chart(sh, scales)
+
+
+def _comparison_row(v: Variant, scales: list[float], c) -> tuple[list, list[str]]:
+    """A variant's row of the Comparison sheet (`c`: its columns' letters) up to its
+    savings, and why any of its figures is not stated."""
+    if v.plan is None:
+        return [v.policy.name, v.policy.text, v.demand_scale, v.status], [
+            f"not run: {v.note}" if v.note else
+            "no plan found within its share of the time limit"]
+    t = v.plan.totals
+    commitments = v.plan.commitments
+    available = float(commitments["available_gpu_hours"].sum())
+    util = float(commitments["used_gpu_hours"].sum()) / available if available else None
+    values = [v.policy.name, v.policy.text, v.demand_scale, v.status, v.plan.result.gap,
+              *[t["cost_by_term_usd"][k] for k in COST_KEYS], t["egress_usd"],
+              F(f"=SUM({c(COST_KEYS[0])}{{r}}:{c('egress')}{{r}})"),
+              t["obligation_usd"], t["beyond_horizon_usd"], util,
+              None, None, None, t["unmet_unit_hours"], t["unmet_penalty_usd"]]
+    notes = []
+    if v.adopted:
+        notes.append(f"the plan of {v.adopted}: cheaper than this policy's own, and "
+                     "every offer it uses is allowed here")
+    if scales and not v.stress:
+        notes.append("stress tests are of the base demand level's plans")
+    skipped = [x for x in scales if v.stress.get(x, {}).get("status") == "not_run"]
+    if skipped:
+        notes.append("stress test at " + ", ".join(f"{x:g}×" for x in skipped)
+                     + " not run: the time limit did not hold it")
+    for x in scales:
+        stressed = v.stress.get(x, {})
+        values.append(stressed.get("total_cost_usd"))
+        if x < 1:
+            values.append(stressed.get("idle_committed_usd"))
+            continue
+        short = (stressed.get("unmet_unit_hours") or 0) > t["unmet_unit_hours"] + SAME_DEMAND
+        if short:
+            notes.append(f"top-up not stated: at {x:g}× demand its commitments with "
+                         f"pay-as-you-go leave {stressed['unmet_unit_hours']:,.1f} "
+                         "unit-hours unmet")
+        values += [stressed.get("payg_usd"),
+                   F(f"={c(f'Stress {x:g}× pay-as-you-go')}{{r}}-{c('spot')}{{r}}"
+                     f"-{c('on_demand')}{{r}}")
+                   if stressed.get("payg_usd") is not None and not short else None]
+    if scales:  # summed only over a full set of stress tests
+        whole = v.stress and not skipped
+        values += [sum(v.stress.get(x, {}).get("unmet_unit_hours") or 0 for x in scales)
+                   if whole else None,
+                   sum(v.stress.get(x, {}).get("unmet_penalty_usd") or 0 for x in scales)
+                   if whole else None]
+    values.append(None)  # the note, written once every row is there
+    return values, notes
+
+
+def _savings(sh: Sheet, rows: list[tuple[Variant, int]], note: dict[int, list[str]]) -> None:
+    """Each row's savings against the cheapest pay-as-you-go-only plan at its demand
+    level that leaves as much demand unmet (like for like only, SPEC §4: either plan
+    serving less makes it cheaper), as formulas; where there is none, why not."""
+    c = sh.col
+    payg_rows: dict[float, list[tuple[float, float, int]]] = {}  # scale -> (total, unmet, row)
+    for v, r in rows:
+        if v.plan is not None and set(v.policy.terms) <= {"spot", "on_demand"}:
+            t = v.plan.totals
             payg_rows.setdefault(v.demand_scale, []).append(
                 (t["total_cost_usd"], t["unmet_unit_hours"], r))
     for v, r in rows:
         payg = payg_rows.get(v.demand_scale)
         if not payg or v.plan is None:
             continue
-        # like for like only (SPEC §4): either plan serving less makes it cheaper; of the
-        # pay-as-you-go-only plans that leave as much unmet, the cheapest
         unmet = v.plan.totals["unmet_unit_hours"]
         alike = [(total, row) for total, left, row in payg
                  if abs(left - unmet) <= SAME_DEMAND]
@@ -189,25 +232,23 @@ def write_whatif_workbook(scenario: Scenario, variants: list[Variant], path: str
         sh.ws[f"{c('Savings %')}{r}"] = (
             f"=IF({c('Pay-as-you-go total')}{r}>0,{c('Savings vs pay-as-you-go')}{r}/"
             f"{c('Pay-as-you-go total')}{r},0)")
-    for r, notes in note.items():
-        if notes:
-            text_cell(sh.ws[f"{c('Note')}{r}"], "; ".join(notes))
-    sh.finish()
-    if rows:
-        chart = BarChart()
-        chart.type, chart.title, chart.y_axis.title = "col", "Total cost by policy", "USD"
-        j = sh.columns.index("Total cost") + 1
+
+
+def _comparison_chart(sh: Sheet, scales: list[float]) -> None:
+    """Total cost by policy, and at each stress scale, below the table."""
+    chart = BarChart()
+    chart.type, chart.title, chart.y_axis.title = "col", "Total cost by policy", "USD"
+    for name in ["Total cost", *(f"Stress {x:g}× total" for x in scales)]:
+        j = sh.columns.index(name) + 1
         chart.add_data(Reference(sh.ws, min_col=j, max_col=j, min_row=1, max_row=sh.row),
                        titles_from_data=True)
-        for x in scales:
-            k = sh.columns.index(f"Stress {x:g}× total") + 1
-            chart.add_data(Reference(sh.ws, min_col=k, max_col=k, min_row=1,
-                                     max_row=sh.row), titles_from_data=True)
-        chart.set_categories(Reference(sh.ws, min_col=1, max_col=1, min_row=2,
-                                       max_row=sh.row))
-        chart.width, chart.height = 24, 12
-        sh.ws.add_chart(chart, f"A{sh.row + 3}")
+    chart.set_categories(Reference(sh.ws, min_col=1, max_col=1, min_row=2, max_row=sh.row))
+    chart.width, chart.height = 24, 12
+    sh.ws.add_chart(chart, f"A{sh.row + 3}")
 
+
+def _break_even_sheet(wb: Workbook, scenario: Scenario) -> None:
+    """The utilization at which each commitment offer costs what on-demand does."""
     be = Sheet(wb, "Break-even", [
         ("Offer", None), ("Region", None), ("GPU", None), ("Term", None),
         ("Commit months", "0"), ("USD per GPU-hour", RATE), ("Upfront per GPU", USD),
@@ -224,15 +265,3 @@ def write_whatif_workbook(scenario: Scenario, variants: list[Variant], path: str
                 row["usd_per_gpu_hour"], row["upfront_usd_per_gpu"],
                 row["on_demand_usd_per_gpu_hour"], formula])
     be.finish()
-
-    taken = {name.lower() for name in wb.sheetnames}
-    for v in variants:
-        if v.plan is None:
-            continue
-        plans = plan_sheet(wb, v.plan, _sheet_title(v.label, "Plan", taken))
-        contracts = contracts_sheet(wb, v.plan, _sheet_title(v.label, "Contracts", taken))
-        commitments_sheet(wb, v.plan, plans, contracts,
-                          _sheet_title(v.label, "Commitments", taken))
-        wb.move_sheet(contracts.ws, offset=1)
-    print_setup(wb)
-    save_atomically(wb, Path(path))
