@@ -419,3 +419,17 @@ def test_a_cell_written_into_rows_written_straight_is_refused(tmp_path):
     with pytest.raises(ValueError, match="row 2 has cells"):
         report.save_atomically(wb, tmp_path / "t.xlsx")
     assert not (tmp_path / "t.xlsx").exists()
+
+
+def test_a_table_longer_than_a_worksheet_holds_is_refused(monkeypatch):
+    # as openpyxl refuses a cell past Excel's last row: never a workbook Excel repairs
+    from openpyxl import Workbook
+
+    from planner.report import sheet_rows
+
+    monkeypatch.setattr(sheet_rows, "EXCEL_ROWS", 3)
+    sh = report.Sheet(Workbook(), "Plan", [("Text", None)])
+    sh.add(["a"])
+    sh.add(["b"])
+    with pytest.raises(ValueError, match="the Plan sheet would have more than 3 rows"):
+        sh.add(["c"])

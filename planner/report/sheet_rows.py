@@ -32,6 +32,8 @@ _ROW = re.compile(rb'<row r="(\d+)"')
 _DIMENSION = re.compile(rb'<dimension ref="[^"]*"/>')
 _ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\r": "&#13;"})
 _INFINITE = (math.inf, -math.inf)
+# the most rows a worksheet holds (Excel's limit; openpyxl refuses cells beyond it)
+EXCEL_ROWS = 1_048_576
 # rows joined into one piece of the compressed stream at a time
 CHUNK_ROWS = 20_000
 
@@ -44,6 +46,7 @@ class Rows:
     `styles`: each column's letter and style id (its number format) in the workbook."""
 
     def __init__(self, ws, letters: list[str], styles: list[int]):
+        self.title = ws.title
         self.letters = letters
         self.styles = [str(s) for s in styles]
         self.xml: list[str] = []
@@ -53,6 +56,9 @@ class Rows:
     def add(self, values: list, formulas: dict[int, str]) -> int:
         """Write the next row: `values` by column, where `formulas` (column -> formula
         text with '=') stand instead. Returns the row's number."""
+        if self.last >= EXCEL_ROWS:
+            raise ValueError(f"the {self.title} sheet would have more than {EXCEL_ROWS:,} "
+                             f"rows, the most a worksheet holds")
         self.last += 1
         r = str(self.last)
         cells = []
