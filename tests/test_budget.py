@@ -49,3 +49,16 @@ def test_the_clock_starts_with_the_process():
     # the interpreter and its imports ran before this: their time is counted
     started = process_started()
     assert 0 < time.perf_counter() - started < 24 * 3600
+
+
+def test_a_command_past_its_limit_and_the_ten_percent_says_so(capsys):
+    # SPEC §4: a command ends within S + 10 %; where what it must do at the least takes
+    # longer, the user is told (10 s limit: 10.5 s elapsed is within, 11.5 s past it)
+    from planner.cli.common import _warn_past_limit
+
+    now = time.perf_counter()
+    _warn_past_limit(Budget(10, start=now - 10.5), "the solves")
+    assert capsys.readouterr().err == ""
+    _warn_past_limit(Budget(10, start=now - 11.5), "the solves")
+    said = " ".join(capsys.readouterr().err.split())
+    assert "past --time-limit 10 s: the solves take longer" in said

@@ -28,6 +28,7 @@ from planner.cli.common import (
     _load,
     _report_seconds,
     _status,
+    _warn_past_limit,
     _warn_short_budget,
     _warn_solver,
     _writing_seconds,
@@ -146,7 +147,7 @@ def solve(
     budget = Budget(time_limit if time_limit is not None else s.settings.time_limit_s,
                     start=started)
     keep = _report_seconds(s)
-    _warn_short_budget(budget, keep)
+    warned = _warn_short_budget(budget, keep)
     if not stochastic:
         _warn_stochastic_only(samples=samples, demand_spread=demand_spread, seed=seed,
                               correlation=correlation, risk_aversion=risk_aversion,
@@ -200,6 +201,8 @@ def solve(
 
         write_focus_csv(focus_rows(plan), focus)
         err.print(f"FOCUS charges written to {focus}")
+    if not warned and fixed_rounds is None:  # a replay is not bounded by the clock
+        _warn_past_limit(budget, "a first plan and its files")
     t = plan.totals
     res = plan.result
     gap_text = "" if res.gap is None else f"; gap {res.gap:.2%} over bound ${res.bound:,.0f}"
@@ -373,6 +376,8 @@ def _solve_stochastic(s, budget, keep, out, as_json, focus, solver, gap, samples
         from planner.report.focus import focus_rows, write_focus_csv
 
         write_focus_csv(focus_rows(plan), focus)
+    _warn_past_limit(budget, f"a solve of each of the {len(scenarios)} scenarios and the "
+                             f"mean forecast, the schedule's evaluation and the workbook")
     err.print(f"stochastic over {len(scenarios)} scenarios ({result.chosen.name} schedule): "
               f"expected ${result.expected_cost_usd:,.0f}, CVaR{alpha:g} "
               f"${result.cvar_usd:,.0f}, gap {result.gap:.2%} over the bound "
