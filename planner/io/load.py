@@ -16,6 +16,7 @@ from pathlib import Path
 
 from planner.io.issues import Issue
 from planner.io.schema import TABLES_BY_NAME
+from planner.io.xlsx_parts import sheet_parts
 
 
 @dataclass
@@ -189,6 +190,7 @@ def _load_workbook(file: Path) -> RawScenario:
     try:
         # the sheets' XML, for the saved values of their formulas (openpyxl read it)
         with zipfile.ZipFile(file) as archive:
+            parts = sheet_parts(archive)
             for ws in wb.worksheets:
                 name = ws.title.strip().lower()
                 label = f"sheet {ws.title}"
@@ -206,7 +208,9 @@ def _load_workbook(file: Path) -> RawScenario:
                 header = list(next(rows, ()) or ())
                 body = ((n, list(cells)) for n, cells in enumerate(rows, start=2))
                 tables[name] = _make_table(name, label, header, body, issues)
-                issues.extend(_uncached_formulas(archive, ws, label, header))
+                if ws.title in parts:
+                    issues.extend(_uncached_formulas(archive.read(parts[ws.title]), label,
+                                                     header))
     finally:
         wb.close()
     return RawScenario(file.stem, file, tables, issues)
@@ -221,20 +225,14 @@ _TEXT = re.compile(rb'\bt="(?:str|s|inlineStr)"')  # a text result: it may be em
 _REFERENCE = re.compile(rb'\br="([A-Z]{1,3})(\d+)"')
 
 
-def _uncached_formulas(archive: zipfile.ZipFile, ws, label: str,
-                       header: list[object]) -> list[Issue]:
-    """Errors for the formula cells of sheet `ws` (in the workbook `archive`) that hold
-    no saved value. A workbook written by a program that does not calculate (openpyxl,
+def _uncached_formulas(xml: bytes, label: str, header: list[object]) -> list[Issue]:
+    """Errors for the formula cells of a sheet (its XML) that hold no saved value. A workbook written by a program that does not calculate (openpyxl,
     many exporters) stores only the formula: read for its value, the cell is blank, and
     a blank max_gpus would mean unlimited. openpyxl saves such a cell with an empty
     value; a formula whose saved result is empty text is typed as text, and has its
     value."""
     from openpyxl.utils import column_index_from_string
 
-    path = getattr(ws, "_worksheet_path", None)  # openpyxl's read-only sheet
-    if path is None:
-        return []
-    xml = archive.read(path)
     if not _FORMULA.search(xml):
         return []
     issues = []

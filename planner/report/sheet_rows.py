@@ -20,14 +20,12 @@ import re
 import zipfile
 from decimal import Decimal
 from weakref import WeakKeyDictionary
-from xml.etree import ElementTree
 
 from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE, IllegalCharacterError
 from openpyxl.utils.datetime import to_excel
 
-_MAIN = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
-_REL = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}"
-_PKG_REL = "{http://schemas.openxmlformats.org/package/2006/relationships}"
+from planner.io.xlsx_parts import sheet_parts
+
 _ROW = re.compile(rb'<row r="(\d+)"')
 _DIMENSION = re.compile(rb'<dimension ref="[^"]*"/>')
 _ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\r": "&#13;"})
@@ -107,7 +105,7 @@ def save(wb, path) -> None:
     held = {ws.title: rows for ws in wb.worksheets if (rows := _HELD.get(ws)) is not None}
     with zipfile.ZipFile(first) as src, \
             zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as out:
-        parts = {part: held[title] for title, part in _sheet_parts(src).items()
+        parts = {part: held[title] for title, part in sheet_parts(src).items()
                  if title in held}
         for info in src.infolist():
             data = src.read(info.filename)
@@ -115,19 +113,6 @@ def save(wb, path) -> None:
                 _splice(out, info, data, parts[info.filename])
             else:
                 out.writestr(info, data)
-
-
-def _sheet_parts(src: zipfile.ZipFile) -> dict[str, str]:
-    """Each sheet's title -> the zip member its XML is in."""
-    targets = {rel.get("Id"): rel.get("Target")
-               for rel in ElementTree.fromstring(src.read("xl/_rels/workbook.xml.rels"))
-               if rel.tag == f"{_PKG_REL}Relationship"}
-    parts = {}
-    for sheet in ElementTree.fromstring(src.read("xl/workbook.xml")).iter(f"{_MAIN}sheet"):
-        target = targets[sheet.get(f"{_REL}id")]
-        parts[sheet.get("name")] = (target.lstrip("/") if target.startswith("/")
-                                    else f"xl/{target}")
-    return parts
 
 
 def _splice(out: zipfile.ZipFile, info: zipfile.ZipInfo, data: bytes, rows: Rows) -> None:
