@@ -226,9 +226,10 @@ _REFERENCE = re.compile(rb'\br="([A-Z]{1,3})(\d+)"')
 
 
 def _uncached_formulas(xml: bytes, label: str, header: list[object]) -> list[Issue]:
-    """Errors for the formula cells of a sheet (its XML) that hold no saved value. A workbook written by a program that does not calculate (openpyxl,
-    many exporters) stores only the formula: read for its value, the cell is blank, and
-    a blank max_gpus would mean unlimited. openpyxl saves such a cell with an empty
+    """Errors for the formula cells of a sheet (its XML) that hold no saved value. A
+    workbook written by a program that does not calculate (openpyxl, many exporters)
+    stores only the formula: read for its value, the cell is blank, and a blank
+    max_gpus would mean unlimited. openpyxl saves such a cell with an empty
     value; a formula whose saved result is empty text is typed as text, and has its
     value."""
     from openpyxl.utils import column_index_from_string

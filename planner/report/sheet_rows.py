@@ -27,9 +27,9 @@ from openpyxl.utils.datetime import to_excel
 from planner.io.xlsx_parts import sheet_parts
 
 _ROW = re.compile(rb'<row r="(\d+)"')
-_DIMENSION = re.compile(rb'<dimension ref="[^"]*"/>')
+# the sheet's extent: its first column, and its last column and row if not one cell
+_DIMENSION = re.compile(rb'<dimension ref="([A-Z]+)\d+(?::([A-Z]+)(\d+))?"/>')
 _ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "\r": "&#13;"})
-_INFINITE = (math.inf, -math.inf)
 # the most rows a worksheet holds (Excel's limit; openpyxl refuses cells beyond it)
 EXCEL_ROWS = 1_048_576
 # rows joined into one piece of the compressed stream at a time
@@ -76,9 +76,7 @@ def _cell(ref: str, v) -> str:
     value, as openpyxl writes the value."""
     kind = type(v)
     if kind is float or kind is int:  # most cells, first
-        if v != v or v in _INFINITE:
-            return f'<c r="{ref}" t="n"><v></v></c>'
-        return f'<c r="{ref}" t="n"><v>{"%.16g" % v}</v></c>'
+        return _number(ref, v)
     if v is None:
         return f'<c r="{ref}"/>'
     if isinstance(v, str):
@@ -89,12 +87,17 @@ def _cell(ref: str, v) -> str:
     if isinstance(v, bool):
         return f'<c r="{ref}" t="b"><v>{int(v)}</v></c>'
     if isinstance(v, (numbers.Real, Decimal)):
-        if math.isnan(v) or math.isinf(v):
-            return f'<c r="{ref}" t="n"><v></v></c>'
-        return f'<c r="{ref}" t="n"><v>{"%.16g" % v}</v></c>'
+        return _number(ref, v)
     if isinstance(v, (dt.date, dt.datetime, dt.time)):
-        return f'<c r="{ref}" t="n"><v>{"%.16g" % to_excel(v)}</v></c>'
+        return _number(ref, to_excel(v))
     raise TypeError(f"a worksheet cell cannot hold {type(v).__name__} {v!r}")
+
+
+def _number(ref: str, v) -> str:
+    """A figure's cell: 16 digits, as openpyxl writes it; NaN and infinities empty."""
+    if math.isfinite(v):
+        return f'<c r="{ref}" t="n"><v>{"%.16g" % v}</v></c>'
+    return f'<c r="{ref}" t="n"><v></v></c>'
 
 
 def save(wb, path) -> None:
@@ -120,7 +123,7 @@ def _splice(out: zipfile.ZipFile, info: zipfile.ZipInfo, data: bytes, rows: Rows
     before any row openpyxl has after them (a total row)."""
     start = data.index(b"<sheetData>") + len(b"<sheetData>")
     end = data.index(b"</sheetData>")
-    after = start
+    after = end  # where openpyxl's rows after the header resume, if any
     for m in _ROW.finditer(data, start, end):
         r = int(m.group(1))
         if r > 1:
@@ -129,16 +132,13 @@ def _splice(out: zipfile.ZipFile, info: zipfile.ZipInfo, data: bytes, rows: Rows
                                  f"rows written straight (2 to {rows.last})")
             after = m.start()
             break
-    else:
-        after = end
-    # the sheet's extent, rows written straight included
-    letters = re.search(rb'<dimension ref="([A-Z]+)\d+(?::([A-Z]+)(\d+))?"/>', data)
-    last_col = (letters.group(2) or letters.group(1)) if letters else None
-    last_row = max(rows.last, int(letters.group(3) or 1) if letters else 1)
     head = data[:after]
-    if last_col is not None:
-        head = _DIMENSION.sub(f'<dimension ref="A1:{last_col.decode()}{last_row}"/>'
-                              .encode(), head, count=1)
+    extent = _DIMENSION.search(head)  # the rows written straight included
+    if extent is not None:
+        last_col = (extent.group(2) or extent.group(1)).decode()
+        last_row = max(rows.last, int(extent.group(3) or 1))
+        head = (head[:extent.start()] + f'<dimension ref="A1:{last_col}{last_row}"/>'.encode()
+                + head[extent.end():])
     target = zipfile.ZipInfo(info.filename, date_time=info.date_time)
     target.compress_type = zipfile.ZIP_DEFLATED
     with out.open(target, "w", force_zip64=True) as f:
