@@ -91,136 +91,171 @@ class Tried:
         self.commitments += 1
 
 
-class _Columns:
-    def __init__(self):
-        self.cost, self.upper, self.integer = [], [], []
-
-    def add(self, cost: float, upper: float, integer: bool = False) -> int:
-        self.cost.append(cost)
-        self.upper.append(upper)
-        self.integer.append(integer)
-        return len(self.cost) - 1
-
-
 def replan_pool(draft: Draft, pool: str, m: int, k: int, choices: int = CHOICES[0],
                 gap: float = POOL_GAPS[-1]) -> tuple[bool, float]:
     """Plan `pool` in (m, k) again, exactly (to within `gap` of its optimum), each site
     choosing among `choices` sources beside its own: whether its plan got cheaper, and
     the gap HiGHS proved (inf: none)."""
-    import highspy
-
-    b = draft.b
     current = draft.pools.get((m, k, pool))
     if current is None:
         return False, math.inf
-    hd = float(b.hd[m, k])
-    inf = highspy.kHighsInf
-    cols = _Columns()
-    arcs: dict[int, tuple[int, int, int]] = {}  # column → (w, site, j)
-    unmet: dict[int, tuple[int, int]] = {}  # column → (w, site)
-    rows: list[tuple[float, float, list]] = []
-    loads: dict[tuple, list] = {}  # source key → [(column, replicas per unit, level)]
-    sample: dict[tuple, tuple[int, int]] = {}  # source key → a (w, j) that uses it
-    spot: dict[int, list] = {}
-    for w in draft.members[pool]:
-        wb = b.workloads[w]
-        for site in np.flatnonzero(wb.level[:, m, k] > 0).tolist():
-            level = float(wb.level[site, m, k])
-            terms = []
-            usable = wb.reach[site] & draft.allowed[w] & (wb.first <= m)
-            for j in _choices(draft, current, w, site, m, k, usable, choices):
-                c = cols.add(float(wb.egress[j]) * hd, inf)
-                arcs[c] = (w, site, j)
-                terms.append((c, 1.0))
-                key = wb.sources[j]
-                per = float(wb.gpus_per_unit[j]) / float(wb.gpus_per_replica[j])
-                loads.setdefault(key, []).append((c, per, level))
-                sample.setdefault(key, (w, j))
-                if wb.limited_spot:
-                    spot.setdefault(w, []).append(
-                        (c, 1.0 - wb.spot_share if wb.spot[j] else -wb.spot_share))
-            c = cols.add(float(wb.penalty) * hd, inf)
-            unmet[c] = (w, site)
-            terms.append((c, 1.0))
-            rows.append((level, level, terms))
-    replicas: dict[int, tuple] = {}  # column → source key
-    instances: dict[int, tuple[int, float]] = {}  # column → (instance row, start value)
-    for key, terms in loads.items():
-        w, j = sample[key]
-        wb = b.workloads[w]
-        gpr = int(wb.gpus_per_replica[j])
-        mine = current.replicas.get(key, 0) * gpr
-        room = draft.room(wb, j, m, k) + mine
-        need = math.ceil(sum(per * level for _, per, level in terms) - 1e-9)
-        upper = need if math.isinf(room) else min(need, int(math.floor(room + 1e-9)) // gpr)
-        price = 0.0 if wb.committed_row[j] >= 0 else float(wb.price[j]) * gpr * hd
-        row = b.instance_index.get(key[2])
-        if row is not None:
-            price = 0.0  # paid by the instances below
-        c = cols.add(price, float(max(upper, 0)), True)
-        replicas[c] = key
-        rows.append((-inf, 0.0, [(col, per) for col, per, _ in terms] + [(c, -1.0)]))
-        if row is not None:
-            # whole instances: the pool's GPUs and the other pools' in n · instances
-            size = float(b.instance_size[row])
-            others = float(draft.used_instances[row, m, k]) - mine
-            most = math.ceil((others + max(upper, 0) * gpr) / size - 1e-9)
-            i = cols.add(float(b.instance_rate[row]) * size * hd, float(most), True)
-            instances[i] = (row, math.ceil((others + mine) / size - 1e-9))
-            rows.append((-inf, -others, [(c, float(gpr)), (i, -size)]))
-    for terms in spot.values():
-        rows.append((-inf, 0.0, terms))
-
-    h = new_highs()
-    for option, value in (("random_seed", 0), ("threads", 1), ("mip_rel_gap", gap),
-                          ("mip_max_nodes", NODES)):
-        h.setOptionValue(option, value)
-    n = len(cols.cost)
-    h.addCols(n, np.array(cols.cost), np.zeros(n), np.array(cols.upper), 0,
-              np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0))
-    ints = np.flatnonzero(cols.integer).astype(np.int32)
-    if len(ints):
-        h.changeColsIntegrality(len(ints), ints,
-                                np.full(len(ints), highspy.HighsVarType.kInteger))
-    starts, index, value = [], [], []
-    for _, _, terms in rows:
-        starts.append(len(index))
-        for c, a in terms:
-            index.append(c)
-            value.append(a)
-    h.addRows(len(rows), np.array([r[0] for r in rows]), np.array([r[1] for r in rows]),
-              len(index), np.array(starts, dtype=np.int32), np.array(index, dtype=np.int32),
-              np.array(value))
-    start = np.zeros(n)  # the current plan
-    for c, key in arcs.items():
-        start[c] = current.served.get(key, 0.0)
-    for c, key in unmet.items():
-        start[c] = current.unmet.get(key, 0.0)
-    for c, key in replicas.items():
-        start[c] = current.replicas.get(key, 0)
-    for c, (_, value) in instances.items():
-        start[c] = value
-    solution = highspy.HighsSolution()
-    solution.col_value = start
-    h.setSolution(solution)
-    h.run()
-    if h.getInfo().primal_solution_status != 2:
+    mip = _PoolMip(draft, current, m, k)
+    mip.demand(pool, choices)
+    mip.replicas()
+    solved = mip.solve(gap)
+    if solved is None:
         return False, math.inf
-    proved = float(h.getInfo().mip_gap)
-    x = np.asarray(h.getSolution().col_value)
-    plan = PoolPlan(
-        replicas={key: int(round(x[c])) for c, key in replicas.items() if round(x[c]) > 0},
-        served={key: float(x[c]) for c, key in arcs.items() if x[c] > 1e-9},
-        unmet={key: float(x[c]) for c, key in unmet.items() if x[c] > 1e-9})
+    plan, proved = solved
     plan.cost = draft.pool_cost(pool, m, k, plan)
     # the idle GPUs of part-used instances change with the pool's plan
-    touched = sorted({row for row, _ in instances.values()})
+    touched = sorted({row for row, _ in mip.instances.values()})
     before = current.cost + draft.idle_instances(touched, m, k)
     draft.set(pool, m, k, plan)
     if plan.cost + draft.idle_instances(touched, m, k) >= before - 1e-7 * max(1.0, before):
         draft.set(pool, m, k, current)
         return False, proved
     return True, proved
+
+
+class _PoolMip:
+    """The MIP of one pool in one month and segment (the module's docstring), built
+    row group by row group, solved from the pool's current plan."""
+
+    def __init__(self, draft: Draft, current: PoolPlan, m: int, k: int):
+        import highspy
+
+        self.draft, self.current, self.m, self.k = draft, current, m, k
+        self.hd = float(draft.b.hd[m, k])
+        self.inf = highspy.kHighsInf
+        self.cost: list[float] = []
+        self.upper: list[float] = []
+        self.integer: list[bool] = []
+        self.rows: list[tuple[float, float, list]] = []  # (lower, upper, [(column, coef)])
+        self.arcs: dict[int, tuple[int, int, int]] = {}  # column → (w, site, j)
+        self.unmet: dict[int, tuple[int, int]] = {}  # column → (w, site)
+        self.loads: dict[tuple, list] = {}  # source key → [(column, replicas a unit, level)]
+        self.sample: dict[tuple, tuple[int, int]] = {}  # source key → a (w, j) using it
+        self.spot: dict[int, list] = {}  # workload → its spot-share row's terms
+        self.replica_cols: dict[int, tuple] = {}  # column → source key
+        self.instances: dict[int, tuple[int, float]] = {}  # column → (row, start value)
+
+    def _column(self, cost: float, upper: float, integer: bool = False) -> int:
+        self.cost.append(cost)
+        self.upper.append(upper)
+        self.integer.append(integer)
+        return len(self.cost) - 1
+
+    def demand(self, pool: str, choices: int) -> None:
+        """Each site's demand row: units from its sources (those its plan uses and the
+        `choices` cheapest others), or unmet at the penalty."""
+        d, m, k, hd = self.draft, self.m, self.k, self.hd
+        for w in d.members[pool]:
+            wb = d.b.workloads[w]
+            for site in np.flatnonzero(wb.level[:, m, k] > 0).tolist():
+                level = float(wb.level[site, m, k])
+                terms = []
+                usable = wb.reach[site] & d.allowed[w] & (wb.first <= m)
+                for j in _choices(d, self.current, w, site, m, k, usable, choices):
+                    c = self._column(float(wb.egress[j]) * hd, self.inf)
+                    self.arcs[c] = (w, site, j)
+                    terms.append((c, 1.0))
+                    key = wb.sources[j]
+                    per = float(wb.gpus_per_unit[j]) / float(wb.gpus_per_replica[j])
+                    self.loads.setdefault(key, []).append((c, per, level))
+                    self.sample.setdefault(key, (w, j))
+                    if wb.limited_spot:
+                        self.spot.setdefault(w, []).append(
+                            (c, 1.0 - wb.spot_share if wb.spot[j] else -wb.spot_share))
+                c = self._column(float(wb.penalty) * hd, self.inf)
+                self.unmet[c] = (w, site)
+                terms.append((c, 1.0))
+                self.rows.append((level, level, terms))
+
+    def replicas(self) -> None:
+        """Per source the pool uses: whole replicas carrying its units, within the room
+        the other pools left (and, for offers sold in instances, whole instances holding
+        its GPUs and the others'); then the spot-share rows."""
+        d, m, k, hd, inf = self.draft, self.m, self.k, self.hd, self.inf
+        b = d.b
+        for key, terms in self.loads.items():
+            w, j = self.sample[key]
+            wb = b.workloads[w]
+            gpr = int(wb.gpus_per_replica[j])
+            mine = self.current.replicas.get(key, 0) * gpr
+            room = d.room(wb, j, m, k) + mine
+            need = math.ceil(sum(per * level for _, per, level in terms) - 1e-9)
+            upper = need if math.isinf(room) else min(need, int(math.floor(room + 1e-9)) // gpr)
+            price = 0.0 if wb.committed_row[j] >= 0 else float(wb.price[j]) * gpr * hd
+            row = b.instance_index.get(key[2])
+            if row is not None:
+                price = 0.0  # paid by the instances below
+            c = self._column(price, float(max(upper, 0)), True)
+            self.replica_cols[c] = key
+            self.rows.append((-inf, 0.0, [(col, per) for col, per, _ in terms] + [(c, -1.0)]))
+            if row is not None:
+                # whole instances: the pool's GPUs and the other pools' in n · instances
+                size = float(b.instance_size[row])
+                others = float(d.used_instances[row, m, k]) - mine
+                most = math.ceil((others + max(upper, 0) * gpr) / size - 1e-9)
+                i = self._column(float(b.instance_rate[row]) * size * hd, float(most), True)
+                self.instances[i] = (row, math.ceil((others + mine) / size - 1e-9))
+                self.rows.append((-inf, -others, [(c, float(gpr)), (i, -size)]))
+        for terms in self.spot.values():
+            self.rows.append((-inf, 0.0, terms))
+
+    def solve(self, gap: float) -> tuple[PoolPlan, float] | None:
+        """HiGHS on the MIP from the current plan: the plan it ends with and the gap it
+        proved (None: no feasible plan)."""
+        import highspy
+
+        h = new_highs()
+        for option, value in (("random_seed", 0), ("threads", 1), ("mip_rel_gap", gap),
+                              ("mip_max_nodes", NODES)):
+            h.setOptionValue(option, value)
+        n = len(self.cost)
+        h.addCols(n, np.array(self.cost), np.zeros(n), np.array(self.upper), 0,
+                  np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.int32), np.zeros(0))
+        ints = np.flatnonzero(self.integer).astype(np.int32)
+        if len(ints):
+            h.changeColsIntegrality(len(ints), ints,
+                                    np.full(len(ints), highspy.HighsVarType.kInteger))
+        starts, index, value = [], [], []
+        for _, _, terms in self.rows:
+            starts.append(len(index))
+            for c, a in terms:
+                index.append(c)
+                value.append(a)
+        h.addRows(len(self.rows), np.array([r[0] for r in self.rows]),
+                  np.array([r[1] for r in self.rows]), len(index),
+                  np.array(starts, dtype=np.int32), np.array(index, dtype=np.int32),
+                  np.array(value))
+        solution = highspy.HighsSolution()
+        solution.col_value = self._start()
+        h.setSolution(solution)
+        h.run()
+        if h.getInfo().primal_solution_status != 2:
+            return None
+        x = np.asarray(h.getSolution().col_value)
+        plan = PoolPlan(
+            replicas={key: int(round(x[c])) for c, key in self.replica_cols.items()
+                      if round(x[c]) > 0},
+            served={key: float(x[c]) for c, key in self.arcs.items() if x[c] > 1e-9},
+            unmet={key: float(x[c]) for c, key in self.unmet.items() if x[c] > 1e-9})
+        return plan, float(h.getInfo().mip_gap)
+
+    def _start(self) -> np.ndarray:
+        """The current plan as the MIP's columns."""
+        cur = self.current
+        start = np.zeros(len(self.cost))
+        for c, key in self.arcs.items():
+            start[c] = cur.served.get(key, 0.0)
+        for c, key in self.unmet.items():
+            start[c] = cur.unmet.get(key, 0.0)
+        for c, key in self.replica_cols.items():
+            start[c] = cur.replicas.get(key, 0)
+        for c, (_, value) in self.instances.items():
+            start[c] = value
+        return start
 
 
 def _choices(draft: Draft, current: PoolPlan, w: int, site: int, m: int, k: int,
