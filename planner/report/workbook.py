@@ -699,12 +699,47 @@ def _pruned(ws, r: int, pruned: dict[tuple[str, str], str]) -> None:
 
 def _summary(wb, ws, plan: Plan, costs: Sheet, ps: Sheet, cs: Sheet, es: Sheet,
              baselines: list, seconds: dict, baselines_skipped: str) -> None:
+    """The Summary sheet: the solve, the totals beside the solver's, their
+    reconciliation, the comparison plans' savings and the seconds per stage."""
+    ws.cell(1, 1, "GPU procurement plan").font = Font(bold=True, size=14)
+    r = 3
+    refs: dict[str, str] = {}  # label → its value's cell
+    for label, value, fmt, solver in _summary_rows(plan, costs, ps, cs, es):
+        if label is not None:
+            ws.cell(r, 1, label).font = BOLD if not label.startswith("  ") else Font()
+            value_cell(ws.cell(r, 2), value, fmt)
+            if solver is not None:
+                value_cell(ws.cell(r, 3), solver, fmt)
+            refs[label] = f"B{r}"
+        r += 1
+    r = _reconciliation(ws, r, refs)
+    r = _savings_rows(ws, r + 1, plan, refs, baselines, baselines_skipped)  # a blank row
+    if seconds:
+        r += 1
+        ws.cell(r, 1, "Seconds per stage").font = BOLD
+        r += 1
+        for k, v in seconds.items():
+            ws.cell(r, 1, k)
+            ws.cell(r, 2, round(v, 3)).number_format = "0.000"
+            r += 1
+    _name(wb, "TotalCost", f"Summary!${refs['Total cost (nominal)'][0]}$"
+          f"{refs['Total cost (nominal)'][1:]}")
+    _name(wb, "DiscountedTotalCost", f"Summary!$B${refs['Total cost (discounted)'][1:]}")
+    _name(wb, "CommitmentObligation",
+          f"Summary!$B${refs['Commitment obligation (new)'][1:]}")
+    _summary_widths(ws)
+
+
+def _summary_rows(plan: Plan, costs: Sheet, ps: Sheet, cs: Sheet,
+                  es: Sheet) -> list[tuple[str | None, object, str | None, object]]:
+    """(label, value or formula, number format, the solver's figure) per row of the
+    Summary's top: the solve, the totals, the reconciliation's parts (None: a blank row)."""
     s, res, t = plan.scenario, plan.result, plan.totals
     st = s.settings
     tr = costs.total_row
     savings = effective_savings(plan)
     cc = costs.col
-    rows: list[tuple[str, object, str | None, object]] = [
+    rows: list[tuple[str | None, object, str | None, object]] = [
         ("Scenario", s.name, None, None),
         ("Input hash", s.content_hash(), None, None),
         ("Horizon", f"{st.month(0)} to {st.month(st.horizon_months - 1)}", None, None),
@@ -752,17 +787,12 @@ def _summary(wb, ws, plan: Plan, costs: Sheet, ps: Sheet, cs: Sheet, es: Sheet,
         ("Upfronts", f"=SUM({cs.rng('Counted upfront')})", USD, t["upfront_usd"]),
         ("Egress", f"=SUM({es.rng('Cost')})", USD, t["egress_usd"]),
     ]
-    ws.cell(1, 1, "GPU procurement plan").font = Font(bold=True, size=14)
-    r = 3
-    refs: dict[str, str] = {}
-    for label, value, fmt, solver in rows:
-        if label is not None:
-            ws.cell(r, 1, label).font = BOLD if not label.startswith("  ") else Font()
-            value_cell(ws.cell(r, 2), value, fmt)
-            if solver is not None:
-                value_cell(ws.cell(r, 3), solver, fmt)
-            refs[label] = f"B{r}"
-        r += 1
+    return rows
+
+
+def _reconciliation(ws, r: int, refs: dict[str, str]) -> int:
+    """At row `r`: the reconciliation's parts summed, and their difference to the total
+    (0 when the workbook's sheets hold the whole cost). The row after them."""
     parts = [refs[k] for k in ("Plan costs (sum of Plan)", "Idle committed capacity",
                                "Commitment payments after the horizon", "Upfronts", "Egress")]
     ws.cell(r, 1, "Sum of the parts").font = BOLD
@@ -770,7 +800,14 @@ def _summary(wb, ws, plan: Plan, costs: Sheet, ps: Sheet, cs: Sheet, es: Sheet,
     r += 1
     ws.cell(r, 1, "Difference to total (should be 0)").font = BOLD
     ws.cell(r, 2, f"=B{r - 1}-{refs['Total cost (nominal)']}").number_format = USD
-    r += 2
+    return r + 1
+
+
+def _savings_rows(ws, r: int, plan: Plan, refs: dict[str, str], baselines: list,
+                  baselines_skipped: str) -> int:
+    """At row `r`: each comparison plan's total, saving (a formula against the plan's
+    total), status, gap and unmet demand, or why there is none. The row after them."""
+    t = plan.totals
     ws.cell(r, 1, "Savings").font = BOLD
     for j, title in enumerate(("Plan of comparison", "Its total", "Saving", "Saving %",
                                "Status", "Gap", "Unmet (unit-hours)", "Note"), start=2):
@@ -805,19 +842,10 @@ def _summary(wb, ws, plan: Plan, costs: Sheet, ps: Sheet, cs: Sheet, es: Sheet,
                 ws.cell(r, 9, "not paid: the workloads' unmet_penalty_usd_per_unit_hour "
                               "on the demand it leaves unserved (nominal)")
         r += 1
-    if seconds:
-        r += 1
-        ws.cell(r, 1, "Seconds per stage").font = BOLD
-        r += 1
-        for k, v in seconds.items():
-            ws.cell(r, 1, k)
-            ws.cell(r, 2, round(v, 3)).number_format = "0.000"
-            r += 1
-    _name(wb, "TotalCost", f"Summary!${refs['Total cost (nominal)'][0]}$"
-          f"{refs['Total cost (nominal)'][1:]}")
-    _name(wb, "DiscountedTotalCost", f"Summary!$B${refs['Total cost (discounted)'][1:]}")
-    _name(wb, "CommitmentObligation",
-          f"Summary!$B${refs['Commitment obligation (new)'][1:]}")
+    return r
+
+
+def _summary_widths(ws) -> None:
     ws.column_dimensions["A"].width = 40
     ws.column_dimensions["B"].width = 30
     ws.column_dimensions["C"].width = 18
