@@ -67,15 +67,24 @@ class _Charges:
 
 
 def focus_rows(plan: Plan) -> list[dict]:
-    """Every charge of the plan, in FOCUS 1.2 columns (SPEC §4 v2)."""
-    s = plan.scenario
-    st = s.settings
+    """Every charge of the plan, in FOCUS 1.2 columns (SPEC §4 v2), in a fixed order."""
     out = _Charges(plan)
-    on_demand = {(o.region, o.gpu): o.usd_per_gpu_hour for o in s.offers
-                 if o.term == "on_demand"}
-    category, service = GPU_SERVICE
+    _payg_charges(out, plan)
+    _contract_charges(out, plan)
+    _egress_charges(out, plan)
+    for row in out.rows:  # to a millionth: no float noise (10.950000000000001)
+        for c in FIGURES:
+            if isinstance(row[c], float):
+                row[c] = round(row[c], 6)
+    out.rows.sort(key=lambda r: (r["ChargePeriodStart"], r["ProviderName"], r["RegionId"],
+                                 r["SkuId"], r["ChargeCategory"], r["ChargeFrequency"],
+                                 r["CommitmentDiscountId"], r["CommitmentDiscountStatus"]))
+    return out.rows
 
-    # pay-as-you-go GPU-hours, per offer and month
+
+def _payg_charges(out: _Charges, plan: Plan) -> None:
+    """Pay-as-you-go GPU-hours, one charge per offer and month."""
+    category, service = GPU_SERVICE
     payg = plan.assignments[plan.assignments["term"].isin(["spot", "on_demand"])]
     usage: dict[tuple, list[float]] = defaultdict(lambda: [0.0, 0.0])
     for a in records(payg):
@@ -98,7 +107,16 @@ def focus_rows(plan: Plan) -> list[dict]:
                 ListCost=usd, BilledCost=usd, EffectiveCost=usd,
                 ConsumedQuantity=consumed.get((m, sku), hours), ConsumedUnit=GPU_HOURS)
 
-    # commitments and existing contracts
+
+def _contract_charges(out: _Charges, plan: Plan) -> None:
+    """Commitments and existing contracts, per counted month: the payments billed
+    (monthly, upfront in the first), and their GPU-hours used and unused at the
+    amortized rate (EffectiveCost) beside the on-demand list price."""
+    s = plan.scenario
+    st = s.settings
+    category, service = GPU_SERVICE
+    on_demand = {(o.region, o.gpu): o.usd_per_gpu_hour for o in s.offers
+                 if o.term == "on_demand"}
     use = monthly_use(plan)
     last = st.horizon_months - 1
     hpm = st.hours_per_month
@@ -155,9 +173,11 @@ def focus_rows(plan: Plan) -> list[dict]:
                         ConsumedUnit=GPU_HOURS if status == "Used" else "",
                         CommitmentDiscountStatus=status, **common)
 
-    # egress
+
+def _egress_charges(out: _Charges, plan: Plan) -> None:
+    """Data transfer out, one charge per provider, region and month."""
     category, service = EGRESS_SERVICE
-    region_rate = {r.region: r.egress_usd_per_gb for r in s.regions}
+    region_rate = {r.region: r.egress_usd_per_gb for r in plan.scenario.regions}
     per_region = plan.egress.groupby(["month", "provider", "region"], as_index=False)[
         ["gb", "usd"]].sum()
     for e in records(per_region):
@@ -167,14 +187,6 @@ def focus_rows(plan: Plan) -> list[dict]:
                 PricingCategory="Standard", PricingUnit="GB", PricingQuantity=e.gb,
                 ListUnitPrice=region_rate[e.region], ListCost=e.usd, BilledCost=e.usd,
                 EffectiveCost=e.usd, ConsumedQuantity=e.gb, ConsumedUnit="GB")
-    for row in out.rows:  # to a millionth: no float noise (10.950000000000001)
-        for c in FIGURES:
-            if isinstance(row[c], float):
-                row[c] = round(row[c], 6)
-    out.rows.sort(key=lambda r: (r["ChargePeriodStart"], r["ProviderName"], r["RegionId"],
-                                 r["SkuId"], r["ChargeCategory"], r["ChargeFrequency"],
-                                 r["CommitmentDiscountId"], r["CommitmentDiscountStatus"]))
-    return out.rows
 
 
 def _months(n) -> str:
