@@ -60,14 +60,51 @@ def _rtt(a, b) -> float:
 def generate(out: Path, workloads: int, regions: int, months: int, seed: int = 0) -> dict:
     """Write the scenario's tables into `out`; the count of rows of each. Sizes a scenario
     cannot have (planner validate would refuse what is written) raise ValueError before
-    anything is written."""
+    anything is written. (One random stream, drawn from in a fixed order: the same seed
+    gives the same market.)"""
     _check_sizes(workloads, regions, months)
     rng = random.Random(seed)
     out.mkdir(parents=True, exist_ok=True)
-    n_sites = max(8, int(regions * 0.6))
+    sites, by_continent = _sites(rng, max(8, int(regions * 0.6)))
+    region_rows, offer_rows = _regions(rng, regions, sites)
+    workload_rows, throughput_rows, demand_rows = _workloads(rng, workloads, months, sites,
+                                                             by_continent)
+    tables = {
+        "settings": [{"key": k, "value": v} for k, v in (
+            ("start_month", "2027-01"), ("horizon_months", str(months)),
+            # 500 s for the whole command (SPEC §4 v2: loading to workbook written): a
+            # solve of any generated size ends within 10 minutes
+            ("unmet_penalty_usd_per_unit_hour", "50"), ("time_limit_s", "500"),
+            ("mip_gap", "0.005"))],
+        "gpus": [{"gpu": g, "memory_gb": v[0], "mem_bandwidth_tbps": v[1], "bf16_tflops": v[2],
+                  "tdp_watts": v[3], "source": "market-facts.md B2"} for g, v in GPUS.items()],
+        "sites": sites,
+        "links": [{"site_a": a, "site_b": b, "rtt_ms": ms}
+                  for (a, b), ms in sorted(_links(sites, by_continent).items())],
+        "regions": region_rows, "offers": offer_rows, "workloads": workload_rows,
+        "throughput": throughput_rows, "demand": demand_rows,
+        "existing": _existing(region_rows, offer_rows, months),
+    }
+    for name, rows in tables.items():
+        columns: list[str] = []
+        for row in rows:
+            columns += [c for c in row if c not in columns]
+        if not columns:
+            columns = ["key", "value"]
+        with (out / f"{name}.csv").open("w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=columns)
+            w.writeheader()
+            for row in rows:
+                w.writerow(row)
+    return {k: len(v) for k, v in tables.items()}
+
+
+def _sites(rng: random.Random, count: int) -> tuple[list[dict], dict[str, list[dict]]]:
+    """`count` demand sites, one on each continent first, then by the continents'
+    weights; and the sites of each continent."""
     sites, by_continent = [], {c: [] for c in CONTINENTS}
     names = list(CONTINENTS)
-    for i in range(n_sites):
+    for i in range(count):
         c = names[i % len(names)] if i < len(names) else rng.choices(
             names, weights=[v[3] for v in CONTINENTS.values()])[0]
         lat0, lon0, places, _ = CONTINENTS[c]
@@ -77,6 +114,12 @@ def generate(out: Path, workloads: int, regions: int, months: int, seed: int = 0
                 "lon": round(lon0 + rng.uniform(-14, 14), 2)}
         sites.append(site)
         by_continent[c].append(site)
+    return sites, by_continent
+
+
+def _links(sites: list[dict], by_continent: dict[str, list[dict]]) -> dict[tuple, float]:
+    """Round-trip times: each site to its 4 nearest, and between the continents' first
+    sites (hubs)."""
     pos = {s["site"]: (s["lat"], s["lon"]) for s in sites}
     links = {}
     for s in sites:
@@ -90,7 +133,12 @@ def generate(out: Path, workloads: int, regions: int, months: int, seed: int = 0
         for b in hubs[i + 1:]:
             x, y = sorted((a, b))
             links[(x, y)] = _rtt(pos[x], pos[y])
+    return links
 
+
+def _regions(rng: random.Random, regions: int, sites: list[dict]) -> tuple[list, list]:
+    """The regions (the providers in turn, at the sites in turn) and their offers: 4–6
+    GPU types each, on the terms their kind of provider sells."""
     region_rows, offer_rows = [], []
     providers = list(PROVIDERS)
     for i in range(regions):
@@ -104,7 +152,8 @@ def generate(out: Path, workloads: int, regions: int, months: int, seed: int = 0
         gpus = rng.sample(list(GPUS), k=rng.randint(4, 6))
         for g in gpus:
             base = GPUS[g][4] * factor * premium
-            src = f"synthetic: {g} reference ${GPUS[g][4]}/h × {factor} ({kind}) × {premium:.2f}"
+            src = (f"synthetic: {g} reference ${GPUS[g][4]}/h × {factor} ({kind}) × "
+                   f"{premium:.2f}")
 
             def offer(term, price, region=region, g=g, src=src, **kw):
                 offer_rows.append({"region": region, "gpu": g, "term": term,
@@ -124,7 +173,15 @@ def generate(out: Path, workloads: int, regions: int, months: int, seed: int = 0
             else:
                 offer("build_to_order", base, commit_months=rng.choice([24, 36]),
                       lead_time_days=rng.choice([120, 180, 240]), min_gpus=64, max_gpus=2048)
+    return region_rows, offer_rows
 
+
+def _workloads(rng: random.Random, workloads: int, months: int, sites: list[dict],
+               by_continent: dict[str, list[dict]]) -> tuple[list, list, list]:
+    """The workloads (70 % inference in pools of 1–5 serving one model, 10 % training,
+    20 % bursts), their throughput on each GPU type that holds their model, and their
+    demand: growing month by month, inference split over 1–3 sites of one continent."""
+    names = list(CONTINENTS)
     workload_rows, throughput_rows, demand_rows = [], [], []
     pool_size, pool, pool_model = 0, None, None
     for i in range(workloads):
@@ -159,39 +216,59 @@ def generate(out: Path, workloads: int, regions: int, months: int, seed: int = 0
                        max_spot_share=0.5)
             model = "7b"
         workload_rows.append(row)
-        for g, (mem, bw, tflops, _, _) in GPUS.items():
-            if model == "7b":
-                units, gpr = bw * 1e12 * 0.6 * 32 / 16e9 / 10, 1  # output tokens/s
-            elif model == "70b":
-                if mem < 40:
-                    continue
-                gpr = 1 if mem >= 140 else (2 if mem >= 80 else 4)
-                units = bw * 1e12 * 0.6 * 32 / 92e9
-            else:
-                if mem < 80:
-                    continue
-                units, gpr = tflops * 1e12 * 0.4 / (6 * 70e9), 8
-            throughput_rows.append({"workload": name, "gpu": g,
-                                    "units_per_gpu": round(units, 3), "gpus_per_replica": gpr})
-        gpus_needed = rng.choice([4, 8, 16, 32, 64])
-        per_gpu = {"7b": 3.35e12 * 0.6 * 32 / 16e9 / 10, "70b": 3.35e12 * 0.6 * 32 / 92e9,
-                   "train": 989e12 * 0.4 / (6 * 70e9)}[model]
-        level = gpus_needed * per_gpu
-        growth = rng.uniform(0.0, 0.04)
-        users = rng.sample(by_continent[continent] or sites, k=min(len(
-            by_continent[continent] or sites), rng.randint(1, 3)))
-        start = rng.randint(0, max(0, months // 3)) if kind == "training" else 0
-        length = rng.randint(3, 9) if kind == "training" else months
-        for m in range(start, min(months, start + length)):
-            amount = level * (1 + growth) ** m
-            if kind == "inference":
-                for u in users:
-                    demand_rows.append({"workload": name, "period": _month(m),
-                                        "amount": round(amount / len(users), 2),
-                                        "site": u["site"]})
-            else:
-                demand_rows.append({"workload": name, "period": _month(m),
-                                    "amount": round(amount, 2)})
+        throughput_rows += _throughput(name, model)
+        demand_rows += _demand(rng, name, kind, model, continent, months, sites,
+                               by_continent)
+    return workload_rows, throughput_rows, demand_rows
+
+
+def _throughput(name: str, model: str) -> list[dict]:
+    """Units a GPU serves of `model` on each GPU type with the memory for it."""
+    rows = []
+    for g, (mem, bw, tflops, _, _) in GPUS.items():
+        if model == "7b":
+            units, gpr = bw * 1e12 * 0.6 * 32 / 16e9 / 10, 1  # output tokens/s
+        elif model == "70b":
+            if mem < 40:
+                continue
+            gpr = 1 if mem >= 140 else (2 if mem >= 80 else 4)
+            units = bw * 1e12 * 0.6 * 32 / 92e9
+        else:
+            if mem < 80:
+                continue
+            units, gpr = tflops * 1e12 * 0.4 / (6 * 70e9), 8
+        rows.append({"workload": name, "gpu": g, "units_per_gpu": round(units, 3),
+                     "gpus_per_replica": gpr})
+    return rows
+
+
+def _demand(rng: random.Random, name: str, kind: str, model: str, continent: str,
+            months: int, sites: list[dict], by_continent: dict[str, list[dict]]) -> list[dict]:
+    """A workload's demand rows: 4–64 H100s' worth, growing 0–4 % a month; training
+    for 3–9 months from within the horizon's first third."""
+    rows = []
+    gpus_needed = rng.choice([4, 8, 16, 32, 64])
+    per_gpu = {"7b": 3.35e12 * 0.6 * 32 / 16e9 / 10, "70b": 3.35e12 * 0.6 * 32 / 92e9,
+               "train": 989e12 * 0.4 / (6 * 70e9)}[model]
+    level = gpus_needed * per_gpu
+    growth = rng.uniform(0.0, 0.04)
+    users = rng.sample(by_continent[continent] or sites, k=min(len(
+        by_continent[continent] or sites), rng.randint(1, 3)))
+    start = rng.randint(0, max(0, months // 3)) if kind == "training" else 0
+    length = rng.randint(3, 9) if kind == "training" else months
+    for m in range(start, min(months, start + length)):
+        amount = level * (1 + growth) ** m
+        if kind == "inference":
+            for u in users:
+                rows.append({"workload": name, "period": _month(m),
+                             "amount": round(amount / len(users), 2), "site": u["site"]})
+        else:
+            rows.append({"workload": name, "period": _month(m), "amount": round(amount, 2)})
+    return rows
+
+
+def _existing(region_rows: list[dict], offer_rows: list[dict], months: int) -> list[dict]:
+    """16 GPUs of an existing contract in each of the first two hyperscaler regions."""
     existing = []
     hyper = [r for r in region_rows if r["provider"].startswith("hyper")]
     for r in hyper[:2]:
@@ -199,32 +276,7 @@ def generate(out: Path, workloads: int, regions: int, months: int, seed: int = 0
         existing.append({"region": r["region"], "gpu": offered[0], "gpus": 16,
                          "start_month": "2026-07", "end_month": _month(min(months, 12) - 1),
                          "usd_per_gpu_hour": round(GPUS[offered[0]][4] * 0.62, 4)})
-    tables = {
-        "settings": [{"key": k, "value": v} for k, v in (
-            ("start_month", "2027-01"), ("horizon_months", str(months)),
-            # 500 s for the whole command (SPEC §4 v2: loading to workbook written): a
-            # solve of any generated size ends within 10 minutes
-            ("unmet_penalty_usd_per_unit_hour", "50"), ("time_limit_s", "500"),
-            ("mip_gap", "0.005"))],
-        "gpus": [{"gpu": g, "memory_gb": v[0], "mem_bandwidth_tbps": v[1], "bf16_tflops": v[2],
-                  "tdp_watts": v[3], "source": "market-facts.md B2"} for g, v in GPUS.items()],
-        "sites": sites,
-        "links": [{"site_a": a, "site_b": b, "rtt_ms": ms} for (a, b), ms in sorted(links.items())],
-        "regions": region_rows, "offers": offer_rows, "workloads": workload_rows,
-        "throughput": throughput_rows, "demand": demand_rows, "existing": existing,
-    }
-    for name, rows in tables.items():
-        columns: list[str] = []
-        for row in rows:
-            columns += [c for c in row if c not in columns]
-        if not columns:
-            columns = ["key", "value"]
-        with (out / f"{name}.csv").open("w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=columns)
-            w.writeheader()
-            for row in rows:
-                w.writerow(row)
-    return {k: len(v) for k, v in tables.items()}
+    return existing
 
 
 def _check_sizes(workloads: int, regions: int, months: int) -> None:
