@@ -171,7 +171,28 @@ def import_market(scenario: Path, catalog: Path, rules: Path | None,
     changes = Changes()
     clouds = {p.parent.name for p in catalog.glob("*/vms.csv")}
 
-    # where each catalog region is
+    region_of = _place_regions(prices, places, regions, site_names, changes)
+    best = _cheapest_offers(prices, region_of, alias, gpus)
+    fresh = _fresh_offers(best, rule_rows, price_date)
+    _add_gpus(best, gpus, memory, changes)
+    cloud_of = {**{r["region"]: r.get("provider", "") for r in regions.rows},
+                **{r["region"]: r["cloud"] for r in places.rows if r.get("region")}}
+    _merge_offers(offers, fresh, changes,
+                  lambda row: cloud_of.get(row.get("region", ""), "") in clouds)
+    if any(i.severity == "error" for i in issues):
+        return changes, issues
+    # all four or none: a table that cannot be written leaves the others as they were
+    write_all_atomically([table.writer() for table in (gpus, regions, offers, places)
+                          if table is not places or places.rows])
+    return changes, issues
+
+
+def _place_regions(prices: list[CatalogPrice], places: _Table, regions: _Table,
+                   site_names, changes: Changes) -> dict[tuple, str]:
+    """Where each catalog region is: (cloud, catalog region) → the scenario's region,
+    for those placed at a site (added to the regions table if new) or already in it.
+    The others are left out and listed in the market's regions table for the user to
+    place."""
     region_of: dict[tuple, str] = {}
     unplaced: set[tuple] = set()
     known_regions = {r["region"] for r in regions.rows}
@@ -200,10 +221,14 @@ def import_market(scenario: Path, catalog: Path, rules: Path | None,
                 places.rows.append({"cloud": p.cloud, "catalog_region": p.catalog_region,
                                     "region": name, "site": ""})
                 placed[where] = places.rows[-1]
+    return region_of
 
-    # one offer per region, GPU type and term: the cheapest instance type per GPU, the
-    # GPU type spelled as the scenario spells it (the scenario's tables match names
-    # exactly: an offer of 'H100' where gpus.csv has 'h100' would not load)
+
+def _cheapest_offers(prices: list[CatalogPrice], region_of: dict[tuple, str],
+                     alias: dict[str, str], gpus: _Table) -> dict[tuple, CatalogPrice]:
+    """One price per (region, GPU type, term): the cheapest instance type per GPU, the
+    GPU type spelled as the scenario spells it (the scenario's tables match names
+    exactly: an offer of 'H100' where gpus.csv has 'h100' would not load)."""
     spelled = {r["gpu"].casefold(): r["gpu"] for r in gpus.rows if r.get("gpu")}
     best: dict[tuple, CatalogPrice] = {}
     for p in prices:
@@ -216,6 +241,13 @@ def import_market(scenario: Path, catalog: Path, rules: Path | None,
         if key not in best or rank < (round(best[key].usd_per_gpu_hour, 9),
                                       best[key].gpus_per_instance, best[key].instance_type):
             best[key] = p
+    return best
+
+
+def _fresh_offers(best: dict[tuple, CatalogPrice], rule_rows: list[dict],
+                  price_date: dt.date) -> dict[tuple, dict]:
+    """The offers rows from the catalog's prices, with the rules' lead times, caps and
+    interruption rates, and the commitments the rules derive from on-demand prices."""
     fresh: dict[tuple, dict] = {}
     for (region, gpu, term), p in sorted(best.items()):
         row = {"region": region, "gpu": gpu, "term": term,
@@ -237,7 +269,12 @@ def import_market(scenario: Path, catalog: Path, rules: Path | None,
                 if rule["term"] in COMMITMENT_TERMS and _applies(rule, p.cloud, gpu):
                     derived = _derived(row, rule, p.gpus_per_instance, price_date)
                     fresh[_key(derived)] = derived
-    # GPU types the offers name
+    return fresh
+
+
+def _add_gpus(best: dict[tuple, CatalogPrice], gpus: _Table, memory: dict | None,
+              changes: Changes) -> None:
+    """The GPU types the offers name and the gpus table lacks, with their memory."""
     have_gpus = {r["gpu"].casefold() for r in gpus.rows}
     for (_, gpu, _), p in sorted(best.items(), key=lambda item: item[0][1]):
         if gpu.casefold() not in have_gpus:
@@ -246,17 +283,6 @@ def import_market(scenario: Path, catalog: Path, rules: Path | None,
                               "source": f"{CATALOG_MARK} common/metadata.csv"})
             have_gpus.add(gpu.casefold())
             changes.gpus_added.append(gpu)
-
-    cloud_of = {**{r["region"]: r.get("provider", "") for r in regions.rows},
-                **{r["region"]: r["cloud"] for r in places.rows if r.get("region")}}
-    _merge_offers(offers, fresh, changes,
-                  lambda row: cloud_of.get(row.get("region", ""), "") in clouds)
-    if any(i.severity == "error" for i in issues):
-        return changes, issues
-    # all four or none: a table that cannot be written leaves the others as they were
-    write_all_atomically([table.writer() for table in (gpus, regions, offers, places)
-                          if table is not places or places.rows])
-    return changes, issues
 
 
 def _rules(table: _Table, issues: list[Issue]) -> list[dict]:
