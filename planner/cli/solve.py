@@ -109,7 +109,6 @@ def solve(
     from planner.report.json_out import plan_json
     from planner.report.workbook import write_workbook
     from planner.solve.budget import Budget
-    from planner.solve.decompose.method import Rounds
     from planner.solve.pipeline import export_model as write_mps
     from planner.solve.pipeline import plan_scenario
 
@@ -117,25 +116,9 @@ def solve(
     _check_solver_options(solver, time_limit, gap)
     if stochastic:
         _check_cluster(jobs, scheduler)
-        # one model per scenario and schedule, none of them the plan's alone: said, not
-        # silently passed over (no file had been written, and no word)
-        moot = [name for name, value in (("--export-model", export_model),
-                                         ("--rounds", rounds)) if value is not None]
-        if moot:
-            err.print(f"[yellow]warning: {' and '.join(moot)} appl"
-                      f"{'ies' if len(moot) == 1 else 'y'} to a deterministic solve, not "
-                      f"to --stochastic (a solve per scenario and schedule); ignored[/]")
+        _warn_deterministic_only(export_model=export_model, rounds=rounds)
         export_model = rounds = None
-    fixed_rounds = None
-    if rounds is not None:
-        try:
-            fixed_rounds = Rounds.parse(rounds)
-        except ValueError as e:
-            err.print(f"[red]error:[/] --rounds: {e}")
-            raise typer.Exit(EXIT_BAD_INPUT) from None
-        # a replay is bounded by its rounds, not the clock (SPEC's S + 10 % is the clock's)
-        err.print(f"[yellow]warning: --rounds {rounds} rebuilds the plan round for round, "
-                  f"whatever the clock: the time limit does not stop it[/]")
+    fixed_rounds = _replayed_rounds(rounds)
     path = scenario or default_scenario()
     out = output or Path("reports/plan.xlsx")
     _check_outputs(out, export_model, focus, scenario=path)
@@ -203,6 +186,44 @@ def solve(
         err.print(f"FOCUS charges written to {focus}")
     if not warned and fixed_rounds is None:  # a replay is not bounded by the clock
         _warn_past_limit(budget, "a first plan and its files")
+    _say_done(plan, started, out)
+    if as_json:
+        data = plan_json(plan, baselines=compare)
+        sys.stdout.write(dumps(data))
+
+
+def _warn_deterministic_only(**given) -> None:
+    """--export-model and --rounds given to --stochastic: one model per scenario and
+    schedule, none of them the plan's alone. Said, not silently passed over (no file
+    had been written, and no word)."""
+    moot = [f"--{name.replace('_', '-')}" for name, value in given.items()
+            if value is not None]
+    if moot:
+        err.print(f"[yellow]warning: {' and '.join(moot)} appl"
+                  f"{'ies' if len(moot) == 1 else 'y'} to a deterministic solve, not "
+                  f"to --stochastic (a solve per scenario and schedule); ignored[/]")
+
+
+def _replayed_rounds(rounds: str | None):
+    """--rounds as the decomposition's Rounds (None: not given); bad text exits 2."""
+    from planner.solve.decompose.method import Rounds
+
+    if rounds is None:
+        return None
+    try:
+        fixed = Rounds.parse(rounds)
+    except ValueError as e:
+        err.print(f"[red]error:[/] --rounds: {e}")
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    # a replay is bounded by its rounds, not the clock (SPEC's S + 10 % is the clock's)
+    err.print(f"[yellow]warning: --rounds {rounds} rebuilds the plan round for round, "
+              f"whatever the clock: the time limit does not stop it[/]")
+    return fixed
+
+
+def _say_done(plan, started: float, out: Path) -> None:
+    """The closing line: status (and why not optimal, with the gap), totals, unmet
+    demand, commitments, seconds, rounds and the workbook written."""
     t = plan.totals
     res = plan.result
     gap_text = "" if res.gap is None else f"; gap {res.gap:.2%} over bound ${res.bound:,.0f}"
@@ -212,9 +233,6 @@ def solve(
               f"({t['unservable_unit_hours']:,.1f} no offer can serve), "
               f"{len(plan.commitments)} commitment(s); {time.perf_counter() - started:.1f} s"
               + (f", rounds {res.rounds}" if res.rounds else "") + f"; wrote {out}")
-    if as_json:
-        data = plan_json(plan, baselines=compare)
-        sys.stdout.write(dumps(data))
 
 
 def _warn_beaten(compare: list[dict], plan) -> None:
