@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import datetime as dt
 
-import pytest
 from openpyxl import load_workbook
 from scenarios import scenario, write_csv, write_xlsx
 from typer.testing import CliRunner
 
 from planner.cli import app
-from planner.io.issues import ScenarioError
 from planner.io.validate import load_scenario
 from planner.model.graph import Transit, region_latencies
 
@@ -80,28 +78,6 @@ def test_workbook_dates_and_decimal_whole_numbers(tmp_path):
     s = load_scenario(file)
     assert s.settings.start_month == (2027, 1) and s.settings.horizon_months == 3
     assert s.demand[0].month == 1
-
-
-def test_a_day_other_than_the_first_is_not_a_month(tmp_path):
-    # a spreadsheet stores "2027-02" typed into a cell as 2027-02-01 (accepted above);
-    # the 15th names a day, and which month's demand it meant is not the planner's guess
-    data = scenario(settings={"horizon_months": 3})
-    file = write_xlsx(tmp_path / "s.xlsx", data)
-    wb = load_workbook(file)
-    wb["settings"]["B2"] = dt.datetime(2027, 1, 15)
-    wb["demand"]["B2"] = dt.datetime(2027, 2, 15)
-    wb.save(file)
-    with pytest.raises(ScenarioError) as raised:
-        load_scenario(file)
-    where = {(i.table, i.row, i.column) for i in raised.value.issues}
-    assert {("sheet settings", 2, "value"), ("sheet demand", 2, "period")} <= where
-    data["demand"][0]["period"] = "2027-01-15"
-    with pytest.raises(ScenarioError) as raised:
-        load_scenario(write_csv(tmp_path / "scn", data))
-    assert [(i.table, i.column) for i in raised.value.issues] == [("demand.csv", "period")]
-    assert "2027-01-15" in raised.value.issues[0].message
-    data["demand"][0]["period"] = "2027-01-01"
-    assert load_scenario(write_csv(tmp_path / "ok", data)).demand[0].month == 0
 
 
 def test_template_filled_by_hand_loads(tmp_path):

@@ -40,10 +40,8 @@ from planner.io.schema import (
     Column,
 )
 
-# YYYY-MM; a month's first day (a spreadsheet stores "2027-01" typed into a cell as the
-# date 2027-01-01, and exports it so) names its month. Any other day is a day, not a
-# month: which month's demand it meant is not for the planner to guess (SPEC §3).
-_MONTH = re.compile(r"^(\d{4})-(\d{1,2})(?:-(\d{1,2})(?:[ T]00:00(?::00)?)?)?$")
+# YYYY-MM; a full date (as spreadsheets export date cells) names its month
+_MONTH = re.compile(r"^(\d{4})-(\d{1,2})(?:-\d{1,2}(?:[ T]00:00(?::00)?)?)?$")
 _QUARTER = re.compile(r"^(\d{4})\s*-?\s*Q([1-4])$", re.IGNORECASE)
 _TRUE = {"true", "yes", "y", "1", "t"}
 _FALSE = {"false", "no", "n", "0", "f"}
@@ -88,14 +86,10 @@ def _number(v: object) -> float:
 
 def _month(v: object) -> tuple[int, int]:
     if isinstance(v, (dt.date, dt.datetime)):
-        if v.day != 1:
-            raise CellError(f"'{v:%Y-%m-%d}' is a day, not a month (YYYY-MM)")
         return (v.year, v.month)
     m = _MONTH.match(str(v).strip())
     if not m or not 1 <= int(m.group(2)) <= 12:
         raise CellError(f"'{v}' is not a month (YYYY-MM)")
-    if m.group(3) is not None and int(m.group(3)) != 1:
-        raise CellError(f"'{v}' is a day, not a month (YYYY-MM)")
     return (int(m.group(1)), int(m.group(2)))
 
 
@@ -161,6 +155,8 @@ def parse_cell(col: Column, v: object):
     if t == "date":
         return _date(v)
     if t == "period":
+        if isinstance(v, (dt.date, dt.datetime)):
+            return ("month", (v.year, v.month))
         q = _QUARTER.match(str(v).strip())
         if q:
             return ("quarter", (int(q.group(1)), int(q.group(2))))
