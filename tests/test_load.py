@@ -78,6 +78,12 @@ def test_workbook_dates_and_decimal_whole_numbers(tmp_path):
     s = load_scenario(file)
     assert s.settings.start_month == (2027, 1) and s.settings.horizon_months == 3
     assert s.demand[0].month == 1
+    # SPEC §2: a date cell's year and month count, whatever its day
+    wb["settings"]["B2"] = dt.datetime(2027, 1, 15)
+    wb["demand"]["B2"] = dt.date(2027, 3, 31)
+    wb.save(file)
+    s = load_scenario(file)
+    assert s.settings.start_month == (2027, 1) and s.demand[0].month == 2
 
 
 def test_template_filled_by_hand_loads(tmp_path):
