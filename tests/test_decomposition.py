@@ -39,6 +39,8 @@ from planner.solve.decompose.master import CommitmentPart, arc_key
 from planner.solve.decompose.method import Rounds, _Run, _stalled, decompose
 from planner.solve.decompose.pricing import (
     Rows,
+    block_usage,
+    demand_prices,
     single_region_column,
     single_region_columns,
     unit_costs,
@@ -433,6 +435,56 @@ def test_the_bound_split_by_pair_by_hand(tmp_path):
         assert bound == pytest.approx(value)
         assert y_payg.ravel() == pytest.approx([price])
         assert lagrangian(blocks, CommitmentPart(blocks), *(y_payg, y[1])) <= 500 + 1e-9
+
+
+@pytest.mark.parametrize("seed", [1, 3])
+def test_demand_prices_are_the_blocks_duals(tmp_path, seed):
+    """At any capacity prices a workload's blocks are worth Σ level · the demand price
+    of each cell (LP duality: the spot-share row's right-hand side is 0), and no cell's
+    price is above its penalty."""
+    generate(tmp_path / "g", 8, 6, 3, seed)
+    _, blocks = _blocks_of(tmp_path / "g")
+    rows = Rows(blocks)
+    rng = np.random.default_rng(seed)
+    y_payg, y_committed = first_prices(blocks)
+    spot_shares = 0
+    for scale in (0.0, 1.0, 3.0):
+        y = (y_payg + scale * rng.random(y_payg.shape),
+             y_committed * scale + rng.random(y_committed.shape))
+        for wb in blocks.workloads:
+            if wb.single_region:
+                continue
+            price, theta = demand_prices(wb, blocks, *y)
+            value, _ = block_usage(wb, blocks, rows, *y)
+            assert float((wb.level * price).sum()) == pytest.approx(value, rel=1e-9)
+            assert np.all(price <= wb.penalty * blocks.hd[None] + 1e-9)
+            spot_shares += theta is not None
+            if theta is not None:
+                assert np.all(theta <= 0)
+    assert spot_shares > 0  # the generated bursts have a spot share
+
+
+@pytest.mark.parametrize("weight", [0.0, 1.0])
+def test_column_generation_priced_at_any_smoothing_reaches_the_lp_relaxation(
+        tmp_path, weight, monkeypatch):
+    """Arcs priced at the master's duals alone (0) or at the best bound's point alone
+    (1): where nothing prices out there, the master's duals are priced, so column
+    generation ends at the LP relaxation either way."""
+    monkeypatch.setattr(dual_module, "ALL_ARCS", 0)
+    monkeypatch.setattr(dual_module, "PRICING_SMOOTHING", weight)
+    monkeypatch.setattr(dual_module, "SPLIT_WORTH", -1.0)  # smoothed in every round
+    generate(tmp_path / "g", 8, 6, 3, 1)
+    s = load_scenario(tmp_path / "g")
+    builder = ModelBuilder(s, find_candidates(s))
+    blocks = Blocks(builder)
+    dual = DualBound(blocks, first_prices(blocks))
+    for _ in range(60):
+        dual.step()
+        if dual.converged:
+            break
+    assert dual.converged
+    assert dual.best == pytest.approx(_lp_relaxation(builder), rel=1e-6)
+    assert dual.master_value == pytest.approx(dual.best, rel=1e-6)
 
 
 @pytest.mark.parametrize("seed", [1, 4])

@@ -7,11 +7,13 @@ cell at first prices (a committed GPU at its cheapest commitment's hourly rate,
 pay-as-you-go capacity free): the cheapest, the cheapest uncapped on-demand one and the
 cheapest committed ones (START_PER_CELL). Each round solves the master from its last
 basis, drops the arcs that have stayed out of its basis (planner.solve.decompose.master),
-prices every arc and single-region plan at its duals, adds those whose reduced cost is
-negative (at most ADD_PER_CELL arcs per demand cell; a single-region workload's plans on
-its PLAN_PAIRS cheapest pairs and at the completed duals), and evaluates the Lagrangian
-function at the duals (also completed where they leave committed rows at 0, and
-smoothed) — a valid bound whether or not the master has converged; while columns
+prices every single-region plan at its duals and every arc between them and the best
+bound's point (PRICING_SMOOTHING), adds those whose reduced cost is negative (at most
+ADD_PER_CELL arcs per demand cell and ADD_MOST in all, the costliest to leave out first;
+a single-region workload's plans on its PLAN_PAIRS cheapest pairs and at the completed
+duals), and evaluates the Lagrangian function at the duals (also completed where they
+leave committed rows at 0, and smoothed) — a valid bound whether or not the master has
+converged; while columns
 still price out, also the bound split by pair at the master's demand duals and the
 Lagrangian function at the capacity prices that split finds
 (planner.solve.decompose.by_pair); the best is kept.
@@ -33,6 +35,7 @@ from planner.solve.decompose.pricing import (
     Rows,
     arc_prices,
     block_usage,
+    demand_prices,
     single_region_column,
     single_region_columns,
     unit_costs,
@@ -60,7 +63,12 @@ START_COMMITTED = 3
 # ~400 s with rounds of many new arcs by the dual simplex (MANY_NEW): 300 k a round, 8
 # rounds, bound 1.878 B; 600 k, 6 rounds, 1.917 B; 1.2 M, 3 rounds (its second 133 s),
 # 1.873 B. (With the primal simplex 6 a cell had doubled the master, and its second
-# solve did not end in 5 minutes.)
+# solve did not end in 5 minutes.) Where more would join, those whose absence costs the
+# bound most join: the most negative level x reduced cost over every cell, up to
+# ADD_PER_CELL a cell (was ADD_MOST ÷ cells a cell, 2 at 1000x100x36, where tiny cells
+# took as many as large ones). 1000x100x36 alone, arcs priced at 0.7 (PRICING_SMOOTHING):
+# bound after rounds 3 and 4 1.953, 1.961 B with 2 a cell; 1.985 B with the
+# weighted choice (the master's value 2.130 → 2.124 B; 4 rounds 317 → 357 s).
 ADD_PER_CELL = 6
 ADD_MOST = 600_000
 START_PLANS = 3  # a single-region workload's cheapest pairs at first prices
@@ -85,6 +93,18 @@ TOLERANCE = 1e-7
 # 254.5 M), but near the master little: at 200x40x24 the master converges within 0.5 %
 # of its LP, and a split every round cost the command 8 of its 14 master rounds.
 SPLIT_WORTH = 0.02
+
+# Arcs are priced from the second round on at the point PRICING_SMOOTHING of the way from
+# the master's duals to the best bound's (Wentges' smoothing): a restricted master's duals
+# price many arcs out that the LP relaxation would not use, and its columns converge
+# slowly. 1000x100x36, column generation alone: bound after rounds 3, 4, 5 1.863, 1.887,
+# 1.917 B at the master's duals (6 rounds 519 s), 1.951, 1.961, 1.966 B at 0.5 (467 s),
+# 1.953, 1.961, 1.972 B at 0.7 (469 s; the master's value after 6 rounds 2.129, 2.129,
+# 2.127 B). Only while the bound is far under the master's value (SPLIT_WORTH), though:
+# near it the master's duals are nearly the LP's, and smoothing slows the last rounds
+# (200x40x24, within 2 % of the master from round 1: 253.15 M after 24 rounds at the
+# master's duals, 253.22 M at 0.5, 252.92 M at 0.7; the LP relaxation 253.25 M).
+PRICING_SMOOTHING = 0.7
 
 # Weight of the best prices so far in the point between them and the master's duals
 # (completed: `DualBound.completed`) at which the bound is also taken each round (in-out
@@ -177,9 +197,6 @@ class DualBound:
         self.best = self.lagrangian(*prices)
         self.converged = False
         self.pairs: dict[int, int] = {}  # single-region workloads held to one pair
-        cells = sum(int((wb.level > 0).sum()) for wb in blocks.workloads
-                    if not wb.single_region)
-        self.add_per_cell = max(1, min(ADD_PER_CELL, ADD_MOST // max(1, cells)))
         at_once = lp_at_once(blocks)
         zero_duals = np.zeros((blocks.months, blocks.segments))
         seeded, seed_pairs = seed or ({}, {})
@@ -220,23 +237,25 @@ class DualBound:
         self.dropped += m.drop_idle()
         y = (m.y_payg, m.y_committed)
         completed = self.completed(y)
+        # the arcs priced at the point between the master's duals and the best bound's
+        # (from the second round: the first's best is first prices; and while the bound
+        # is far under the master); where none prices out there, at the master's duals,
+        # which alone prove the LP relaxation reached
+        weight = PRICING_SMOOTHING if self.rounds > 1 and self._far() else 0.0
+        arcs = self._priced_arcs(y, weight) if weight > 0 else {}
+        if not arcs:
+            arcs = self._priced_arcs(y, 0.0)
         added = 0
-        for w, wb in enumerate(self.blocks.workloads):
+        for w, wb in enumerate(self.blocks.workloads):  # in the workloads' order
             if wb.single_region:
                 added += self._add_plans(w, wb, y, completed)
-                continue
-            _, priced = unit_costs(wb, self.blocks, *y)
-            site, source, month, segment, rc = arc_prices(
-                wb, priced, m.demand_duals(w), m.spot_duals(w), self.add_per_cell)
-            true = (wb.price * wb.gpus_per_unit + wb.egress)[source] * \
-                self.blocks.hd[month, segment]
-            keep = rc < -TOLERANCE * (1 + np.abs(true))
-            added += m.add_arcs(w, site[keep], source[keep], month[keep], segment[keep])
+            elif w in arcs:
+                added += m.add_arcs(w, *arcs[w])
         smoothed = (SMOOTHING * self.prices[0] + (1 - SMOOTHING) * completed[0],
                     SMOOTHING * self.prices[1] + (1 - SMOOTHING) * completed[1])
         for point in (y, completed, smoothed):
             self._keep_best(self.lagrangian(*point), point)
-        if added and self.best < (1.0 - SPLIT_WORTH) * self.master_value:
+        if added and self._far():
             # short of the LP, the bound still far under it: the bound split by pair,
             # and L at the prices it finds
             split, split_prices = pair_split(self.blocks, self.rows, m, y)
@@ -245,6 +264,45 @@ class DualBound:
         if added == 0:
             self.converged = True  # the master's LP is the LP relaxation
         return True
+
+    def _far(self) -> bool:
+        """Whether the best bound is still more than SPLIT_WORTH under the master's value."""
+        return self.best < (1.0 - SPLIT_WORTH) * self.master_value
+
+    def _priced_arcs(self, y, weight: float) -> dict[int, tuple]:
+        """Per workload, the arcs (site, source, month, segment) to join the master: those
+        whose reduced cost is negative at the point `weight` of the way from the master's
+        duals (y and its demand and spot-share rows') to the best bound's prices and the
+        demand prices they imply (`demand_prices`), at most ADD_PER_CELL a demand cell,
+        the most negative first, and at most ADD_MOST in all, those whose level x reduced
+        cost is most negative (the costliest for the bound to leave out)."""
+        m, b = self.master, self.blocks
+        point = y if weight == 0 else tuple(weight * c + (1 - weight) * d
+                                            for c, d in zip(self.prices, y))
+        found = {}  # workload → (site, source, month, segment, level x reduced cost)
+        for w, wb in enumerate(b.workloads):
+            if wb.single_region:
+                continue
+            pi, tau = m.demand_duals(w), m.spot_duals(w)
+            if weight > 0:
+                pi_center, tau_center = demand_prices(wb, b, *self.prices)
+                pi = weight * pi_center + (1 - weight) * pi
+                if tau is not None:
+                    tau = weight * tau_center + (1 - weight) * tau
+            _, priced = unit_costs(wb, b, *point)
+            site, source, month, segment, rc = arc_prices(wb, priced, pi, tau, ADD_PER_CELL)
+            true = (wb.price * wb.gpus_per_unit + wb.egress)[source] * b.hd[month, segment]
+            keep = rc < -TOLERANCE * (1 + np.abs(true))
+            if keep.any():
+                site, source, month, segment = (site[keep], source[keep], month[keep],
+                                                segment[keep])
+                found[w] = (site, source, month, segment,
+                            rc[keep] * wb.level[site, month, segment])
+        costs = np.concatenate([f[4] for f in found.values()]) if found else np.zeros(0)
+        if len(costs) <= ADD_MOST:
+            return {w: f[:4] for w, f in found.items()}
+        cut = np.partition(costs, ADD_MOST - 1)[ADD_MOST - 1]
+        return {w: tuple(x[f[4] <= cut] for x in f[:4]) for w, f in found.items()}
 
     def _add_plans(self, w: int, wb, y, completed) -> int:
         """A single-region workload's plans that price out at the duals `y` join the

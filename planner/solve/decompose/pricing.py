@@ -104,6 +104,13 @@ def spot_split(a, b, level, penalty, share):
     """The block LP with a spot share, per cell of the trailing axes (sites on axis 0):
     a, b the cheapest other and spot cost per site, penalty P per cell. Returns the
     value and the units per site on spot (x), on the other source (y) and unmet (z)."""
+    value, t_star = _spot_price(a, b, level, penalty, share)
+    return (value, *_spot_plan(a, b, level, penalty, share, t_star))
+
+
+def _spot_price(a, b, level, penalty, share):
+    """The block LP's value with a spot share and θ*, the spot-share row's price where
+    the maximum over θ is attained (`spot_split`'s arguments)."""
     s_count = a.shape[0]
     with np.errstate(invalid="ignore"):
         cands = [np.zeros(penalty.shape)]
@@ -127,11 +134,14 @@ def spot_split(a, b, level, penalty, share):
         pick = values.argmax(axis=0)
         t_star = np.take_along_axis(theta, pick[None], axis=0)[0]
         value = np.take_along_axis(values, pick[None], axis=0)[0]
-    # the plan at θ*: ties go first to what earns spot room (the other source, then
-    # unmet), then, where θ* > 0 (the share binds), units move to spot until it is used
-    x = np.zeros(a.shape)
-    y = np.zeros(a.shape)
-    z = np.zeros(a.shape)
+    return value, t_star
+
+
+def _spot_plan(a, b, level, penalty, share, t_star):
+    """The block's plan at θ* (`_spot_price`): units per site on spot, on the other
+    source and unmet."""
+    # ties go first to what earns spot room (the other source, then unmet), then, where
+    # θ* > 0 (the share binds), units move to spot until it is used
     cost_u = penalty
     cost_a = a - share * t_star
     cost_b = b + (1.0 - share) * t_star
@@ -145,7 +155,7 @@ def spot_split(a, b, level, penalty, share):
     x = np.where(~tie_a & ~tie_u, level, 0.0)
     room = share * y.sum(axis=0) - (1.0 - share) * x.sum(axis=0)
     binds = t_star > 0
-    for s in range(s_count):
+    for s in range(a.shape[0]):
         movable = tie_b[s] & binds
         # other → spot frees 1 unit of room per unit; unmet → spot (1 − σ)
         take = np.where(movable & (y[s] > 0), np.minimum(y[s], np.maximum(room, 0.0)), 0.0)
@@ -158,7 +168,30 @@ def spot_split(a, b, level, penalty, share):
         z[s] -= take
         x[s] += take
         room = room - take * per
-    return value, x, y, z
+    return x, y, z
+
+
+def demand_prices(wb: WorkloadBlocks, blocks: Blocks, y_payg: np.ndarray,
+                  y_committed: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """The duals of a (not single-region) workload's blocks at capacity prices y: per
+    demand cell [S, M, K] what a unit is worth, its cheapest source's priced cost (at
+    most the penalty; with a spot share, moved by θ*), and per (month, segment) the
+    spot-share row's −θ* (HiGHS's sign for a ≤ row; None without a spot share). With y
+    they make a dual point of the LP whose value is L(y): the best bound's point, in the
+    terms of the master's duals."""
+    _, priced = unit_costs(wb, blocks, y_payg, y_committed)
+    penalty = (wb.penalty * blocks.hd)[None]
+    if not wb.limited_spot:
+        a, _ = _cheapest(priced, wb.reach)
+        return np.minimum(a, penalty), None
+    share = wb.spot_share
+    a, _ = _cheapest(priced, wb.reach & ~wb.spot[None, :])
+    b, _ = _cheapest(priced, wb.reach & wb.spot[None, :])
+    _, theta = _spot_price(a, b, wb.level, penalty[0], share)
+    with np.errstate(invalid="ignore"):
+        price = np.minimum(np.minimum(penalty, a - share * theta[None]),
+                           b + (1.0 - share) * theta[None])
+    return price, -theta
 
 
 def _serve(wb: WorkloadBlocks, priced: np.ndarray, allowed: np.ndarray,
