@@ -216,6 +216,8 @@ def test_cli_bad_solver_options_exit_2(tmp_path):
                  ["solve", str(folder), "--gap", "1.5"],  # a fraction, as mip_gap
                  ["solve", str(folder), "--gap", "nan"],
                  ["solve", str(folder), "--time-limit", "nan"],
+                 ["solve", str(folder), "--time-limit", "0"],  # as time_limit_s 0
+                 ["whatif", str(folder), "--time-limit", "-1"],
                  ["whatif", str(folder), "--time-limit", "inf"],
                  ["whatif", str(folder), "--demand-scale", "1,nan"],
                  ["whatif", str(folder), "--stress", "nan"]):

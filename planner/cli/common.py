@@ -123,6 +123,9 @@ def _check_solver_options(solver, time_limit, gap) -> None:
         if value is not None and value < 0:
             err.print(f"[red]error:[/] {name} must not be negative")
             raise typer.Exit(EXIT_BAD_INPUT)
+    if time_limit == 0:  # as the settings table's time_limit_s: no budget, no plan in it
+        err.print("[red]error:[/] --time-limit must be greater than 0")
+        raise typer.Exit(EXIT_BAD_INPUT)
     if gap is not None and gap > 1:  # as the settings table's mip_gap
         err.print(f"[red]error:[/] --gap is a fraction (0.01 = 1 %), at most 1, not {gap:g}")
         raise typer.Exit(EXIT_BAD_INPUT)
