@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import datetime as dt
 
+import pytest
 from openpyxl import load_workbook
 from scenarios import scenario, write_csv, write_xlsx
 from typer.testing import CliRunner
 
 from planner.cli import app
+from planner.io.issues import ScenarioError
 from planner.io.validate import load_scenario
 from planner.model.graph import Transit, region_latencies
 
@@ -168,6 +170,20 @@ def test_shipped_scenario_and_model_profiles_are_found_from_anywhere(tmp_path, m
         (data / "throughput.csv").read_text()
     res = CliRunner().invoke(app, ["throughput", "mine", str(tmp_path / "nowhere")])
     assert res.exit_code == 2 and "workloads.csv" in res.output
+
+
+def test_a_required_formula_with_no_saved_value_is_reported_once(tmp_path):
+    file = write_xlsx(tmp_path / "s.xlsx", scenario())
+    wb = load_workbook(file)
+    ws = wb["offers"]
+    col = next(c.column_letter for c in ws[1] if c.value == "usd_per_gpu_hour")
+    ws[f"{col}2"] = "=1+2"  # required: blank as read, but the formula is what is wrong
+    wb.save(file)
+    with pytest.raises(ScenarioError) as raised:
+        load_scenario(file)
+    cell = [i for i in raised.value.issues
+            if (i.table, i.row, i.column) == ("sheet offers", 2, "usd_per_gpu_hour")]
+    assert len(cell) == 1 and "no saved value" in cell[0].message
 
 
 def _saved_by_excel(file, cells: dict[str, bytes]):

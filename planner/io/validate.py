@@ -84,7 +84,8 @@ def _number(v: object) -> float:
     return x
 
 
-def _month(v: object) -> tuple[int, int]:
+def parse_month(v: object) -> tuple[int, int]:
+    """(year, month) of a month cell: `YYYY-MM`, a date's text or a date."""
     if isinstance(v, (dt.date, dt.datetime)):
         return (v.year, v.month)
     m = _MONTH.match(str(v).strip())
@@ -151,7 +152,7 @@ def parse_cell(col: Column, v: object):
             return False
         raise CellError(f"'{v}' is not true or false")
     if t == "month":
-        return _month(v)
+        return parse_month(v)
     if t == "date":
         return _date(v)
     if t == "period":
@@ -161,7 +162,7 @@ def parse_cell(col: Column, v: object):
         if q:
             return ("quarter", (int(q.group(1)), int(q.group(2))))
         try:
-            return ("month", _month(v))
+            return ("month", parse_month(v))
         except CellError:
             raise CellError(f"'{v}' is not a month (2027-01) or a quarter (2027Q1)") from None
     x = _number(v)
@@ -182,9 +183,13 @@ def parse_cell(col: Column, v: object):
 class _Collector:
     def __init__(self, issues: list[Issue]):
         self.issues = issues
+        # cells with an error: a formula with no saved value, found on reading, is not
+        # also reported as blank
+        self.in_error = {(i.table, i.row, i.column) for i in issues if i.severity == "error"}
 
     def error(self, table: str, row: int | None, column: str | None, message: str):
         self.issues.append(Issue("error", table, row, column, message))
+        self.in_error.add((table, row, column))
 
     def warn(self, table: str, row: int | None, column: str | None, message: str):
         self.issues.append(Issue("warning", table, row, column, message))
@@ -208,7 +213,8 @@ def _typed_rows(raw: RawTable, table_schema, out: _Collector, missing=()):
                 continue
             if v is BLANK:
                 if col.required and not col.allow_blank:
-                    out.error(raw.label, number, col.name, "is required but blank")
+                    if (raw.label, number, col.name) not in out.in_error:
+                        out.error(raw.label, number, col.name, "is required but blank")
                     ok = False
                 v = col.default
             values[col.name] = v
