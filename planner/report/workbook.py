@@ -26,7 +26,8 @@ from openpyxl.utils import get_column_letter
 from openpyxl.workbook.defined_name import DefinedName
 
 from planner.files import write_atomically
-from planner.io.schema import PAY_AS_YOU_GO, TABLES
+from planner.io.schema import PAY_AS_YOU_GO, SETTINGS_BY_NAME, TABLES
+from planner.io.validate import CellError, parse_month
 from planner.report.economics import (
     effective_savings,
     line_economics,
@@ -885,47 +886,76 @@ def _input_sheets(wb, plan: Plan) -> None:
         label, columns, rows = read[table.name]
         kinds = {c.name: c for c in table.columns}
         # a figure or date column's format; the user's own columns, and text, as read
-        typed = {name: kinds[name] for name in columns
-                 if name in kinds and kinds[name].type in ("float", "int", "date")}
-        sh = Sheet(wb, f"Input {table.name}"[:31],
-                   [(name, _input_format(typed[name]) if name in typed else None)
-                    for name in columns])
+        typed = {name: kinds[name] for name in columns if name in kinds and kinds[name].type
+                 in ("float", "int", "date", "month", "period")}
+        # a setting's value is read as its key's type (a month, a figure …), each cell
+        # in its own format
+        value = columns.index("value") if table.name == "settings" and {
+            "key", "value"} <= set(columns) else None
+        table_rows, settings = [], []
         for cells in rows:
-            values = []
-            for name in columns:
-                v = cells.get(name)
-                if v is not None and not isinstance(v, (str, int, float, bool)):
-                    v = str(v)
-                values.append(_as_read(v, kinds.get(name)))
-            sh.add(values)
+            values = [_as_read(cells.get(name), kinds.get(name)) for name in columns]
+            setting = None
+            if value is not None:
+                setting = SETTINGS_BY_NAME.get(str(cells.get("key") or "").strip().lower())
+                values[value] = _as_read(cells.get("value"), setting)
+            table_rows.append(values)
+            settings.append(setting)
+        formats = [_input_format(typed[name], [v[j] for v in table_rows])
+                   if name in typed else None for j, name in enumerate(columns)]
+        sh = Sheet(wb, f"Input {table.name}"[:31], list(zip(columns, formats)),
+                   edited=value is not None)
+        for values, setting in zip(table_rows, settings):
+            r = sh.add(values)
+            if setting is not None and setting.type in ("date", "month", "float", "int"):
+                shown = _input_format(setting, [values[value]])
+                sh.ws.cell(r, value + 1).number_format = shown or "General"
         sh.finish()
 
 
 def _as_read(v, column):
-    """A cell of an input sheet: as read, but a number of a numeric column as a number
-    and a date of a date column as a date (SPEC §5 v2: dates are dates, rates show four
-    decimals); text that does not parse stays as it was."""
+    """A cell of an input sheet: as read, but a number of a numeric column as a number,
+    and a date or month as a date (SPEC §5 v2: dates are dates, rates show four
+    decimals); what does not parse stays as it was (a quarter, say)."""
+    kind = None if column is None else column.type
+    if kind in ("month", "period") and v is not None and str(v).strip():
+        try:
+            year, month = parse_month(v)
+            return dt.date(year, month, 1)
+        except CellError:
+            pass
+    if kind == "date" and isinstance(v, dt.date):
+        return v.date() if isinstance(v, dt.datetime) else v
+    if v is not None and not isinstance(v, (str, int, float, bool)):
+        v = str(v)
     if not isinstance(v, str) or column is None or not v.strip():
         return v
     try:
-        if column.type in ("float", "int"):
+        if kind in ("float", "int"):
             text = v.strip()
             # a whole number written whole stays whole: the cell reads as the file did
             return int(text) if re.fullmatch(r"[+-]?\d+", text) else float(text)
-        if column.type == "date":
+        if kind == "date":
             return dt.date.fromisoformat(v.strip())
     except ValueError:
         pass
     return v
 
 
-def _input_format(column) -> str:
+def _input_format(column, values: list) -> str | None:
     """The number format of an input column: prices per GPU-hour or GB to four decimals,
-    money per GPU in dollars, counts whole, dates as dates, other figures as figures."""
+    money per GPU in dollars, counts whole, dates as dates, other figures as figures
+    (as the file wrote them, where three decimals would show one of its `values` as 0:
+    2e-05 GB a unit-hour)."""
     if column.type == "date":
         return DAY
+    if column.type in ("month", "period"):
+        return MONTH
     if column.unit in ("USD/GPU-hour", "USD/GB", "USD/unit-hour"):
         return RATE
     if column.unit.startswith("USD"):
         return USD
-    return "0" if column.type == "int" else NUM
+    if column.type == "int":
+        return "0"
+    tiny = any(isinstance(v, float) and 0 < abs(v) < 5e-4 for v in values)
+    return None if tiny else NUM
