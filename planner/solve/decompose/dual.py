@@ -13,9 +13,8 @@ ADD_PER_CELL arcs per demand cell and ADD_MOST in all, the costliest to leave ou
 a single-region workload's plans on its PLAN_PAIRS cheapest pairs and at the completed
 duals), and evaluates the Lagrangian function at the duals (also completed where they
 leave committed rows at 0, and smoothed) — a valid bound whether or not the master has
-converged; while columns
-still price out, also the bound split by pair at the master's demand duals and the
-Lagrangian function at the capacity prices that split finds
+converged; while columns still price out, also the bound split by pair at the master's
+demand duals and the Lagrangian function at the capacity prices that split finds
 (planner.solve.decompose.by_pair); the best is kept.
 
 Rounds are deterministic: the same scenario gives the same columns, duals and bound
