@@ -883,7 +883,7 @@ def _input_sheets(wb, plan: Plan) -> None:
     for table in TABLES:
         if table.name not in read:
             continue
-        label, columns, rows = read[table.name]
+        _, columns, rows = read[table.name]
         kinds = {c.name: c for c in table.columns}
         # a figure or date column's format; the user's own columns, and text, as read
         typed = {name: kinds[name] for name in columns if name in kinds and kinds[name].type
