@@ -252,15 +252,8 @@ class _Run:
         budget; a round the clock stops is not counted."""
         until = min(share * self.budget.seconds, self.budget.seconds - self.keep)
         seen = []  # (master value, bound, seconds into the budget) after each round
-        started = self.budget.elapsed()
         while not dual.converged and self.more(step, until):
             if self.fixed is None and _stalled(seen, STALL_SHARE * self.budget.seconds):
-                break
-            # a round as long as the last would not end before `until`: not started, its
-            # time left to the plan (1000x100x36, 560 s: round 3 ended at 390 s after
-            # 129 s, round 4 was cut at 476 s, 86 s lost to fix and optimize)
-            last = seen[-1][2] - (seen[-2][2] if len(seen) > 1 else started) if seen else 0
-            if self.fixed is None and self.budget.elapsed() + last > until:
                 break
             seconds = None if self.fixed is not None else \
                 max(0.1, until - self.budget.elapsed())
