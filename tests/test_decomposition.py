@@ -307,13 +307,9 @@ def test_a_budget_too_short_for_the_master_says_so(tmp_path):
     assert run.least_s == float("inf")
 
 
-@pytest.mark.parametrize("seed", [1, 4, 5])
-def test_column_generation_with_idle_arcs_leaving_reaches_the_lp_relaxation(
-        tmp_path, seed, monkeypatch):
-    """Started from a few arcs a cell (as on markets too large for every arc), arcs out
-    of the basis for two solves leave the master; column generation still ends at the
-    LP relaxation, and every arc the master lists is the column HiGHS holds there."""
-    monkeypatch.setattr(dual_module, "ALL_ARCS", 0)
+def _column_generation(tmp_path, seed: int):
+    """A generated 8x6x3 market's builder, blocks and column generation from first
+    prices, run until it converges (or 60 rounds)."""
     generate(tmp_path / "g", 8, 6, 3, seed)
     s = load_scenario(tmp_path / "g")
     builder = ModelBuilder(s, find_candidates(s))
@@ -323,6 +319,17 @@ def test_column_generation_with_idle_arcs_leaving_reaches_the_lp_relaxation(
         dual.step()
         if dual.converged:
             break
+    return builder, blocks, dual
+
+
+@pytest.mark.parametrize("seed", [1, 4, 5])
+def test_column_generation_with_idle_arcs_leaving_reaches_the_lp_relaxation(
+        tmp_path, seed, monkeypatch):
+    """Started from a few arcs a cell (as on markets too large for every arc), arcs out
+    of the basis for two solves leave the master; column generation still ends at the
+    LP relaxation, and every arc the master lists is the column HiGHS holds there."""
+    monkeypatch.setattr(dual_module, "ALL_ARCS", 0)
+    builder, blocks, dual = _column_generation(tmp_path, seed)
     assert dual.converged and dual.dropped > 0
     assert dual.best == pytest.approx(_lp_relaxation(builder), rel=1e-6)
     m = dual.master
@@ -473,15 +480,7 @@ def test_column_generation_priced_at_any_smoothing_reaches_the_lp_relaxation(
     monkeypatch.setattr(dual_module, "ALL_ARCS", 0)
     monkeypatch.setattr(dual_module, "PRICING_SMOOTHING", weight)
     monkeypatch.setattr(dual_module, "SPLIT_WORTH", -1.0)  # smoothed in every round
-    generate(tmp_path / "g", 8, 6, 3, 1)
-    s = load_scenario(tmp_path / "g")
-    builder = ModelBuilder(s, find_candidates(s))
-    blocks = Blocks(builder)
-    dual = DualBound(blocks, first_prices(blocks))
-    for _ in range(60):
-        dual.step()
-        if dual.converged:
-            break
+    builder, _, dual = _column_generation(tmp_path, 1)
     assert dual.converged
     assert dual.best == pytest.approx(_lp_relaxation(builder), rel=1e-6)
     assert dual.master_value == pytest.approx(dual.best, rel=1e-6)

@@ -107,10 +107,10 @@ def _shown_width(value, fmt: str | None) -> int:
     return len(str(value)) + 2
 
 
-def _fit_figures(ws, col: str, least: float, first_row: int = 1) -> None:
-    """Column `col` of `ws` at least `least` wide and as wide as its figures show (from
-    `first_row`): a number too wide for its column shows ###."""
-    shown = [_shown_width(c.value, c.number_format) for c in ws[col][first_row - 1:]
+def _fit_figures(ws, col: str, least: float) -> None:
+    """Column `col` of `ws` at least `least` wide and as wide as its figures show: a
+    number too wide for its column shows ###."""
+    shown = [_shown_width(c.value, c.number_format) for c in ws[col]
              if isinstance(c.value, (int, float)) and not isinstance(c.value, bool)]
     ws.column_dimensions[col].width = max([least, *shown])
 
