@@ -46,6 +46,7 @@ from planner.solve.decompose.pricing import (
     unit_costs,
 )
 from planner.solve.pipeline import plan_scenario
+from planner.solve.whole import honest_gap
 
 H = {"hours_per_month": 100}
 
@@ -682,6 +683,41 @@ def test_rounds_rebuild_a_run_stopped_by_its_budget(tmp_path, all_arcs, monkeypa
     assert again.objective == first.objective
     assert again.solution == first.solution
     assert again.rounds == first.rounds
+
+
+def test_a_run_ends_once_its_plan_is_proven_within_the_gap_asked(tmp_path):
+    """As branch and bound stops at its gap, so does the decomposition: between rounds,
+    never by its clock, so two runs give the same plan (SPEC §2), and the rounds it
+    took rebuild it."""
+    generate(tmp_path / "g", 12, 6, 4, 5)
+    s = load_scenario(tmp_path / "g")
+
+    def run(gap, rounds=None):
+        builder = ModelBuilder(s, find_candidates(s))
+        out = decompose(builder, Budget(0.0 if rounds else 60), rounds=rounds, gap=gap)
+        return out, honest_gap(out.objective, out.bound, builder.unservable_usd)
+
+    full, full_gap = run(0.0)  # to the end: fix and optimize finds nothing more
+    assert full.termination == "LP relaxation reached" and full.rounds.improve > 0
+    loose, loose_gap = run(1.0)  # the LP-guided plan is within 100 %: nothing after it
+    assert loose.termination == "gap reached" and loose.rounds.improve == 0
+    assert loose_gap > full_gap and loose.objective > full.objective
+    asked = (loose_gap + full_gap) / 2
+    mid, mid_gap = run(asked)
+    assert mid.termination == "gap reached" and mid_gap <= asked
+    assert 0 < mid.rounds.improve < full.rounds.improve
+    assert full.objective <= mid.objective <= loose.objective
+    assert mid.bound == full.bound == loose.bound  # the same LP relaxation
+    again, _ = run(asked)
+    assert (again.solution, again.rounds) == (mid.solution, mid.rounds)
+    replayed, _ = run(0.0, rounds=Rounds.parse(str(mid.rounds)))
+    assert replayed.solution == mid.solution
+
+    planned = plan_scenario(s, time_limit=60, gap=asked, method="decompose")
+    assert planned.result.status == "optimal" and planned.result.gap <= asked
+    assert planned.result.termination == "gap reached"
+    assert planned.result.rounds == str(mid.rounds)
+    assert check_plan(s, planned.plan) == []
 
 
 def test_rounds_are_written_a_b_c_i(tmp_path):

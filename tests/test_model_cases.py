@@ -611,6 +611,32 @@ def test_decomposed_plans_keep_whole_instances(tmp_path):
     assert run.result.bound <= 2200 + 1e-6
 
 
+def test_branch_and_bound_over_instances_runs_only_short_of_the_gap(tmp_path, monkeypatch):
+    # The case above: the decomposition's plan, made whole, is repaired by branch and
+    # bound only where it is not yet proven within the gap asked (as the decomposition
+    # itself ends at that gap).
+    from scenarios import write_csv
+
+    from planner.io.validate import load_scenario
+    from planner.solve import instances
+    from planner.solve.pipeline import plan_scenario
+
+    folder = write_csv(tmp_path / "s", scenario(
+        settings=H, sites=INSTANCE_SITES, regions=regions(big="a", small="a"),
+        offers=[od("big", price=2, gpus_per_instance=8), od("small", price=3)],
+        workloads=[{"workload": "w", "kind": "inference"}], throughput=ONE_UNIT_PER_GPU))
+    s = load_scenario(folder)
+    calls = []
+    solve = instances.solve
+    monkeypatch.setattr(instances, "solve", lambda *a, **k: calls.append(1) or solve(*a, **k))
+    loose = plan_scenario(s, time_limit=30, gap=1.0, method="decompose")
+    assert calls == [] and loose.result.status == "optimal"
+    assert check_plan(s, loose.plan) == []
+    tight = plan_scenario(s, time_limit=30, gap=1e-9, method="decompose")
+    assert calls == [1] and cost(tight.plan) == pytest.approx(2200)
+    assert cost(tight.plan) <= cost(loose.plan)
+
+
 def test_decomposition_fills_an_instance_another_pool_left_part_idle(tmp_path):
     # Two workloads (two pools) in one month: x needs 6 GPUs, y 2. "big" sells 8-GPU
     # instances at $2/GPU-hour, "small" single GPUs at $1.5 but only 2 of them. Placed

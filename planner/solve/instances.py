@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections import defaultdict
+from collections.abc import Callable
 
 from planner.model.builder import COMMITTED, ModelBuilder
 from planner.model.solution import Solution
@@ -32,19 +33,23 @@ REPAIR_CELLS = 30_000
 
 
 def whole_instances(builder: ModelBuilder, solution: Solution, solver: str,
-                     budget: Budget, threads: int | None,
-                     repair: bool) -> tuple[Solution, float]:
+                     budget: Budget, threads: int | None, repair: bool,
+                     enough: Callable[[float], bool] = lambda objective: False
+                     ) -> tuple[Solution, float]:
     """`solution` (the decomposition's) made whole and improved where it can be, the
     cheapest of: it with commitments rounded up to whole instances; that with part-used
     pay-as-you-go instances emptied where single GPUs cost less; and — where `repair`
-    (a model of up to REPAIR_CELLS cells) — branch and bound over the cells it used,
-    with every source of the workloads on instances reopened. Returns the plan and its
+    (a model of up to REPAIR_CELLS cells) and the cheaper of those two is not `enough`
+    (proven within the gap asked) — branch and bound over the cells it used, with every
+    source of the workloads on instances reopened. Returns the plan and its
     objective."""
     found: list[Solution] = []
     rounded = rounded_up(builder, solution)
     if rounded is not None:
         found.append(rounded)
         found.append(drop_part_instances(builder, rounded))
+        if repair and enough(cheapest(builder, found)[1]):
+            repair = False  # as the decomposition, ended at the gap asked
     if (repair and budget.left() >= 2.0) or not found:
         cells = {key for key, x in solution.supply.items() if x > EPS}
         on_instances = {w for (w, r, g, src, m, k) in cells

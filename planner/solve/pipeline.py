@@ -122,8 +122,8 @@ def plan_scenario(scenario: Scenario, solver: str | None = None,
         # for that to help (`share`: the decomposition's)
         before = budget.elapsed()
         outcome, solution, objective, share = _decomposed(
-            builder, budget, solver, threads, builder.cell_count <= REPAIR_CELLS, rounds,
-            progress)
+            builder, budget, solver, threads, builder.cell_count <= REPAIR_CELLS, gap,
+            rounds, progress)
         least_s = before + outcome.least_s / share
         done, prices = outcome.rounds, outcome.prices
         bound, termination = outcome.bound, outcome.termination
@@ -166,7 +166,8 @@ def _whole(builder: ModelBuilder, solver: str, budget: Budget, gap: float,
     bound = raw.bound if raw.bound is not None else (
         raw.objective if raw.status == "optimal" else None)
     if fallback and raw.status in ("feasible", "no_solution"):  # stopped by its limits
-        outcome, plan, _, _ = _decomposed(builder, budget, solver, threads, repair=False)
+        outcome, plan, _, _ = _decomposed(builder, budget, solver, threads, repair=False,
+                                          gap=gap)
         found.append(plan)
         bound = outcome.bound if bound is None else max(bound, outcome.bound)
     if not found:
@@ -186,20 +187,24 @@ def _whole(builder: ModelBuilder, solver: str, budget: Budget, gap: float,
 
 
 def _decomposed(builder: ModelBuilder, budget: Budget, solver: str, threads: int | None,
-                repair: bool, rounds=None, progress=None):
-    """The decomposition's outcome in `budget`, its plan and objective in whole instances
-    where offers sell them (planner.solve.instances; with `repair`, branch and bound over
-    the cells the plan used gets 1 − INSTANCE_SHARE of the budget), and the share of the
-    budget the decomposition had."""
+                repair: bool, gap: float, rounds=None, progress=None):
+    """The decomposition's outcome in `budget` (ending once within `gap`), its plan and
+    objective in whole instances where offers sell them (planner.solve.instances; with
+    `repair`, branch and bound over the cells the plan used gets 1 − INSTANCE_SHARE of
+    the budget), and the share of the budget the decomposition had."""
     from planner.solve.decompose.method import decompose
 
     instances = any(o.gpus_per_instance > 1 for o in builder.scenario.offers)
     share = INSTANCE_SHARE if repair and instances else 1.0
-    outcome = decompose(builder, budget.share(share), rounds, progress)
+    outcome = decompose(builder, budget.share(share), rounds, progress, gap)
     solution, objective = outcome.solution, outcome.objective
     if instances:
+        def enough(cost: float) -> bool:
+            gap_now = honest_gap(cost, outcome.bound, builder.unservable_usd)
+            return status_of(gap_now, gap) == "optimal"
+
         solution, objective = whole_instances(builder, solution, solver, budget, threads,
-                                              repair)
+                                              repair, enough)
     return outcome, solution, objective, share
 
 

@@ -13,6 +13,10 @@
    (planner.solve.decompose.ascent); every step's bound is valid, the best is kept.
 5. improve: pools planned again alone (fix and optimize) with what is left.
 
+The run ends as soon as its plan is proven within the gap asked (as branch and bound
+stops at its gap): the plan of a run that ends so, not by its clock, is the same on every
+run (SPEC §2).
+
 Each step advances in rounds that do not depend on the clock; the clock only decides
 how many rounds are run. `Rounds` records them, and the same counts given back rebuild
 the same plan on any machine.
@@ -43,6 +47,7 @@ from planner.solve.decompose.primal import (
     master_pairs,
     rounded_commitments,
 )
+from planner.solve.whole import honest_gap, status_of
 
 # Shares of the budget: the bound's rounds stop at BOUND_SHARE of it (200x40x24's
 # master reaches 251.8 M, 0.6 % under its LP, in its 7th round, some 28 s into the
@@ -141,9 +146,11 @@ class Outcome:
 
 
 def decompose(builder: ModelBuilder, budget: Budget, rounds: Rounds | None = None,
-              progress=None) -> Outcome:
-    """Plan `builder`'s model by decomposition within `budget` (or exactly `rounds`)."""
-    run = _Run(Blocks(builder), budget, rounds, progress)
+              progress=None, gap: float = 0.0) -> Outcome:
+    """Plan `builder`'s model by decomposition within `budget` (or exactly `rounds`),
+    ending early once the plan is proven within `gap` (taken on what it can change)."""
+    run = _Run(Blocks(builder), budget, rounds, progress,
+               _Enough(gap, builder.unservable_usd))
     greedy = run.greedy()
     dual = run.master(greedy)
     solved = dual is not None and run.done.bound > 0
@@ -155,15 +162,20 @@ def decompose(builder: ModelBuilder, budget: Budget, rounds: Rounds | None = Non
         if guided.cost() <= greedy.cost():
             draft = guided
         run.planned(draft.cost(), "LP-guided plan", dual)
-    if not solved or (not dual.converged
-                      and run.bound < (1.0 - ASCENT_WORTH) * dual.master_value):
+    if run.enough(draft):
+        pass
+    elif not solved or (not dual.converged
+                        and run.bound < (1.0 - ASCENT_WORTH) * dual.master_value):
         # the master did not reach the LP relaxation, and its bound is well under the
         # master's LP (the LP relaxation lies between them: all the ascent could gain)
         run.ascend(dual.prices if dual is not None else run.prices, draft.cost())
-    run.improve(draft, dual if solved else None)
+    if not run.enough(draft):
+        run.improve(draft, dual if solved else None)
     fill_unmet(draft)
     converged = solved and dual.converged
-    if converged:
+    if run.enough(draft):
+        termination = "gap reached"
+    elif converged:
         termination = "LP relaxation reached"
     elif not solved:
         source = f"{run.done.ascent} ascent steps" if run.done.ascent else "first prices"
@@ -174,12 +186,26 @@ def decompose(builder: ModelBuilder, budget: Budget, rounds: Rounds | None = Non
                    termination, run.best_prices, run.least_s())
 
 
+@dataclass(frozen=True)
+class _Enough:
+    """The gap asked, taken on what the plan can change: `unservable` (USD) is demand no
+    source can serve, in the plan's cost and its bound alike (SPEC §4 v2)."""
+
+    gap: float = 0.0
+    unservable: float = 0.0
+
+    def reached(self, cost: float, bound: float) -> bool:
+        return status_of(honest_gap(cost, bound, self.unservable), self.gap) == "optimal"
+
+
 class _Run:
     """One decomposition's steps and what they share: the blocks, the clock (or the
-    rounds to replay), the rounds done and the best bound so far."""
+    rounds to replay), the gap that ends it, the rounds done and the best bound so far."""
 
-    def __init__(self, blocks: Blocks, budget: Budget, rounds: Rounds | None, progress):
+    def __init__(self, blocks: Blocks, budget: Budget, rounds: Rounds | None, progress,
+                 enough: _Enough = _Enough()):
         self.blocks, self.budget, self.progress = blocks, budget, progress
+        self.enough_at = enough
         self.fixed = rounds  # replay exactly these rounds, whatever the clock
         self.done = Rounds()
         self.prices = first_prices(blocks)
@@ -195,6 +221,12 @@ class _Run:
         """The least budget in which the first round of column generation would have
         been done: within BOUND_SHARE of it and the time kept back after it (`greedy`)."""
         return max(self.first_round_s / BOUND_SHARE, self.first_round_s + self.keep)
+
+    def enough(self, draft: Draft) -> bool:
+        """Whether `draft` is proven within the gap asked, so the run ends. Read at the
+        same points on every run (between rounds), the plan it ends with is the same;
+        a replay's counts stop it there anyway."""
+        return np.isfinite(self.bound) and self.enough_at.reached(draft.cost(), self.bound)
 
     def raise_bound(self, bound: float, prices) -> None:
         """Keep `bound` (L at `prices`) if it is the best so far."""
@@ -331,10 +363,14 @@ class _Run:
             self.done.improve += 1
             self.tried.solved(m, k, pool, choices, cheaper, proved)
             found |= cheaper
+            if cheaper and self.fixed is None and self.enough(draft):
+                ended = True
+                break
             if self.done.improve % 50 == 0:
                 self.planned(draft.cost(), f"improving, {self.done.improve} pools")
         if draft.trim_commitments():
             self.tried.commitments_cut()
+            ended |= self.fixed is None and self.enough(draft)
         self.planned(draft.cost(), f"improving, {self.done.improve} pools")
         return found, ended
 
