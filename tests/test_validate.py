@@ -342,6 +342,36 @@ def test_rows_that_name_an_invalid_row_are_not_said_to_name_nothing(tmp_path):
                               ("workloads.csv", 2, "peak_hours_share")], errors
 
 
+def test_rows_naming_a_workload_left_out_are_checked_all_the_same(tmp_path):
+    # SPEC §3, every problem at once: w is left out for its peak, v for a cell that does
+    # not parse; their demand at a site no region reaches, their demand given twice, a
+    # pool's replica sizes that differ and v's residency typo are all still reported
+    data = scenario(
+        sites=[{"site": "s1", "country": "US", "jurisdiction": "US"},
+               {"site": "island", "country": "FJ", "jurisdiction": "FJ"}],
+        workloads=[{"workload": "w", "kind": "inference", "latency_slo_ms": 50,
+                    "peak_to_average": 3, "peak_hours_share": 0.5, "pool": "p"},
+                   {"workload": "v", "kind": "inference", "max_spot_share": 2,
+                    "residency": "USS", "pool": "p"}],
+        throughput=[{"workload": "w", "gpu": "A", "units_per_gpu": 1, "gpus_per_replica": 1},
+                    {"workload": "v", "gpu": "A", "units_per_gpu": 1,
+                     "gpus_per_replica": 2}],
+        demand=[{"workload": "w", "period": "2027-01", "amount": 1, "site": "island"},
+                {"workload": "v", "period": "2027-01", "amount": 1},
+                {"workload": "v", "period": "2027-01", "amount": 2}])
+    result, issues = _issues(tmp_path, data)
+    found = {(i.severity, i.table, i.row, i.column) for i in issues}
+    assert result is None
+    assert found == {
+        ("error", "workloads.csv", 2, "peak_hours_share"),
+        ("error", "workloads.csv", 3, "max_spot_share"),
+        ("warning", "workloads.csv", 3, "residency"),
+        ("error", "throughput.csv", 3, "gpus_per_replica"),
+        ("error", "demand.csv", 2, "site"),
+        ("error", "demand.csv", 4, "period"),
+    }, issues
+
+
 def test_a_table_missing_a_column_has_its_rows_checked_all_the_same(tmp_path):
     # offers without usd_per_gpu_hour: that one error, and its rows' own problems too
     # (an unknown GPU, an unknown region, a negative max_gpus) — they were hidden

@@ -511,21 +511,28 @@ class _Builder:
                           f"start_month {st.month(0)} (stale after {st.stale_price_days} days)")
 
     def _workloads(self, sites):
+        """The valid workloads. `self.checked` also holds, by name, those left out for a
+        problem of their own (a rule, or a cell that did not parse: its other cells
+        still count), so that the rows naming them are checked all the same: every
+        problem at once (SPEC §3)."""
         places = {s.jurisdiction for s in sites} | {s.country for s in sites}
         label = self.labels["workloads"]
         default_penalty = (self.settings.unmet_penalty_usd_per_unit_hour
                            if self.settings else 1000.0)
-        workloads = []
-        for number, v in self._unique("workloads", lambda v: v["workload"], "workload"):
-            ok = True
-            share, ratio = v["peak_hours_share"], v["peak_to_average"]
-            if share * ratio > 1 + EPS:
+        workloads, self.checked = [], {}
+        complete = [(n, v, True) for n, v in self._unique("workloads",
+                                                          lambda v: v["workload"], "workload")]
+        partial = [(n, v, False) for n, v, ok in self.rows["workloads"]
+                   if not ok and v.get("workload") is not None]
+        for number, v, ok in complete + partial:
+            share, ratio = v.get("peak_hours_share"), v.get("peak_to_average")
+            if share is not None and ratio is not None and share * ratio > 1 + EPS:
                 self.out.error(label, number, "peak_hours_share",
                                f"peak_hours_share × peak_to_average = {share * ratio:g} "
                                "exceeds 1")
                 ok = False
             residency = tuple(
-                dict.fromkeys(p.strip().upper() for p in (v["residency"] or "").split(";")
+                dict.fromkeys(p.strip().upper() for p in (v.get("residency") or "").split(";")
                               if p.strip())
             )
             for place in residency:
@@ -533,33 +540,39 @@ class _Builder:
                     self.out.warn(label, number, "residency",
                                   f"'{place}' is neither the jurisdiction nor the country of "
                                   "any site")
-            kind = v["kind"]
-            allow_spot = v["allow_spot"] if v["allow_spot"] is not None else kind == "burst"
-            single = v["single_region"] if v["single_region"] is not None else kind == "training"
-            penalty = v["unmet_penalty_usd_per_unit_hour"]
+            kind = v.get("kind")
+            allow_spot = v.get("allow_spot")
+            single = v.get("single_region")
+            penalty = v.get("unmet_penalty_usd_per_unit_hour")
+            workload = Workload(
+                workload=v["workload"], kind=kind, latency_slo_ms=v.get("latency_slo_ms"),
+                residency=residency,
+                allow_spot=allow_spot if allow_spot is not None else kind == "burst",
+                max_spot_share=v.get("max_spot_share", 1.0),
+                peak_to_average=ratio if ratio is not None else 1.0,
+                peak_hours_share=share if share is not None else 0.0,
+                egress_gb_per_unit_hour=v.get("egress_gb_per_unit_hour", 0.0),
+                single_region=single if single is not None else kind == "training",
+                pool=v.get("pool") or None,
+                unmet_penalty_usd_per_unit_hour=(
+                    penalty if penalty is not None else default_penalty),
+            )
+            self.checked.setdefault(workload.workload, workload)
             if ok:
-                workloads.append(Workload(
-                    workload=v["workload"], kind=kind, latency_slo_ms=v["latency_slo_ms"],
-                    residency=residency, allow_spot=allow_spot,
-                    max_spot_share=v["max_spot_share"], peak_to_average=ratio,
-                    peak_hours_share=share,
-                    egress_gb_per_unit_hour=v["egress_gb_per_unit_hour"],
-                    single_region=single, pool=v["pool"] or None,
-                    unmet_penalty_usd_per_unit_hour=(
-                        penalty if penalty is not None else default_penalty),
-                ))
+                workloads.append(workload)
         return workloads
 
     def _throughput(self, workload_names, gpu_names, workloads):
+        """Rows of valid workloads; those of workloads left out checked too (`checked`)."""
         label = self.labels["throughput"]
-        pools = {w.workload: w.pool for w in workloads if w.pool}
+        pools = {w.workload: w.pool for w in self.checked.values() if w.pool}
         replica_size: dict[tuple[str, str], tuple[int, int, str]] = {}
         rows = []
         for number, v in self._unique(
             "throughput", lambda v: (v["workload"], v["gpu"]), "workload, gpu pair"
         ):
             ok = self._refs("throughput", number, v,
-                            {"workload": workload_names, "gpu": gpu_names})
+                            {"workload": self.checked, "gpu": gpu_names})
             pool = pools.get(v["workload"])
             if ok and pool:
                 size = v["gpus_per_replica"]
@@ -570,14 +583,15 @@ class _Builder:
                         f"pool '{pool}' on {v['gpu']}: {size} GPUs per replica, but "
                         f"{first[2]} (row {first[1]}) has {first[0]}")
                     ok = False
-            if ok:
+            if ok and v["workload"] in workload_names:
                 rows.append(Throughput(v["workload"], v["gpu"], v["units_per_gpu"],
                                        int(v["gpus_per_replica"])))
         return rows
 
     def _demand(self, workloads, site_names, sites, links, regions):
         label = self.labels["demand"]
-        by_name = {w.workload: w for w in workloads}
+        by_name = self.checked  # rows of workloads left out are checked all the same
+        valid = {w.workload for w in workloads}
         s = self.settings
         reachable = _reachable_from_regions(sites, links, regions)
         rows: list[Demand] = []
@@ -620,7 +634,8 @@ class _Builder:
                                    f"twice (also row {seen[key]})")
                     continue
                 seen[key] = number
-                rows.append(Demand(w.workload, month, v["amount"], v["site"]))
+                if w.workload in valid:
+                    rows.append(Demand(w.workload, month, v["amount"], v["site"]))
         if outside or partly:
             # SPEC §2: rows outside the horizon are ignored and counted in one warning
             self.out.warn(label, None, "period", "; ".join(
