@@ -372,6 +372,24 @@ def test_rows_naming_a_workload_left_out_are_checked_all_the_same(tmp_path):
     }, issues
 
 
+def test_a_row_with_a_cell_that_does_not_parse_has_its_rules_checked_too(tmp_path):
+    # a reserved offer with a price that is not a number and no commit_months; a site
+    # whose latitude is not a number and whose country is no ISO code: both problems of
+    # each row at once
+    data = _with("offers", row={"region": "r1", "gpu": "A", "term": "reserved",
+                                "usd_per_gpu_hour": "abc"})
+    data["sites"].append({"site": "s9", "country": "USA", "jurisdiction": "US",
+                          "lat": "north"})
+    result, issues = _issues(tmp_path, data)
+    errors = {(i.table, i.row, i.column) for i in issues if i.severity == "error"}
+    offer_row = len(data["offers"]) + 1
+    site_row = len(data["sites"]) + 1
+    assert result is None
+    assert errors == {("offers.csv", offer_row, "usd_per_gpu_hour"),
+                      ("offers.csv", offer_row, "commit_months"),
+                      ("sites.csv", site_row, "lat"), ("sites.csv", site_row, "country")}
+
+
 def test_a_table_missing_a_column_has_its_rows_checked_all_the_same(tmp_path):
     # offers without usd_per_gpu_hour: that one error, and its rows' own problems too
     # (an unknown GPU, an unknown region, a negative max_gpus) — they were hidden

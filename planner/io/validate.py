@@ -425,14 +425,24 @@ class _Builder:
     def _sites(self):
         sites = []
         for number, v in self._unique("sites", lambda v: v["site"], "site"):
-            country = str(v["country"]).strip().upper()
-            if not re.fullmatch(r"[A-Z]{2}", country):
-                self.out.error(self.labels["sites"], number, "country",
-                               f"'{v['country']}' is not an ISO 3166 alpha-2 code (two letters)")
-                continue
-            sites.append(Site(v["site"], country, str(v["jurisdiction"]).strip().upper(),
-                              v["lat"], v["lon"]))
+            country = self._country(number, v)
+            if country is not None:
+                sites.append(Site(v["site"], country, str(v["jurisdiction"]).strip().upper(),
+                                  v["lat"], v["lon"]))
+        for number, v in self._partial("sites"):
+            self._country(number, v)
         return sites
+
+    def _country(self, number: int, v: dict) -> str | None:
+        """The site row's country code, upper case (None: none, or not a valid one)."""
+        if v.get("country") is None:
+            return None
+        country = str(v["country"]).strip().upper()
+        if not re.fullmatch(r"[A-Z]{2}", country):
+            self.out.error(self.labels["sites"], number, "country",
+                           f"'{v['country']}' is not an ISO 3166 alpha-2 code (two letters)")
+            return None
+        return country
 
     def _links(self, site_names):
         links = []
@@ -465,40 +475,55 @@ class _Builder:
 
         for number, v in self._unique("offers", key, "region, gpu, term, commit_months"):
             ok = self._refs("offers", number, v, {"region": region_names, "gpu": gpu_names})
-            months = v["commit_months"]
-            if v["term"] in COMMITMENT_TERMS:
-                if not months or months < 1:
-                    self.out.error(label, number, "commit_months",
-                                   f"a {v['term']} commitment needs commit_months ≥ 1")
-                    ok = False
-            elif months:
-                self.out.error(label, number, "commit_months",
-                               f"{v['term']} is pay-as-you-go and takes no commit_months "
-                               f"(got {months})")
-                ok = False
-            if v["max_gpus"] is not None and v["min_gpus"] > v["max_gpus"]:
-                self.out.error(label, number, "min_gpus",
-                               f"min_gpus {v['min_gpus']} exceeds max_gpus {v['max_gpus']}")
-                ok = False
-            size = v["gpus_per_instance"] or 1
-            if v["max_gpus"] is not None and 0 < v["max_gpus"] < size:
-                self.out.warn(label, number, "max_gpus",
-                              f"max_gpus {v['max_gpus']} holds no whole instance of {size} "
-                              "GPUs (gpus_per_instance): no plan can use this offer")
-            if v["term"] in PAY_AS_YOU_GO and v["min_gpus"]:
-                self.out.warn(label, number, "min_gpus",
-                              "min_gpus applies to commitments only; ignored")
-            if v["term"] != "spot" and v["interruption_rate"]:
-                self.out.warn(label, number, "interruption_rate",
-                              "interruption_rate applies to spot only; ignored")
-            if v["price_date"] and self.settings:
-                self._stale(label, number, v["price_date"])
-            if ok:
+            if self._offer_rules(label, number, v) and ok:
                 fields = dict(v)
-                fields["commit_months"] = int(months or 0)
+                fields["commit_months"] = int(v["commit_months"] or 0)
                 fields["source"] = v["source"] or ""
                 offers.append(Offer(**fields))
+        for number, v in self._partial("offers"):
+            self._offer_rules(label, number, v)
         return offers
+
+    def _partial(self, table: str):
+        """(row number, the cells that parsed) of the rows of `table` left out for a cell
+        that did not: their rules are checked on the cells they have (every problem at
+        once, SPEC §3)."""
+        return [(number, v) for number, v, ok in self.rows[table] if not ok]
+
+    def _offer_rules(self, label: str, number: int, v: dict) -> bool:
+        """An offer row's own rules, on the cells it has; whether it keeps them all
+        (warnings aside)."""
+        ok = True
+        term, months = v.get("term"), v.get("commit_months")
+        low, cap = v.get("min_gpus"), v.get("max_gpus")
+        if term in COMMITMENT_TERMS:
+            if "commit_months" in v and (not months or months < 1):
+                self.out.error(label, number, "commit_months",
+                               f"a {term} commitment needs commit_months ≥ 1")
+                ok = False
+        elif term is not None and months:
+            self.out.error(label, number, "commit_months",
+                           f"{term} is pay-as-you-go and takes no commit_months "
+                           f"(got {months})")
+            ok = False
+        if cap is not None and low is not None and low > cap:
+            self.out.error(label, number, "min_gpus",
+                           f"min_gpus {low} exceeds max_gpus {cap}")
+            ok = False
+        size = v.get("gpus_per_instance") or 1
+        if cap is not None and 0 < cap < size:
+            self.out.warn(label, number, "max_gpus",
+                          f"max_gpus {cap} holds no whole instance of {size} "
+                          "GPUs (gpus_per_instance): no plan can use this offer")
+        if term in PAY_AS_YOU_GO and low:
+            self.out.warn(label, number, "min_gpus",
+                          "min_gpus applies to commitments only; ignored")
+        if term is not None and term != "spot" and v.get("interruption_rate"):
+            self.out.warn(label, number, "interruption_rate",
+                          "interruption_rate applies to spot only; ignored")
+        if v.get("price_date") and self.settings:
+            self._stale(label, number, v["price_date"])
+        return ok
 
     def _stale(self, label: str, number: int, price_date: dt.date):
         """Warn about a price read more than stale_price_days before the plan starts."""
