@@ -279,8 +279,9 @@ def test_idle_inside_the_horizon_apart_from_payments_after_it(tmp_path):
                        data_only=True)
     s = {r[0]: r[1] for r in wb["Summary"].iter_rows(max_col=2, values_only=True)
          if isinstance(r[0], str)}
-    assert s["Idle committed capacity"] == pytest.approx(800)
-    assert s["Commitment payments after the horizon"] == pytest.approx(600)
+    assert s["Idle committed capacity"] == pytest.approx(800 + 600)
+    assert s["  of which idle in the horizon"] == pytest.approx(800)
+    assert s["  of which payments after the horizon"] == pytest.approx(600)
     assert s["Existing contracts' payments after the horizon (sunk)"] == pytest.approx(200)
     assert s["Difference to total (should be 0)"] == pytest.approx(0, abs=1e-6)
     ws = wb["Contracts"]

@@ -84,9 +84,16 @@ def test_libreoffice_recalculation_reconciles_with_the_solver(finance, tmp_path)
         assert s[f"  {term}"][0] == pytest.approx(usd, rel=1e-9, abs=1e-6), term
     assert s["  egress"][0] == pytest.approx(t["egress_usd"], rel=1e-9)
     assert s["Plan costs (sum of Plan)"][0] == pytest.approx(t["plan_cost_usd"], rel=1e-9)
-    assert s["Idle committed capacity"][0] == pytest.approx(t["idle_committed_usd"], rel=1e-9)
-    assert s["Commitment payments after the horizon"][0] == pytest.approx(
+    # SPEC §5: total = Plan costs + idle committed capacity + upfronts + egress, where
+    # payments after the horizon are committed capacity no plan uses
+    assert s["Idle committed capacity"][0] == pytest.approx(
+        t["idle_committed_usd"] + t["after_horizon_usd"], rel=1e-9)
+    assert s["  of which idle in the horizon"][0] == pytest.approx(t["idle_committed_usd"],
+                                                                    rel=1e-9)
+    assert s["  of which payments after the horizon"][0] == pytest.approx(
         t["after_horizon_usd"], rel=1e-9)
+    assert s["Plan costs (sum of Plan)"][0] + s["Idle committed capacity"][0] + \
+        s["Upfronts"][0] + s["Egress"][0] == pytest.approx(t["total_cost_usd"], rel=1e-9)
     assert s["Upfronts"][0] == pytest.approx(t["upfront_usd"], rel=1e-9)
     assert s["Difference to total (should be 0)"][0] == pytest.approx(0, abs=1e-6)
     assert s["Commitment obligation (new)"][0] == pytest.approx(t["obligation_usd"])

@@ -405,8 +405,9 @@ def commitments_sheet(wb, plan: Plan, plans: Sheet, contracts: Sheet,
                         "contracts: months inside the horizon)",
         "Utilization": "GPU-hours the plan uses / GPU-hours available inside the horizon",
         "Counted after horizon": "of the counted payments, those for months after the "
-                                 "horizon (tail policy full): not idle, the forecast's last "
-                                 "month is assumed to go on (Term utilization)",
+                                 "horizon (tail policy full): no Plan row uses them, so the "
+                                 "Summary's idle committed capacity holds them (Term "
+                                 "utilization assumes the forecast's last month goes on)",
         "Idle cost": "counted payments inside the horizon not used by any workload",
         "Term utilization": "GPU-hours used / GPU-hours committed over the whole term (an "
                             "existing contract: from the horizon's start); after the "
@@ -781,9 +782,14 @@ def _summary_rows(plan: Plan, costs: Sheet, ps: Sheet, cs: Sheet,
         (None, None, None, None),
         ("Reconciliation", None, None, None),
         ("Plan costs (sum of Plan)", f"=SUM({ps.rng('Cost')})", USD, t["plan_cost_usd"]),
-        ("Idle committed capacity", f"=SUM({cs.rng('Idle cost')})", USD,
+        # SPEC §5: the total is the Plan's costs, idle committed capacity, upfronts and
+        # egress; a commitment's payments after the horizon are capacity no plan uses
+        ("Idle committed capacity", f"=SUM({cs.rng('Idle cost')})"
+         f"+SUM({cs.rng('Counted after horizon')})", USD,
+         t["idle_committed_usd"] + t["after_horizon_usd"]),
+        ("  of which idle in the horizon", f"=SUM({cs.rng('Idle cost')})", USD,
          t["idle_committed_usd"]),
-        ("Commitment payments after the horizon", f"=SUM({cs.rng('Counted after horizon')})",
+        ("  of which payments after the horizon", f"=SUM({cs.rng('Counted after horizon')})",
          USD, t["after_horizon_usd"]),
         ("Upfronts", f"=SUM({cs.rng('Counted upfront')})", USD, t["upfront_usd"]),
         ("Egress", f"=SUM({es.rng('Cost')})", USD, t["egress_usd"]),
@@ -795,7 +801,7 @@ def _reconciliation(ws, r: int, refs: dict[str, str]) -> int:
     """At row `r`: the reconciliation's parts summed, and their difference to the total
     (0 when the workbook's sheets hold the whole cost). The row after them."""
     parts = [refs[k] for k in ("Plan costs (sum of Plan)", "Idle committed capacity",
-                               "Commitment payments after the horizon", "Upfronts", "Egress")]
+                               "Upfronts", "Egress")]
     ws.cell(r, 1, "Sum of the parts").font = BOLD
     ws.cell(r, 2, "=" + "+".join(parts)).number_format = USD
     r += 1
