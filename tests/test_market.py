@@ -296,6 +296,41 @@ def test_a_changed_rule_reaches_the_rows_it_made(tmp_path, small_catalog):
         == ("8000", "60", "16", "")
 
 
+def test_rules_reach_the_catalog_rows_the_user_did_not_edit(tmp_path, small_catalog):
+    # imported without rules (no capacity); a rule then gives on-demand capacity 64 and
+    # spot interruptions 0.15; the user edits the spot row's to 0.2; the rules change to
+    # 32 and 0.1 (the edit stays); with no rules left the capacity is blank again
+    scn = _placed(tmp_path / "scn")
+    head = "provider,gpu,term,max_gpus,interruption_rate,source\n"
+    v1 = _write(tmp_path / "v1.csv", head + ",H100,on_demand,64,,seen\n"
+                                            ",H100,spot,,0.15,history\n")
+    v2 = _write(tmp_path / "v2.csv", head + ",H100,on_demand,32,,seen\n"
+                                            ",H100,spot,,0.1,history\n")
+    none = _write(tmp_path / "none.csv", head)
+    od, spot = ("acme-east", "H100", "on_demand", ""), ("acme-east", "H100", "spot", "")
+    assert _import(scn, small_catalog, "--rules", str(none)).exit_code == 0
+    assert _offers(scn)[od]["max_gpus"] == "" and _offers(scn)[spot]["interruption_rate"] == ""
+    res = _import(scn, small_catalog, "--rules", str(v1))
+    assert res.exit_code == 0, res.output
+    assert "acme-east/H100/on_demand max_gpus blank → 64" in " ".join(res.output.split())
+    assert (_offers(scn)[od]["max_gpus"], _offers(scn)[spot]["interruption_rate"]) == \
+        ("64", "0.15")
+    rows = _rows(scn / "offers.csv")
+    for r in rows:
+        if (r["region"], r["gpu"], r["term"]) == spot[:3]:
+            r["interruption_rate"] = "0.2"
+    with (scn / "offers.csv").open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    assert _import(scn, small_catalog, "--rules", str(v2)).exit_code == 0
+    assert (_offers(scn)[od]["max_gpus"], _offers(scn)[spot]["interruption_rate"]) == \
+        ("32", "0.2")
+    assert _import(scn, small_catalog, "--rules", str(none)).exit_code == 0
+    assert (_offers(scn)[od]["max_gpus"], _offers(scn)[spot]["interruption_rate"]) == \
+        ("", "0.2")
+
+
 def test_an_unknown_rules_column_is_said(tmp_path, small_catalog):
     scn = _placed(tmp_path / "scn")
     rules = _write(tmp_path / "rules.csv", "provider,term,max_gpu,source\nacme,on_demand,"

@@ -19,8 +19,10 @@ scenario's `market/` folder (outside the scenario's own tables):
 One offer per region, GPU type and term: of a catalog's instance types the cheapest per
 GPU (then the fewest GPUs per instance), sold in whole instances of its GPU count.
 Imported rows are marked by their source ("catalog: …", "rule: …"): a re-import updates
-their price, instance size, source and price_date (a row a rule made, every cell the rule
-gives: a changed rule reaches the rows it made), and leaves every other cell as the user
+their price, instance size, source and price_date, and the cells a rule gives (every cell
+of a row a rule made; a catalog row's max_gpus, lead_time_days and interruption_rate
+unless the user edited them, its source saying what the rules gave: a new, changed or
+dropped rule reaches the rows it applies to), and leaves every other cell as the user
 left it;
 drops the ones no longer in the catalogs (of the clouds the catalog folder holds: a folder
 with one cloud refreshes that cloud alone); never touches a row of the user's own, and
@@ -49,6 +51,8 @@ ALIAS_COLUMNS = ("catalog_gpu", "gpu")
 REGION_COLUMNS = ("cloud", "catalog_region", "region", "site", "egress_usd_per_gb")
 REFRESHED = ("usd_per_gpu_hour", "gpus_per_instance", "source", "price_date")
 DERIVED = ("upfront_usd_per_gpu", "lead_time_days", "min_gpus", "max_gpus")  # from a rule
+RULED = ("lead_time_days", "max_gpus", "interruption_rate")  # a rule's, on a catalog row
+BY_RULE = "; by rule: "  # a catalog row's source, then the cells a rule gave it
 RULE_COLUMNS = ("provider", "gpu", "term", "commit_months", "discount",
                 "upfront_usd_per_gpu", "lead_time_days", "min_gpus", "max_gpus",
                 "interruption_rate", "source")
@@ -66,6 +70,7 @@ class Changes:
     regions_added: list[str] = field(default_factory=list)
     regions_placed: list[str] = field(default_factory=list)
     resized: list[str] = field(default_factory=list)
+    ruled: list[str] = field(default_factory=list)  # cells a rule changed
 
 
 @dataclass
@@ -260,9 +265,12 @@ def _fresh_offers(best: dict[tuple, CatalogPrice], rule_rows: list[dict],
                "price_date": price_date.isoformat()}
         for rule in rule_rows:
             if _applies(rule, p.cloud, gpu) and rule["term"] == term:
-                for c in ("lead_time_days", "max_gpus", "interruption_rate"):
+                for c in RULED:
                     if rule.get(c) and (c != "interruption_rate" or term == "spot"):
                         row[c] = rule[c]
+        given = [f"{c}={row[c]}" for c in RULED if row.get(c)]
+        if given:  # what the rules gave, so that a re-import tells it from an edit
+            row["source"] += BY_RULE + ", ".join(given)
         fresh[_key(row)] = row
         if term == "on_demand":
             for rule in rule_rows:
@@ -392,10 +400,18 @@ def _merge_offers(offers: _Table, fresh: dict[tuple, dict], changes: Changes,
         if new["gpus_per_instance"] != (row.get("gpus_per_instance") or "1"):
             changes.resized.append(f"{_label(row)} {row.get('gpus_per_instance') or '1'} → "
                                    f"{new['gpus_per_instance']} GPUs an instance")
-        # the price, instance size, source and date; a row a rule made takes all the
-        # rule's cells too (its source names the rule); other cells stay as edited
+        # the price, instance size, source and date; the cells a rule gives follow the
+        # rules as they are now: every one of a row a rule made (its source names the
+        # rule), and a catalog row's capacity, lead time and spot interruptions where
+        # the user left them as the last import wrote them; other cells stay as edited
         derived = new["source"].startswith(RULE_MARK)
-        for c in (*REFRESHED, *(DERIVED if derived else ())):
+        ruled = DERIVED if derived else _unedited(row)
+        for c in ruled:
+            before, after = row.get(c) or "", new.get(c, "")
+            if before != after:
+                changes.ruled.append(f"{_label(row)} {c} {before or 'blank'} → "
+                                     f"{after or 'blank'}")
+        for c in (*REFRESHED, *ruled):
             row[c] = new.get(c, "")
         kept.append(row)
     for key, row in fresh.items():
@@ -403,6 +419,16 @@ def _merge_offers(offers: _Table, fresh: dict[tuple, dict], changes: Changes,
             kept.append(row)
             changes.added.append(_label(row))
     offers.rows = kept
+
+
+def _unedited(row: dict) -> tuple[str, ...]:
+    """The cells of a catalog row a rule may set (RULED) that the user left as the last
+    import wrote them: blank where no rule gave them, else what a rule gave (its source
+    says, after BY_RULE)."""
+    source = row.get("source", "")
+    given = dict(item.split("=", 1) for item in source.split(BY_RULE, 1)[1].split(", ")
+                 if "=" in item) if BY_RULE in source else {}
+    return tuple(c for c in RULED if (row.get(c) or "") == given.get(c, ""))
 
 
 def _imported(row: dict) -> bool:
