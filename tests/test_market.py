@@ -331,6 +331,57 @@ def test_rules_reach_the_catalog_rows_the_user_did_not_edit(tmp_path, small_cata
         ("", "0.2")
 
 
+def test_a_workbook_scenario_is_imported_into_its_sheets(tmp_path, small_catalog):
+    # SPEC §2: a scenario is a folder or one workbook; the import rewrites its gpus,
+    # regions and offers sheets (prices as numbers, the user's row kept, its text as
+    # text), leaves every other sheet as it was and finds its market folder beside it
+    from openpyxl import load_workbook
+    from scenarios import scenario, write_xlsx
+
+    from planner.io.validate import load_scenario
+
+    book = write_xlsx(tmp_path / "plan in.xlsx", scenario(
+        sites=[{"site": "nyc", "country": "US", "jurisdiction": "US"}],
+        regions=[{"region": "r1", "provider": "p", "site": "nyc"}],
+        offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 2,
+                 "source": "=our own quote"}],
+        workloads=[{"workload": "=1+1", "kind": "inference"}],
+        throughput=[{"workload": "=1+1", "gpu": "A", "units_per_gpu": 10}],
+        demand=[{"workload": "=1+1", "period": "2027-01", "amount": 10}]))
+    wb = load_workbook(book)  # text as a user types it: '=…' stays text
+    for ws in wb.worksheets:
+        for row in ws.iter_rows():
+            for cell in row:
+                if isinstance(cell.value, str) and cell.value.startswith("="):
+                    cell.data_type = "s"
+    wb.save(book)
+    _write(tmp_path / "market" / "regions.csv",
+           "cloud,catalog_region,region,site\nacme,east,acme-east,nyc\n")
+    before = load_workbook(book)["demand"]["A2"].value
+    res = _import(book, small_catalog)
+    assert res.exit_code == 0, res.output
+    wb = load_workbook(book)
+    offers = {(r[0], r[1], r[2]): r for r in wb["offers"].iter_rows(min_row=2,
+                                                                      values_only=True)}
+    head = [c.value for c in wb["offers"][1]]
+    od = offers[("acme-east", "H100", "on_demand")]
+    assert od[head.index("usd_per_gpu_hour")] == pytest.approx(2.75)  # a number
+    assert od[head.index("gpus_per_instance")] == 8
+    assert offers[("r1", "A", "on_demand")][head.index("source")] == "=our own quote"
+    assert wb["offers"].cell(2, head.index("source") + 1).data_type == "s"
+    assert ("acme-east", "acme", "nyc") in {r[:3] for r in wb["regions"].iter_rows(
+        min_row=2, values_only=True)}
+    assert wb["demand"]["A2"].value == before == "=1+1"
+    s = load_scenario(book)  # the scenario is still valid, with the imported offers
+    assert {(o.region, o.gpu, o.term) for o in s.offers} >= {("acme-east", "H100", "spot"),
+                                                              ("r1", "A", "on_demand")}
+    # again: nothing changes but what the catalog changed
+    again = _import(book, small_catalog)
+    assert again.exit_code == 0 and "0 added, 0 removed" in " ".join(again.output.split())
+    res = _import(tmp_path / "market" / "regions.csv", small_catalog)
+    assert res.exit_code == 2 and "neither a scenario folder nor an .xlsx" in res.output
+
+
 def test_an_unknown_rules_column_is_said(tmp_path, small_catalog):
     scn = _placed(tmp_path / "scn")
     rules = _write(tmp_path / "rules.csv", "provider,term,max_gpu,source\nacme,on_demand,"

@@ -135,12 +135,13 @@ app.add_typer(market_app, name="market")
 @market_app.command("import")
 @_guard
 def market_import(
-    scenario: Path = typer.Argument(..., help="scenario folder of CSV files (its gpus, "
-                                    "regions and offers are written)"),
+    scenario: Path = typer.Argument(..., help="scenario: a folder of CSV files or an .xlsx "
+                                    "workbook (its gpus, regions and offers are written; "
+                                    "a workbook's market folder is the one beside it)"),
     catalog: Path = typer.Option(..., "--catalog", help="catalog folder in SkyPilot's "
                                  "layout: <cloud>/vms.csv, common/metadata.csv"),
     rules: Optional[Path] = typer.Option(None, "--rules", help="terms the catalogs do not "
-                                         "carry (default: SCENARIO/market/rules.csv)"),
+                                         "carry (default: the market folder's rules.csv)"),
     price_date: Optional[str] = typer.Option(None, "--price-date", help="date the prices "
                                              "were read, YYYY-MM-DD (default: today)"),
 ):
@@ -150,9 +151,13 @@ def market_import(
 
     from planner.io.market import import_market
 
-    if scenario.exists() and not scenario.is_dir():
-        err.print(f"[red]error:[/] {scenario} is not a scenario folder (market import "
-                  "writes CSV tables)")
+    book = scenario.suffix.lower() == ".xlsx"
+    if scenario.exists() and not scenario.is_dir() and not book:
+        err.print(f"[red]error:[/] {scenario} is neither a scenario folder nor an .xlsx "
+                  "workbook")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    if book and not scenario.is_file():
+        err.print(f"[red]error:[/] no such workbook: {scenario}")
         raise typer.Exit(EXIT_BAD_INPUT)
     try:
         when = dt.date.fromisoformat(price_date) if price_date else dt.date.today()
@@ -160,8 +165,12 @@ def market_import(
         err.print(f"[red]error:[/] --price-date '{price_date}' is not a date (YYYY-MM-DD)")
         raise typer.Exit(EXIT_BAD_INPUT) from None
     # the tables it (re)writes: bad input where one cannot be written (SPEC §4 v2)
-    _check_outputs(*(scenario / name for name in ("gpus.csv", "regions.csv", "offers.csv")),
-                   scenario / "market" / "regions.csv")
+    if book:
+        _check_outputs(scenario, scenario.parent / "market" / "regions.csv")
+    else:
+        _check_outputs(*(scenario / name for name in ("gpus.csv", "regions.csv",
+                                                      "offers.csv")),
+                       scenario / "market" / "regions.csv")
     changes, issues = import_market(scenario, catalog, rules, when)
     if issues:  # in the catalog, the rules, market/regions.csv or the scenario's tables
         _print_issues(issues, f"market import from {catalog} into {scenario}")

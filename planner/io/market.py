@@ -79,11 +79,14 @@ class _Table:
     columns: list[str]
     rows: list[dict]
     newline: str = "\n"  # as the file had it
+    sheet: str | None = None  # a workbook scenario's table: its sheet's name
 
     @property
     def label(self) -> str:
-        """The file as messages name it: folder/name (the name alone in the working
-        folder)."""
+        """The table as messages name it: folder/name (the name alone in the working
+        folder), or the workbook's sheet."""
+        if self.sheet is not None:
+            return f"{self.path.name}, sheet {self.sheet}"
         return f"{self.path.parent.name}/{self.path.name}" if self.path.parent.name \
             else self.path.name
 
@@ -142,20 +145,25 @@ def _money(x: float) -> str:
 
 def import_market(scenario: Path, catalog: Path, rules: Path | None,
                   price_date: dt.date) -> tuple[Changes, list[Issue]]:
-    """Refresh the CSV scenario at `scenario` from the catalogs at `catalog`; the tables
+    """Refresh the scenario at `scenario` (a folder of CSV tables, or an .xlsx workbook,
+    whose market folder is the one beside it) from the catalogs at `catalog`; the tables
     are written only when nothing is in error."""
     issues: list[Issue] = []
-    market = scenario / MARKET_FOLDER
+    book = scenario.is_file()
+    market = (scenario.parent if book else scenario) / MARKET_FOLDER
     aliases = _Table.read(market / "gpus.csv", ALIAS_COLUMNS, issues)
     places = _Table.read(market / "regions.csv", REGION_COLUMNS, issues)
     rules_path = rules if rules is not None else market / "rules.csv"
     if rules is not None and not rules.exists():
         issues.append(Issue("error", str(rules), None, None, "no such rules file"))
     rule_rows = _rules(_Table.read(rules_path, RULE_COLUMNS, issues), issues)
-    gpus = _Table.read(scenario / "gpus.csv", _columns("gpus"), issues)
-    regions = _Table.read(scenario / "regions.csv", _columns("regions"), issues)
-    offers = _Table.read(scenario / "offers.csv", _columns("offers"), issues)
-    sites = _Table.read(scenario / "sites.csv", _columns("sites"), issues)
+    if book:
+        gpus, regions, offers, sites = _sheets(scenario, ("gpus", "regions", "offers",
+                                                          "sites"), issues)
+    else:
+        gpus, regions, offers, sites = (
+            _Table.read(scenario / f"{name}.csv", _columns(name), issues)
+            for name in ("gpus", "regions", "offers", "sites"))
     site_names = _site_names(sites)
     _check_places(places, site_names, issues)
     if not catalog.is_dir():
@@ -186,10 +194,100 @@ def import_market(scenario: Path, catalog: Path, rules: Path | None,
                   lambda row: cloud_of.get(row.get("region", ""), "") in clouds)
     if any(i.severity == "error" for i in issues):
         return changes, issues
-    # all four or none: a table that cannot be written leaves the others as they were
-    write_all_atomically([table.writer() for table in (gpus, regions, offers, places)
-                          if table is not places or places.rows])
+    # all or none: a table that cannot be written leaves the others as they were
+    writers = [places.writer()] if places.rows else []
+    if book:
+        writers.append((scenario, _sheets_writer(scenario, {"gpus": gpus, "regions": regions,
+                                                            "offers": offers})))
+    else:
+        writers += [table.writer() for table in (gpus, regions, offers)]
+    write_all_atomically(writers)
     return changes, issues
+
+
+def _sheets(book: Path, names: tuple[str, ...], issues: list[Issue]) -> list[_Table]:
+    """The tables `names` of the workbook scenario `book`, each from its sheet (found
+    whatever its case; empty where there is none), cells as text like a CSV file's."""
+    from openpyxl import load_workbook
+
+    try:
+        wb = load_workbook(book, read_only=True, data_only=True)
+    except Exception as e:  # openpyxl raises many kinds for a damaged file
+        issues.append(Issue("error", book.name, None, None, f"cannot be read as .xlsx: {e}"))
+        return [_Table(book, list(_columns(name)), [], sheet=name) for name in names]
+    try:
+        titles = {ws.title.strip().lower(): ws.title for ws in wb.worksheets}
+        tables = []
+        for name in names:
+            table = _Table(book, list(_columns(name)), [], sheet=titles.get(name, name))
+            if name in titles:
+                rows = wb[titles[name]].iter_rows(values_only=True)
+                header = [_text(c).lower() for c in next(rows, ())]
+                table.rows = [{c: _text(v) for c, v in zip(header, cells) if c}
+                              for cells in rows if any(_text(v) for v in cells)]
+                table.columns = [c for c in header if c] + [
+                    c for c in table.columns if c not in header]
+            tables.append(table)
+        return tables
+    finally:
+        wb.close()
+
+
+def _text(value: object) -> str:
+    """A cell's value as a CSV file would hold it."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else repr(value)
+    if isinstance(value, dt.datetime):
+        return value.date().isoformat()
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return str(value).strip()
+
+
+def _sheets_writer(book: Path, tables: dict[str, _Table]) -> Callable[[str], None]:
+    """What writes `book` again with `tables` as their sheets (every other sheet as it
+    was): numbers as numbers, text as text (a name such as '=1+1' stays text)."""
+    def write(tmp: str) -> None:
+        from openpyxl import load_workbook
+
+        wb = load_workbook(book)
+        for name, table in tables.items():
+            if table.sheet in wb.sheetnames:
+                ws = wb[table.sheet]
+                ws.delete_rows(1, ws.max_row)
+            else:
+                ws = wb.create_sheet(table.sheet or name)
+            schema = TABLES_BY_NAME[name]
+            types = {c.name: c.type for c in schema.columns}
+            ws.append(table.columns)
+            for r, row in enumerate(table.rows, start=2):
+                for j, column in enumerate(table.columns, start=1):
+                    value = _typed(row.get(column, ""), types.get(column))
+                    if value is None:
+                        continue
+                    cell = ws.cell(r, j, value)
+                    if isinstance(value, str):
+                        cell.data_type = "s"
+        wb.save(tmp)
+
+    return write
+
+
+def _typed(text: str, kind: str | None):
+    """A table's cell text as its sheet holds it: a number where its column is one."""
+    if text == "":
+        return None
+    if kind in ("float", "int"):
+        try:
+            number = float(text)
+        except ValueError:
+            return text
+        return int(number) if kind == "int" and number.is_integer() else number
+    return text
 
 
 def _place_regions(prices: list[CatalogPrice], places: _Table, regions: _Table,
