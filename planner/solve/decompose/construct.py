@@ -68,6 +68,7 @@ class Draft:
         # GPUs in use on each offer sold in whole instances (capped or not)
         self.used_instances = np.zeros((len(b.instance_offers), b.months, b.segments))
         self.pools: dict[tuple[int, int, str], PoolPlan] = {}
+        self.pools_cost = 0.0  # their costs' sum, kept as they change (running_cost)
         self.priced: dict[int, np.ndarray] = {}  # workload → [J, M, K] cost at the prices
         self.members: dict[str, list[int]] = defaultdict(list)
         for w, wb in enumerate(b.workloads):
@@ -119,7 +120,9 @@ class Draft:
         old = self.pools.get((m, k, pool))
         if old is not None:
             self._use(pool, old, m, k, -1.0)
+            self.pools_cost -= old.cost
         self.pools[(m, k, pool)] = plan
+        self.pools_cost += plan.cost
         self._use(pool, plan, m, k, 1.0)
 
     def _add_commit(self, n: int, gpus: float) -> None:
@@ -192,6 +195,13 @@ class Draft:
         b = self.b
         return (b.constant + float((self.commit * b.commitments.cost).sum())
                 + sum(p.cost for p in self.pools.values()) + self.idle_instances())
+
+    def running_cost(self) -> float:
+        """cost(), the pools' part kept as they change rather than summed again (at
+        1000x100x36 summing after every pool MIP halved the MIPs fix and optimize ran)."""
+        b = self.b
+        return (b.constant + float((self.commit * b.commitments.cost).sum())
+                + self.pools_cost + self.idle_instances())
 
     def idle_instances(self, rows=None, m=None, k=None) -> float:
         """What the idle GPUs of part-used instances cost (pool plans count the GPUs in
