@@ -295,6 +295,29 @@ def test_cli_solve_writes_json_and_workbook(tmp_path):
         assert second[key] == data[key]
 
 
+def test_the_commands_own_warnings_reach_the_diagnostics_sheet_and_the_json(tmp_path):
+    # SPEC §5: Diagnostics holds every warning, the command's (an option that does not
+    # apply) beside the scenario's (an unknown column)
+    import json
+
+    data = scenario(workloads=[{"workload": "w", "kind": "inference", "colour": "red"}])
+    folder = write_csv(tmp_path / "scn", data)
+    out = tmp_path / "plan.xlsx"
+    res = CliRunner().invoke(app, ["solve", str(folder), "-o", str(out), "--json",
+                                   "--samples", "3", "--no-baselines"])
+    assert res.exit_code == 0, res.output
+    said = json.loads(res.stdout)["warnings"]
+    assert any("colour" in w for w in said)
+    assert any("--samples applies to --stochastic only" in w for w in said)
+    ws = load_workbook(out)["Diagnostics"]
+    shown = [ws.cell(r, 1).value for r in range(2, 2 + len(said))]
+    assert shown == said
+    # a command without warnings of its own lists the scenario's alone
+    res = CliRunner().invoke(app, ["solve", str(folder), "-o", str(out), "--json",
+                                   "--no-baselines"])
+    assert [w for w in json.loads(res.stdout)["warnings"]] == said[:1]
+
+
 def test_cli_exits_3_only_when_the_solver_itself_fails(tmp_path, monkeypatch):
     # SPEC §4 v2: a valid scenario always has a plan. Branch and bound failing is exit 3,
     # nothing written; branch and bound stopped by its limit with no plan is not: the

@@ -49,6 +49,17 @@ def process_started() -> float:
         return now
 
 
+# The command's own warnings (not the scenario's), kept as they are said for the
+# workbook's Diagnostics sheet and the JSON (SPEC §5: every warning)
+SAID: list[str] = []
+
+
+def warn(text: str) -> None:
+    """A warning of the command: on stderr, and kept (SAID)."""
+    SAID.append(text)
+    err.print(f"[yellow]warning: {text}[/]")
+
+
 def command_started() -> float:
     """The time limit's start: the process's command, or now."""
     return STARTED if STARTED is not None else time.perf_counter()
@@ -107,9 +118,9 @@ def _warn_solver(asked: str, used: str) -> None:
     if asked != used:
         from planner.solve.pipeline import WHOLE_CELLS
 
-        err.print(f"[yellow]warning: the plan is {used}'s, not {asked}'s: {asked} solves "
-                  f"models of up to {WHOLE_CELLS:,} supply cells whole; this one is planned "
-                  f"by the decomposition, whose LPs and MIPs {used} solves[/]")
+        warn(f"the plan is {used}'s, not {asked}'s: {asked} solves "
+             f"models of up to {WHOLE_CELLS:,} supply cells whole; this one is planned "
+             f"by the decomposition, whose LPs and MIPs {used} solves")
 
 
 def _check_solver_options(solver, time_limit, gap) -> None:
@@ -191,6 +202,7 @@ def _guard(fn):
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         MADE_FOLDERS.clear()
+        SAID.clear()
         try:
             return interrupt.run(fn, *args, **kwargs)  # Ctrl-C: exit 130 at once
         except typer.Exit as e:
@@ -227,8 +239,8 @@ def _check_cluster(jobs: int, scheduler: str | None) -> None:
         err.print(f"[red]error:[/] --scheduler {why}")
         raise typer.Exit(EXIT_BAD_INPUT)
     if jobs > 1:
-        err.print("[yellow]warning: --jobs is ignored with --scheduler: the cluster's "
-                  "workers do the work[/]")
+        warn("--jobs is ignored with --scheduler: the cluster's "
+             "workers do the work")
 
 
 def _named(name: str | None, names, what: str) -> str | None:
@@ -385,8 +397,8 @@ def _warn_past_limit(budget, what: str) -> None:
     of four samples at --time-limit 3: nine solves of half a second each whatever
     their limits, 5.4 s)."""
     if budget.elapsed() > 1.1 * budget.seconds:
-        err.print(f"[yellow]warning: the command took {budget.elapsed():.1f} s, past "
-                  f"--time-limit {budget.seconds:g} s: {what} take longer than that here[/]")
+        warn(f"the command took {budget.elapsed():.1f} s, past "
+             f"--time-limit {budget.seconds:g} s: {what} take longer than that here")
 
 
 def _warn_short_budget(budget, keep: float) -> bool:
@@ -395,10 +407,10 @@ def _warn_short_budget(budget, keep: float) -> bool:
     (the first it finds), and runs past the limit by what that and the writing take
     (200x40x24 at --time-limit 10: 21 s)."""
     if budget.left() < keep:
-        err.print(f"[yellow]warning: --time-limit {budget.seconds:g} s leaves no time to "
-                  f"plan: writing the plan's tables and workbook alone takes about "
-                  f"{keep:.0f} s here; the first whole plan found is written, after the "
-                  f"limit[/]")
+        warn(f"--time-limit {budget.seconds:g} s leaves no time to "
+             f"plan: writing the plan's tables and workbook alone takes about "
+             f"{keep:.0f} s here; the first whole plan found is written, after the "
+             f"limit")
         return True
     return False
 

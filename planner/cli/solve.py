@@ -19,6 +19,7 @@ from planner.cli.common import (
     GAP_OPTION,
     QUIET,
     QUIET_OPTION,
+    SAID,
     SOLVER_OPTION,
     _check_cluster,
     _check_outputs,
@@ -36,6 +37,7 @@ from planner.cli.common import (
     command_started,
     default_scenario,
     err,
+    warn,
 )
 from planner.report.json_text import dumps
 
@@ -178,7 +180,7 @@ def solve(
         write_mps(run, export_model)
         err.print(f"model written to {export_model}")
     with _status(f"writing {out}"):
-        write_workbook(plan, out, baselines=compare, seconds=run.seconds)
+        write_workbook(plan, out, baselines=compare, seconds=run.seconds, notes=SAID)
     if focus is not None:
         from planner.report.focus import focus_rows, write_focus_csv
 
@@ -188,7 +190,7 @@ def solve(
         _warn_past_limit(budget, "a first plan and its files")
     _say_done(plan, started, out)
     if as_json:
-        data = plan_json(plan, baselines=compare)
+        data = plan_json(plan, baselines=compare, notes=SAID)
         sys.stdout.write(dumps(data))
 
 
@@ -199,9 +201,9 @@ def _warn_deterministic_only(**given) -> None:
     moot = [f"--{name.replace('_', '-')}" for name, value in given.items()
             if value is not None]
     if moot:
-        err.print(f"[yellow]warning: {' and '.join(moot)} appl"
-                  f"{'ies' if len(moot) == 1 else 'y'} to a deterministic solve, not "
-                  f"to --stochastic (a solve per scenario and schedule); ignored[/]")
+        warn(f"{' and '.join(moot)} appl"
+             f"{'ies' if len(moot) == 1 else 'y'} to a deterministic solve, not "
+             f"to --stochastic (a solve per scenario and schedule); ignored")
 
 
 def _replayed_rounds(rounds: str | None):
@@ -216,8 +218,8 @@ def _replayed_rounds(rounds: str | None):
         err.print(f"[red]error:[/] --rounds: {e}")
         raise typer.Exit(EXIT_BAD_INPUT) from None
     # a replay is bounded by its rounds, not the clock (SPEC's S + 10 % is the clock's)
-    err.print(f"[yellow]warning: --rounds {rounds} rebuilds the plan round for round, "
-              f"whatever the clock: the time limit does not stop it[/]")
+    warn(f"--rounds {rounds} rebuilds the plan round for round, "
+         f"whatever the clock: the time limit does not stop it")
     return fixed
 
 
@@ -241,9 +243,9 @@ def _warn_beaten(compare: list[dict], plan) -> None:
     ours = plan.totals["objective_usd"]
     for b in compare:
         if b.get("objective_usd") is not None and b["objective_usd"] < ours - 0.005:
-            err.print(f"[yellow]warning: the comparison plan '{b['name']}' costs "
-                      f"${ours - b['objective_usd']:,.0f} less than the plan (objective): "
-                      f"the plan is not the best found[/]")
+            warn(f"the comparison plan '{b['name']}' costs "
+                 f"${ours - b['objective_usd']:,.0f} less than the plan (objective): "
+                 f"the plan is not the best found")
 
 
 def _cheapest_plan(s, run, cheapest, gap: float, budget, keep: float):
@@ -260,8 +262,8 @@ def _cheapest_plan(s, run, cheapest, gap: float, budget, keep: float):
         return run.plan
     problems = check_plan(s, better)
     if problems:  # never seen: the plan found stands, and the warning says why
-        err.print(f"[yellow]warning: the comparison plan '{cheapest.name}' fails the "
-                  f"independent check as the plan ({problems[0]})[/]")
+        warn(f"the comparison plan '{cheapest.name}' fails the "
+             f"independent check as the plan ({problems[0]})")
         return run.plan
     err.print(f"the comparison plan '{cheapest.name}' costs "
               f"${run.plan.totals['objective_usd'] - better.totals['objective_usd']:,.0f} "
@@ -278,8 +280,8 @@ def _warn_stochastic_only(**given) -> None:
     moot = [f"--{name.replace('_', '-')}" for name, value in given.items()
             if value != options[name].default.default]
     if moot:
-        err.print(f"[yellow]warning: {', '.join(moot)} appl{'ies' if len(moot) == 1 else 'y'}"
-                  f" to --stochastic only; ignored[/]")
+        warn(f"{', '.join(moot)} appl{'ies' if len(moot) == 1 else 'y'}"
+             f" to --stochastic only; ignored")
 
 
 def _comparison_plans(s, run, beside, baselines, solver, gap, budget, threads, until):
@@ -298,8 +300,8 @@ def _comparison_plans(s, run, beside, baselines, solver, gap, budget, threads, u
     try:  # the command ends within S + 10 %
         return beside.result(timeout=max(0.0, until - time.perf_counter()))
     except BesideLate:
-        err.print("[yellow]warning: the comparison plans were not done within the time "
-                  "limit; they are listed without plans (no_plan)[/]")
+        warn("the comparison plans were not done within the time "
+             "limit; they are listed without plans (no_plan)")
         return without_plans(s, run.candidates, "no_plan"), None
     except BesideFailed as e:
         err.print(f"[yellow]the comparison plans failed: {e}[/]")
@@ -345,24 +347,24 @@ def _solve_stochastic(s, budget, keep, out, as_json, focus, solver, gap, samples
                 runner, solver, gap, risk_aversion, alpha, progress=say,
                 drawn=samples is not None)
             if result.dropped:
-                err.print(f"[yellow]warning: --time-limit {budget.seconds:g} s holds the "
-                          f"solves of {len(result.scenarios)} of {samples} samples: the "
-                          f"schedule is chosen on those (equally likely); a longer "
-                          f"--time-limit plans on all[/]")
+                warn(f"--time-limit {budget.seconds:g} s holds the "
+                     f"solves of {len(result.scenarios)} of {samples} samples: the "
+                     f"schedule is chosen on those (equally likely); a longer "
+                     f"--time-limit plans on all")
             if result.overrun_s > 0:
-                err.print(f"[yellow]warning: the {len(result.scenarios)} scenarios of the "
-                          f"demand_scenarios table take up to {result.overrun_s:.0f} s "
-                          f"more than --time-limit {budget.seconds:g} s holds (each solve "
-                          f"ends before its limit and cannot be given less); all are "
-                          f"planned, and the command ends late[/]")
+                warn(f"the {len(result.scenarios)} scenarios of the "
+                     f"demand_scenarios table take up to {result.overrun_s:.0f} s "
+                     f"more than --time-limit {budget.seconds:g} s holds (each solve "
+                     f"ends before its limit and cannot be given less); all are "
+                     f"planned, and the command ends late")
             scenarios = result.scenarios  # those planned on
             if result.missed:
-                err.print(f"[yellow]warning: {result.missed} of {len(scenarios) + 1} "
-                          f"scenario solves (wait and see) ran out of time before their "
-                          f"plan from the LP: their plans and bounds are rough, and later "
-                          f"solves get {result.need_s:.1f} s each, so fewer schedules are "
-                          f"compared; a longer --time-limit or fewer scenarios plan "
-                          f"better[/]")
+                warn(f"{result.missed} of {len(scenarios) + 1} "
+                     f"scenario solves (wait and see) ran out of time before their "
+                     f"plan from the LP: their plans and bounds are rough, and later "
+                     f"solves get {result.need_s:.1f} s each, so fewer schedules are "
+                     f"compared; a longer --time-limit or fewer scenarios plan "
+                     f"better")
             if samples is not None:  # the schedule on samples it was not chosen on
                 say(f"evaluating the schedule on {samples} fresh samples")
                 fresh = sample_scenarios(s, samples, spread, seed + FRESH_SEED, correlation)
@@ -371,8 +373,8 @@ def _solve_stochastic(s, budget, keep, out, as_json, focus, solver, gap, samples
                     budget.share(1.0, final + result.need_s + result.overhead_s), runner,
                     solver, gap)
                 if result.out_of_sample is None:
-                    err.print("[yellow]warning: no time left to evaluate the schedule on "
-                              "fresh samples (out_of_sample is null)[/]")
+                    warn("no time left to evaluate the schedule on "
+                         "fresh samples (out_of_sample is null)")
     fixed = Restrictions(fixed_commitments=dict(result.chosen.commitments))
     with _status("planning the mean forecast under the schedule"):
         run = plan_scenario(mean_forecast(s, scenarios), solver, gap=gap,
@@ -389,7 +391,7 @@ def _solve_stochastic(s, budget, keep, out, as_json, focus, solver, gap, samples
         raise typer.Exit(EXIT_ERROR)
     with _status(f"writing {out}"):
         write_workbook(plan, out, seconds=run.seconds, baselines_skipped="--stochastic",
-                       risk=result)
+                       risk=result, notes=SAID)
     if focus is not None:
         from planner.report.focus import focus_rows, write_focus_csv
 
@@ -408,7 +410,7 @@ def _solve_stochastic(s, budget, keep, out, as_json, focus, solver, gap, samples
                  f"({result.out_of_sample['difference_usd']:+,.0f})") + "; "
               f"{time.perf_counter() - started:.1f} s; wrote {out}")
     if as_json:
-        data = plan_json(plan)
+        data = plan_json(plan, notes=SAID)
         data["stochastic"] = stochastic_json(result)
         sys.stdout.write(dumps(data))
 

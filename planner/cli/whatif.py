@@ -34,6 +34,7 @@ from planner.cli.common import (
     app,
     command_started,
     err,
+    warn,
 )
 from planner.report.json_text import dumps
 
@@ -162,7 +163,7 @@ def whatif(
         _warn_solver(solver or s.settings.solver, used)
     for v in variants:
         if v.note:
-            err.print(f"[yellow]warning: {v.label} not run: {v.note}[/]")
+            warn(f"{v.label} not run: {v.note}")
     if all(v.plan is None for v in variants):
         err.print("[red]no plan found for any policy[/]")
         raise typer.Exit(EXIT_NO_PLAN)
@@ -175,10 +176,10 @@ def whatif(
                   + (f", gap {gap:.2%}" if gap is not None else "") + ")")
     short = [v.label for v in variants if v.short_of_lp]
     if short:
-        err.print(f"[yellow]warning: {len(short)} of {len(variants)} variants ran out of "
-                  f"time before their plan from the LP ({', '.join(short)}): their plans "
-                  f"are rough and their gaps wide; a longer --time-limit or fewer policies "
-                  f"and demand scales compare them better[/]")
+        warn(f"{len(short)} of {len(variants)} variants ran out of "
+             f"time before their plan from the LP ({', '.join(short)}): their plans "
+             f"are rough and their gaps wide; a longer --time-limit or fewer policies "
+             f"and demand scales compare them better")
     if not warned:
         _warn_past_limit(budget, "a first plan of each variant and the workbook")
     err.print(f"wrote {out}")

@@ -11,7 +11,9 @@ def _r(x: float | None, digits: int = 6) -> float | None:
 
 
 def plan_json(plan: Plan, seconds: float | None = None,
-              baselines: list | None = None) -> dict:
+              baselines: list | None = None, notes: list[str] = ()) -> dict:
+    """The plan as `solve --json` prints it (SPEC §4); `notes`: the command's own
+    warnings, listed in `warnings` after the scenario's."""
     st = plan.scenario.settings
     t = plan.totals
     result = plan.result
@@ -74,4 +76,6 @@ def plan_json(plan: Plan, seconds: float | None = None,
         "baselines": [
             {k: (_r(v, 8 if k == "mip_gap" else 2) if isinstance(v, float) else v)
              for k, v in b.items()} for b in (baselines or [])],
+        "warnings": [*map(str, plan.scenario.warnings),
+                     *(f"warning: {note}" for note in notes)],
     }

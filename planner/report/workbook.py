@@ -198,11 +198,13 @@ class Sheet:
 
 def write_workbook(plan: Plan, path: str | Path, baselines: list | None = None,
                    seconds: dict | None = None,
-                   baselines_skipped: str = "--no-baselines", risk=None) -> None:
+                   baselines_skipped: str = "--no-baselines", risk=None,
+                   notes: list[str] = ()) -> None:
     """`baselines`: the comparison plans (planner.baselines); `baselines_skipped`: why
     there are none, when there are none; `risk`: a stochastic plan's scenarios
-    (planner.stochastic.StochasticResult) for a Risk sheet."""
-    wb = _build(plan, baselines or [], seconds or {}, baselines_skipped)
+    (planner.stochastic.StochasticResult) for a Risk sheet; `notes`: the command's own
+    warnings, on the Diagnostics sheet after the scenario's."""
+    wb = _build(plan, baselines or [], seconds or {}, baselines_skipped, list(notes))
     if risk is not None:
         from planner.report.risk import risk_sheet
 
@@ -237,7 +239,8 @@ def _name(wb: Workbook, name: str, ref: str) -> None:
     wb.defined_names[name] = DefinedName(name, attr_text=ref)
 
 
-def _build(plan: Plan, baselines: list, seconds: dict, baselines_skipped: str) -> Workbook:
+def _build(plan: Plan, baselines: list, seconds: dict, baselines_skipped: str,
+           notes: list[str]) -> Workbook:
     s = plan.scenario
     st = s.settings
     wb = Workbook()
@@ -254,7 +257,7 @@ def _build(plan: Plan, baselines: list, seconds: dict, baselines_skipped: str) -
     egress = _egress_sheet(wb, plan)
     costs = _costs_sheet(wb, plan, plans, contracts, egress)
     _service_sheet(wb, plan)
-    _diagnostics_sheet(wb, plan)
+    _diagnostics_sheet(wb, plan, notes)
     _focus_sheet(wb, plan)
     _summary(wb, summary, plan, costs, plans, commitments, egress, baselines, seconds,
              baselines_skipped)
@@ -624,17 +627,19 @@ def _service_sheet(wb, plan: Plan) -> None:
     sh.finish()
 
 
-def _diagnostics_sheet(wb, plan: Plan) -> None:
+def _diagnostics_sheet(wb, plan: Plan, notes: list[str]) -> None:
+    """Every warning (the scenario's, then the command's `notes`), every unmet demand with
+    its reason, the candidate counts."""
     s = plan.scenario
     ws = wb.create_sheet("Diagnostics")
     ws["A1"] = "Warnings"
     ws["A1"].font = BOLD
     r = 2
-    if not s.warnings:
+    if not s.warnings and not notes:
         ws.cell(r, 1, "none")
         r += 1
-    for w in s.warnings:
-        text_cell(ws.cell(r, 1), str(w))
+    for w in [*map(str, s.warnings), *(f"warning: {note}" for note in notes)]:
+        text_cell(ws.cell(r, 1), w)
         r += 1
     r += 1
     ws.cell(r, 1, "Unmet demand").font = BOLD
