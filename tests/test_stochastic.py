@@ -199,6 +199,8 @@ def test_sampled_scenarios_are_checked_out_of_sample(tmp_path):
     check = st["out_of_sample"]
     assert check["samples"] == 4
     assert check["expected_cost_usd"] == pytest.approx(expected)
+    # the scenario's own table of two scenarios is not used: said, not passed over
+    assert any("the demand_scenarios table's 2 are not used" in w for w in out["warnings"])
     assert check["difference_usd"] == pytest.approx(expected - st["expected_cost_usd"],
                                                     abs=0.02)
 

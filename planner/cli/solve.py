@@ -328,6 +328,9 @@ def _solve_stochastic(s, budget, keep, out, as_json, focus, solver, gap, samples
 
     if samples is not None:
         scenarios = sample_scenarios(s, samples, spread, seed, correlation)
+        if s.demand_scenarios:
+            warn(f"--samples {samples} draws the scenarios; the demand_scenarios table's "
+                 f"{len(s.demand_scenarios)} are not used")
     elif s.demand_scenarios:
         scenarios = s.demand_scenarios
     else:
