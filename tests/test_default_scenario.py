@@ -71,16 +71,20 @@ def test_a_run_stopped_by_its_budget_is_rebuilt_from_its_rounds(tmp_path):
             [sys.executable, "-m", "planner", "solve", "--json", "--no-baselines",
              "-o", str(tmp_path / "plan.xlsx"), *flags],
             capture_output=True, text=True, timeout=600, check=True)
-        said.append(out.stderr)
         data = json.loads(out.stdout)
         data.pop("solve_seconds")
+        said.append((out.stderr, data.pop("warnings")))
         return data
 
     first = run("--time-limit", "8", "--threads", "1")
     again = run("--rounds", first["rounds"], "--threads", "2")
     assert again == first
-    # the replay says the clock does not stop it (SPEC's time limit is the clock's)
-    assert "the time limit does not stop it" in said[1] and "--rounds" not in said[0]
+    # the replay says the clock does not stop it (SPEC's time limit is the clock's), on
+    # stderr and in its JSON's warnings
+    (stderr, warnings), (replay_stderr, replay_warnings) = said
+    assert "the time limit does not stop it" in replay_stderr and "--rounds" not in stderr
+    assert replay_warnings == [*warnings, replay_warnings[-1]]
+    assert "the time limit does not stop it" in replay_warnings[-1]
 
 
 def test_a_time_limit_shorter_than_the_writing_is_said_and_still_gets_a_whole_plan(tmp_path):
