@@ -577,6 +577,10 @@ def test_variants_done_stand_when_the_others_run_out_of_time(tmp_path, monkeypat
                                    "--stress", "", "-o", str(out), "--json"])
     assert res.exit_code == 0, res.output
     assert "warning: payg @2 not run" in res.output
+    # the command's warnings are on the Settings sheet too (as solve's on Diagnostics)
+    settings = load_workbook(out)["Settings"]
+    assert settings["A5"].value == "Warnings"
+    assert settings["A6"].value.startswith("warning: payg @2 not run")
     data = json.loads(res.stdout)["policies"]
     assert [p["status"] for p in data] == ["optimal", "not_run", "not_run", "not_run"]
     # every policy object has solve --json's keys (SPEC §4), null where not run

@@ -16,6 +16,7 @@ from planner.cli.common import (
     GAP_OPTION,
     QUIET,
     QUIET_OPTION,
+    SAID,
     SOLVER_OPTION,
     _check_cluster,
     _check_outputs,
@@ -167,19 +168,19 @@ def whatif(
     if all(v.plan is None for v in variants):
         err.print("[red]no plan found for any policy[/]")
         raise typer.Exit(EXIT_NO_PLAN)
-    with _status(f"writing {out}"):
-        write_whatif_workbook(s, variants, out, stress_scales)
-    for v in variants:
-        total = f"${v.plan.totals['total_cost_usd']:,.0f}" if v.plan else "no plan"
-        gap = v.plan.result.gap if v.plan is not None else None
-        err.print(f"{v.label:>24}: {total} ({v.status}"
-                  + (f", gap {gap:.2%}" if gap is not None else "") + ")")
     short = [v.label for v in variants if v.short_of_lp]
     if short:
         warn(f"{len(short)} of {len(variants)} variants ran out of "
              f"time before their plan from the LP ({', '.join(short)}): their plans "
              f"are rough and their gaps wide; a longer --time-limit or fewer policies "
              f"and demand scales compare them better")
+    with _status(f"writing {out}"):
+        write_whatif_workbook(s, variants, out, stress_scales, notes=SAID)
+    for v in variants:
+        total = f"${v.plan.totals['total_cost_usd']:,.0f}" if v.plan else "no plan"
+        gap = v.plan.result.gap if v.plan is not None else None
+        err.print(f"{v.label:>24}: {total} ({v.status}"
+                  + (f", gap {gap:.2%}" if gap is not None else "") + ")")
     if not warned:
         _warn_past_limit(budget, "a first plan of each variant and the workbook")
     err.print(f"wrote {out}")

@@ -44,10 +44,11 @@ def _sheet_title(label: str, suffix: str, taken: set[str]) -> str:
 
 
 def write_whatif_workbook(scenario: Scenario, variants: list[Variant], path: str | Path,
-                          stress_scales: tuple[float, ...]) -> None:
+                          stress_scales: tuple[float, ...], notes: list[str] = ()) -> None:
+    """`notes`: the command's own warnings, on the Settings sheet after the scenario's."""
     wb = Workbook()
     wb.calculation.fullCalcOnLoad = True
-    _settings_sheet(wb, scenario, variants)
+    _settings_sheet(wb, scenario, variants, list(notes))
     _comparison_sheet(wb, variants, sorted(x for x in set(stress_scales) if x != 1.0))
     _break_even_sheet(wb, scenario)
     taken = {name.lower() for name in wb.sheetnames}
@@ -63,8 +64,10 @@ def write_whatif_workbook(scenario: Scenario, variants: list[Variant], path: str
     save_atomically(wb, Path(path))
 
 
-def _settings_sheet(wb: Workbook, scenario: Scenario, variants: list[Variant]) -> None:
-    """The scenario, its settings, the workload scales every row shares, its warnings."""
+def _settings_sheet(wb: Workbook, scenario: Scenario, variants: list[Variant],
+                    notes: list[str]) -> None:
+    """The scenario, its settings, the workload scales every row shares, its warnings
+    and the command's (`notes`)."""
     info = wb.active
     info.title = "Settings"
     settings_block(wb, info, scenario.settings)
@@ -75,11 +78,12 @@ def _settings_sheet(wb: Workbook, scenario: Scenario, variants: list[Variant]) -
     if scaled:  # --scale-workload: on top of every row's demand scale
         text_cell(info["A3"], "demand also scaled by workload: " + ", ".join(
             f"{w} ×{x:g}" for w, x in sorted(scaled.items())))
-    if scenario.warnings:  # as solve shows them (its Diagnostics sheet)
+    said = [*map(str, scenario.warnings), *(f"warning: {note}" for note in notes)]
+    if said:  # as solve shows them (its Diagnostics sheet)
         info["A5"] = "Warnings"
         info["A5"].font = Font(bold=True)
-        for i, warning in enumerate(scenario.warnings, start=6):
-            text_cell(info[f"A{i}"], str(warning))
+        for i, warning in enumerate(said, start=6):
+            text_cell(info[f"A{i}"], warning)
     info.column_dimensions["A"].width = 50
     info.column_dimensions["D"].width = 24
 
