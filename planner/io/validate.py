@@ -398,10 +398,10 @@ class _Builder:
         regions = self._regions(site_names)
         region_names = {r.region for r in regions}
         offers = self._offers(region_names, gpu_names)
-        workloads = self._workloads(sites)
+        workloads, checked = self._workloads(sites)
         workload_names = {w.workload for w in workloads}
-        throughput = self._throughput(workload_names, gpu_names, workloads)
-        demand = self._demand(workloads, site_names, sites, links, regions)
+        throughput = self._throughput(workload_names, gpu_names, checked)
+        demand = self._demand(workloads, checked, site_names, sites, links, regions)
         self._implausible_demand(throughput)
         existing = self._existing(region_names, gpu_names)
         self._references_of_rows_left_out({"gpu": gpu_names, "site": site_names,
@@ -536,15 +536,16 @@ class _Builder:
                           f"start_month {st.month(0)} (stale after {st.stale_price_days} days)")
 
     def _workloads(self, sites):
-        """The valid workloads. `self.checked` also holds, by name, those left out for a
-        problem of their own (a rule, or a cell that did not parse: its other cells
-        still count), so that the rows naming them are checked all the same: every
-        problem at once (SPEC §3)."""
+        """The valid workloads, and by name every workload to check the rows naming it
+        against: also those left out for a problem of their own (a rule, or a cell that
+        did not parse: its other cells still count), so that their rows are checked all
+        the same: every problem at once (SPEC §3)."""
         places = {s.jurisdiction for s in sites} | {s.country for s in sites}
         label = self.labels["workloads"]
         default_penalty = (self.settings.unmet_penalty_usd_per_unit_hour
                            if self.settings else 1000.0)
-        workloads, self.checked = [], {}
+        workloads: list[Workload] = []
+        checked: dict[str, Workload] = {}
         complete = [(n, v, True) for n, v in self._unique("workloads",
                                                           lambda v: v["workload"], "workload")]
         partial = [(n, v, False) for n, v, ok in self.rows["workloads"]
@@ -582,22 +583,23 @@ class _Builder:
                 unmet_penalty_usd_per_unit_hour=(
                     penalty if penalty is not None else default_penalty),
             )
-            self.checked.setdefault(workload.workload, workload)
+            checked.setdefault(workload.workload, workload)
             if ok:
                 workloads.append(workload)
-        return workloads
+        return workloads, checked
 
-    def _throughput(self, workload_names, gpu_names, workloads):
-        """Rows of valid workloads; those of workloads left out checked too (`checked`)."""
+    def _throughput(self, workload_names, gpu_names, checked: dict[str, Workload]):
+        """Rows of valid workloads (`workload_names`); those of every workload `checked`
+        are checked."""
         label = self.labels["throughput"]
-        pools = {w.workload: w.pool for w in self.checked.values() if w.pool}
+        pools = {w.workload: w.pool for w in checked.values() if w.pool}
         replica_size: dict[tuple[str, str], tuple[int, int, str]] = {}
         rows = []
         for number, v in self._unique(
             "throughput", lambda v: (v["workload"], v["gpu"]), "workload, gpu pair"
         ):
             ok = self._refs("throughput", number, v,
-                            {"workload": self.checked, "gpu": gpu_names})
+                            {"workload": checked, "gpu": gpu_names})
             pool = pools.get(v["workload"])
             if ok and pool:
                 size = v["gpus_per_replica"]
@@ -613,9 +615,10 @@ class _Builder:
                                        int(v["gpus_per_replica"])))
         return rows
 
-    def _demand(self, workloads, site_names, sites, links, regions):
+    def _demand(self, workloads, checked: dict[str, Workload], site_names, sites, links,
+                regions):
         label = self.labels["demand"]
-        by_name = self.checked  # rows of workloads left out are checked all the same
+        by_name = checked  # rows of workloads left out are checked all the same
         valid = {w.workload for w in workloads}
         s = self.settings
         reachable = _reachable_from_regions(sites, links, regions)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from planner.report.economics import commitment_economics, effective_savings
-from planner.report.plan import COST_KEYS, Plan, records
+from planner.report.plan import COST_KEYS, Plan, records, warning_lines
 
 
 def _r(x: float | None, digits: int = 6) -> float | None:
@@ -76,6 +76,5 @@ def plan_json(plan: Plan, seconds: float | None = None,
         "baselines": [
             {k: (_r(v, 8 if k == "mip_gap" else 2) if isinstance(v, float) else v)
              for k, v in b.items()} for b in (baselines or [])],
-        "warnings": [*map(str, plan.scenario.warnings),
-                     *(f"warning: {note}" for note in notes)],
+        "warnings": warning_lines(plan.scenario, notes),
     }

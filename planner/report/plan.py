@@ -141,6 +141,12 @@ CONTRACT_COLUMNS = [
     "available_gpu_hours", "utilization"]
 
 
+def warning_lines(scenario: Scenario, notes=()) -> list[str]:
+    """Every warning of a run as its reports list them: the scenario's, then the
+    command's own `notes` (SPEC §5: every warning)."""
+    return [*map(str, scenario.warnings), *(f"warning: {note}" for note in notes)]
+
+
 def records(table: pd.DataFrame):
     """The rows of `table` as named tuples, as `itertuples(index=False)` gives them but
     read a column at a time: pandas' text columns give up their values one by one

@@ -13,7 +13,7 @@ from openpyxl.styles import Font
 
 from planner.baselines import SAME_DEMAND
 from planner.io.scenario import Scenario
-from planner.report.plan import COST_KEYS
+from planner.report.plan import COST_KEYS, warning_lines
 from planner.report.workbook import (
     NUM,
     PCT,
@@ -78,7 +78,7 @@ def _settings_sheet(wb: Workbook, scenario: Scenario, variants: list[Variant],
     if scaled:  # --scale-workload: on top of every row's demand scale
         text_cell(info["A3"], "demand also scaled by workload: " + ", ".join(
             f"{w} ×{x:g}" for w, x in sorted(scaled.items())))
-    said = [*map(str, scenario.warnings), *(f"warning: {note}" for note in notes)]
+    said = warning_lines(scenario, notes)
     if said:  # as solve shows them (its Diagnostics sheet)
         info["A5"] = "Warnings"
         info["A5"].font = Font(bold=True)

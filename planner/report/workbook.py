@@ -36,7 +36,7 @@ from planner.report.economics import (
     monthly_use,
     schedule_lines,
 )
-from planner.report.plan import COST_KEYS, Plan, records
+from planner.report.plan import COST_KEYS, Plan, records, warning_lines
 from planner.report.sheet_rows import Rows, save
 
 USD = '"$"#,##0.00'
@@ -635,10 +635,11 @@ def _diagnostics_sheet(wb, plan: Plan, notes: list[str]) -> None:
     ws["A1"] = "Warnings"
     ws["A1"].font = BOLD
     r = 2
-    if not s.warnings and not notes:
+    said = warning_lines(s, notes)
+    if not said:
         ws.cell(r, 1, "none")
         r += 1
-    for w in [*map(str, s.warnings), *(f"warning: {note}" for note in notes)]:
+    for w in said:
         text_cell(ws.cell(r, 1), w)
         r += 1
     r += 1

@@ -192,16 +192,18 @@ class Draft:
 
     # -- the result --------------------------------------------------------------------------
     def cost(self) -> float:
-        b = self.b
-        return (b.constant + float((self.commit * b.commitments.cost).sum())
-                + sum(p.cost for p in self.pools.values()) + self.idle_instances())
+        return self._cost(sum(p.cost for p in self.pools.values()))
 
     def running_cost(self) -> float:
         """cost(), the pools' part kept as they change rather than summed again (at
         1000x100x36 summing after every pool MIP halved the MIPs fix and optimize ran)."""
+        return self._cost(self.pools_cost)
+
+    def _cost(self, pools: float) -> float:
+        """The plan's cost with its pools' costing `pools`."""
         b = self.b
-        return (b.constant + float((self.commit * b.commitments.cost).sum())
-                + self.pools_cost + self.idle_instances())
+        return (b.constant + float((self.commit * b.commitments.cost).sum()) + pools
+                + self.idle_instances())
 
     def idle_instances(self, rows=None, m=None, k=None) -> float:
         """What the idle GPUs of part-used instances cost (pool plans count the GPUs in

@@ -162,10 +162,9 @@ def decompose(builder: ModelBuilder, budget: Budget, rounds: Rounds | None = Non
         if guided.cost() <= greedy.cost():
             draft = guided
         run.planned(draft.cost(), "LP-guided plan", dual)
-    if run.enough(draft):
-        pass
-    elif not solved or (not dual.converged
-                        and run.bound < (1.0 - ASCENT_WORTH) * dual.master_value):
+    if not run.enough(draft) and (
+            not solved or (not dual.converged
+                           and run.bound < (1.0 - ASCENT_WORTH) * dual.master_value)):
         # the master did not reach the LP relaxation, and its bound is well under the
         # master's LP (the LP relaxation lies between them: all the ascent could gain)
         run.ascend(dual.prices if dual is not None else run.prices, draft.cost())
