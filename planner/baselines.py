@@ -33,7 +33,7 @@ from planner.model.candidates import Candidates, find_candidates
 from planner.model.graph import Transit
 from planner.model.solution import Solution
 from planner.report.plan import Plan, extract_plan
-from planner.solve.budget import Budget
+from planner.solve.budget import Budget, Work
 from planner.solve.pipeline import Run, plan_scenario
 from planner.solve.whole import honest_gap, status_of
 
@@ -167,17 +167,22 @@ def can_solve_beside(threads: int | None) -> bool:
 
 
 def solve_beside(scenario: Scenario, solver, gap, seconds: float,
-                 threads: int | None = 1) -> Beside:
-    """The comparison plans solved in a process of their own, to end within `seconds`
-    from now; its `result()` waits for them."""
-    return Beside(_solve_until, scenario, solver, gap, time.time() + seconds, threads)
+                 threads: int | None = 1, wall_end: float | None = None) -> Beside:
+    """The comparison plans solved in a process of their own, in `seconds` of work (a
+    work clock of its own, planner.solve.budget) from now, safely stopped at `wall_end`
+    (perf_counter; default: `seconds` from now and 5 %); its `result()` waits for them."""
+    now = time.perf_counter()
+    wall_end = now + 1.05 * seconds if wall_end is None else wall_end
+    return Beside(_solve_until, scenario, solver, gap, seconds,
+                  time.time() + (wall_end - now), threads)
 
 
-def _solve_until(scenario: Scenario, solver, gap, deadline: float,
+def _solve_until(scenario: Scenario, solver, gap, seconds: float, wall_end: float,
                  threads: int | None) -> tuple[list[dict], Cheapest | None]:
-    # a wall-clock deadline: the process's own clock starts when it does
-    return solve_comparisons(scenario, solver, gap, Budget(max(0.0, deadline - time.time())),
-                             threads)
+    # the safety stop on the wall clock: the process's perf_counter starts anew
+    budget = Budget(seconds, work=Work(),
+                    wall_end=time.perf_counter() + (wall_end - time.time()))
+    return solve_comparisons(scenario, solver, gap, budget, threads)
 
 
 def without_plans(scenario: Scenario, candidates: Candidates,

@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -159,7 +158,9 @@ def _summary(run) -> dict:
         "stranded_usd": t["idle_committed_usd"],
         "commitments": plan.signed(),
         "least_s": run.least_s,
-        "seconds": sum(run.seconds.values()),  # the solve's, loading to tables
+        # the seconds of work the solve is reckoned to have taken, index to tables
+        # (planner.solve.work: the same on every run, whatever the worker)
+        "seconds": run.work_s,
     }
 
 
@@ -167,16 +168,16 @@ def solve_task(args) -> dict:
     """One scenario planned alone (wait and see), with the commitments its model may
     sign ((offer key, start) -> (upper, cost))."""
     scenario, solver, time_limit, gap = args
-    started = time.perf_counter()
     run = plan_scenario(scenario, solver, time_limit, gap)
     out = {**_summary(run), "space": commitment_space(run.builder), "prices": run.prices}
+    out["task_s"] = run.work_s  # all of it, the cut included (reckoned)
     if run.plan is not None:
         # its first cut: at the decomposition's prices (a small model solved whole: its
         # LP's, found by column generation with its own commitments held)
         own = out["commitments"]
         out["cut"] = (cut_with(run.builder, run.prices, own) if run.prices is not None
                       else cut_at(run.builder, own, max(1.0, time_limit)))
-    out["task_s"] = time.perf_counter() - started  # all of it, the cut included
+        out["task_s"] += out["cut"].work_s
     return out
 
 
@@ -286,6 +287,14 @@ def _whole_schedule(schedule: dict, offers) -> dict:
         if gpus > 0:
             out[key] = gpus
     return out
+
+
+def _work_of(result) -> float:
+    """The seconds of work a task's result is reckoned to have taken (a solve's, with its
+    cut; a cut's)."""
+    if isinstance(result, Cut):
+        return result.work_s
+    return result.get("task_s", result.get("seconds", 0.0)) if result else 0.0
 
 
 def _need(results: list[dict], limit: float) -> tuple[float, int]:
@@ -418,6 +427,14 @@ class _Stochastic:
         # solves end before their limits: they cannot be given less), or 0
         self.overrun_s = 0.0
 
+    def _map(self, fn, tasks: list) -> list:
+        """runner.map(fn, tasks), their reckoned work counted on the command's work clock
+        as if they ran one after another: what follows is reckoned the same whatever the
+        workers (SPEC §4)."""
+        results = self.runner.map(fn, tasks)
+        self.total.spend(sum(_work_of(r) for r in results))
+        return results
+
     @property
     def budget(self) -> Budget:
         """What the steps have: the whole budget less one solve at the need once it is
@@ -449,7 +466,7 @@ class _Stochastic:
                                  - self.overhead))
         tasks = [mean_forecast(self.scenario, self.scenarios), *self.apart]
         first = [0]  # the mean forecast
-        solved = dict(zip(first, self.runner.map(
+        solved = dict(zip(first, self._map(
             solve_task, [(tasks[i], self.solver, measure, self.gap) for i in first])))
         # each task's own time beyond its limit (a fresh worker's imports are not a
         # solve's: they would make the limits depend on --jobs)
@@ -483,7 +500,7 @@ class _Stochastic:
             pot = max(len(rest) * (limit + self.overhead),
                       self.budget.left() - self.evaluation_room(1))
             limits = _limits(len(rest), pot, self.need, limit, self.overhead)
-            solved.update(zip(rest, self.runner.map(
+            solved.update(zip(rest, self._map(
                 solve_task, [(tasks[i], self.solver, t, self.gap)
                              for i, t in zip(rest, limits)])))
             # each task's own time beyond its limit (the wall clock's would shrink with
@@ -540,7 +557,8 @@ class _Stochastic:
         # the cuts leave the evaluation its least candidates at the limit solves need
         left = self.budget.left()
         cut_budget = Budget(min(CUT_SHARE * left,
-                                max(0.0, left - self.evaluation_room(LEAST_CANDIDATES))))
+                                max(0.0, left - self.evaluation_room(LEAST_CANDIDATES))),
+                            work=self.total.work, wall_end=self.total.wall_end)
         n = len(self.scenarios)
         while not any(_same_schedule(schedule, x) for x in seen):
             left = cut_budget.left()
@@ -549,9 +567,9 @@ class _Stochastic:
             self.say(f"bound: cuts round {rounds + 1} ({n} scenarios), "
                      f"bound {cut_bound:,.0f}")
             seconds = max(1.0, left / n - self.overhead)
-            cuts = self.runner.map(cut_task, [(s, tuple(sorted(schedule.items())), seconds,
-                                               w.get("prices"))
-                                              for s, w in zip(self.apart, wait)])
+            cuts = self._map(cut_task, [(s, tuple(sorted(schedule.items())), seconds,
+                                         w.get("prices"))
+                                        for s, w in zip(self.apart, wait)])
             for i, cut in enumerate(cuts):
                 master.add(i, cut)
             rounds += 1
@@ -596,7 +614,7 @@ class _Stochastic:
         candidates = candidates[:max(1, fits)]
         self.say(f"evaluating {len(candidates)} commitment schedules in {n} scenarios")
         limit = self.each(len(candidates) * n, EVALUATE_SHARE)
-        results = self.runner.map(evaluate_task, [
+        results = self._map(evaluate_task, [
             task for c in candidates for task in self._evaluations(c, limit)])
         for i, c in enumerate(candidates):
             c.results = results[i * n:(i + 1) * n]
@@ -627,7 +645,7 @@ class _Stochastic:
                 seen.append(schedule)
                 c = best.step(schedule)
                 self.say(f"trying a step from the best schedule ({len(seen)} tried)")
-                c.results = self.runner.map(evaluate_task, self._evaluations(c, self.need))
+                c.results = self._map(evaluate_task, self._evaluations(c, self.need))
                 candidates.append(c)
                 if self.value(c)[0] < least * (1 - 1e-9):
                     best, least = c, self.value(c)[0]
@@ -710,6 +728,7 @@ def out_of_sample(result: StochasticResult, scenario: Scenario,
     commitments = tuple(sorted(result.chosen.commitments.items()))
     results = runner.map(evaluate_task, [(apply(scenario, s), commitments, solver, limit, gap)
                                          for s in fresh])
+    budget.spend(sum(map(_work_of, results)))
     costs = np.array([r.get("objective_usd", math.inf) for r in results])
     probabilities = np.array([s.probability for s in fresh])
     probabilities /= probabilities.sum()

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -95,6 +94,7 @@ class Variant:
     status: str = ""
     stress: dict[float, dict] = field(default_factory=dict)  # stress scale -> figures
     least_s: float | None = None  # its solve's Run.least_s
+    work_s: float = 0.0  # the seconds of work its solve is reckoned to have taken
     note: str = ""  # why it was not run
     adopted: str = ""  # the policy whose cheaper plan this one took (_adopt_cheaper_plans)
     # workload -> factor on its demand, on top of demand_scale (--scale-workload)
@@ -136,15 +136,19 @@ def workers_for(jobs: int, scheduler: str | None, budget: Budget | None) -> int:
     return jobs
 
 
-def _solve_variant(args) -> tuple[Plan | None, str, float | None]:
-    """Worker: one (policy, demand level)."""
+def _solve_variant(args) -> tuple[Plan | None, str, float | None, float]:
+    """Worker: one (policy, demand level): its plan, status, `Run.least_s` and the
+    seconds of work its solve is reckoned to have taken (planner.solve.work)."""
     scenario, policy, scale, per_workload, solver, time_limit, gap = args
-    run = plan_scenario(scale_demand(scenario, scale, per_workload), solver, time_limit, gap,
-                        Restrictions(terms=policy.terms))
+    budget = Budget.of_work(time_limit if time_limit is not None
+                            else scenario.settings.time_limit_s)
+    run = plan_scenario(scale_demand(scenario, scale, per_workload), solver, gap=gap,
+                        restrictions=Restrictions(terms=policy.terms), budget=budget)
     plan = run.plan
     if plan is not None:
         plan.candidates = None  # the parent needs the tables, not the search structures
-    return plan, (plan.result.status if plan else run.result.status), run.least_s
+    return (plan, (plan.result.status if plan else run.result.status), run.least_s,
+            budget.elapsed())
 
 
 def _stress_test(args) -> dict:
@@ -178,10 +182,11 @@ def run_whatif(scenario: Scenario, policies: list[Policy], demand_scales: list[f
                scheduler: str | None = None) -> list[Variant]:
     """Solve every (policy, demand level), then stress-test each policy's plan at the base
     level, on `jobs` local Dask workers or the cluster at `scheduler` (planner.cluster; the
-    results are the same in any case). `budget`: the time for all of them, reckoned as if
-    one after another (more workers end sooner): the variants first, with VARIANT_SHARE
-    of it, then the stress tests while a round of them fits (the others are not run);
-    else `time_limit` per solve."""
+    results are the same in any case). `budget`: the time for all of them, on a work
+    clock (planner.solve.budget), reckoned as if one after another (more workers end
+    sooner): the variants first, with VARIANT_SHARE of it, then the stress tests in
+    what the variants left, in order while they fit (the others are not run); else
+    `time_limit` per solve."""
     base = 1.0 if 1.0 in demand_scales else demand_scales[0]
     variants = [Variant(p, d, workload_scales=dict(per_workload or {}))
                 for p in policies for d in demand_scales]
@@ -195,10 +200,9 @@ def run_whatif(scenario: Scenario, policies: list[Policy], demand_scales: list[f
         if progress:
             progress(v, count, total)
 
-    until = None if budget is None else budget.last_moment
+    until = None if budget is None else budget.wall_end  # the safety stop
     with Runner(workers_for(jobs, scheduler, budget), scheduler, until=until) as runner:
         workers = runner.workers
-        rounds = -(-len(variants) // workers)  # the variants' solves, one after another
         if budget is not None:
             # reckoned for one worker, whatever the runner has: the results do not depend
             # on --jobs or --scheduler (SPEC §4); more workers end sooner (a limit
@@ -207,7 +211,6 @@ def run_whatif(scenario: Scenario, policies: list[Policy], demand_scales: list[f
             share = VARIANT_SHARE if stress_count else 1.0
             time_limit = max(LEAST_LIMIT_S, share * left / len(variants))
             stress_limit = max(LEAST_LIMIT_S, (1 - share) * left / max(1, stress_count))
-        started = time.perf_counter()
         results, why = _map(runner, _solve_variant, [
             (scenario, v.policy, v.demand_scale, per_workload, solver, time_limit, gap)
             for v in variants], variants, done)
@@ -219,27 +222,24 @@ def run_whatif(scenario: Scenario, policies: list[Policy], demand_scales: list[f
             if result is None:
                 v.status, v.note = "not_run", why
                 continue
-            v.plan, v.status, v.least_s = result
+            v.plan, v.status, v.least_s, v.work_s = result
             if v.plan is not None:
                 v.plan.scenario = scale_demand(scenario, v.demand_scale, per_workload)
                 v.plan.reach = reach
         _adopt_cheaper_plans(scenario, variants,
                              scenario.settings.mip_gap if gap is None else gap)
-        # the stress tests, a round of `workers` at a time while its longest limit and
-        # what a solve took beyond its limit (in the last round; first: the variants')
-        # are left
+        # the stress tests, in order while their limits fit in what the variants' solves
+        # left of the budget (reckoned one after another: the same tests whatever the
+        # workers), a round of `workers` at a time
         tasks = [(v, x, time_limit if budget is None else
                   _stress_limit(v, stress_limit, time_limit))
                  for v in at_base if v.plan is not None for x in stress_scales]
         signed = {v.label: v.plan.signed() for v, _, _ in tasks}  # what each keeps
-        beyond = 0.0
-        if budget is not None and rounds:
-            beyond = max(0.0, (time.perf_counter() - started) / rounds - time_limit)
+        if budget is not None:
+            tasks = _that_fit(tasks, left - sum(v.work_s for v in variants))
         size = workers if budget is not None else len(tasks)
-        while tasks and (budget is None
-                         or budget.left() >= max(s for *_, s in tasks[:size]) + beyond):
+        while tasks:
             batch, tasks = tasks[:size], tasks[size:]
-            started = time.perf_counter()
             stressed, _ = _map(runner, _stress_test, [
                 (scenario, v.policy, v.demand_scale * x, per_workload, signed[v.label],
                  solver, limit, gap) for v, x, limit in batch],
@@ -247,9 +247,6 @@ def run_whatif(scenario: Scenario, policies: list[Policy], demand_scales: list[f
             for (v, x, _), figures in zip(batch, stressed):
                 if figures is not None:
                     v.stress[x] = figures
-            if budget is not None:
-                beyond = max(0.0, time.perf_counter() - started
-                             - max(limit for *_, limit in batch))
     for v in at_base:  # what the time did not hold
         for x in stress_scales:
             v.stress.setdefault(x, {"status": "not_run"})
@@ -287,6 +284,18 @@ def _adopt_cheaper_plans(scenario: Scenario, variants: list[Variant],
                         f"own ({r.termination}) and is within this policy")
         v.plan, v.status = dataclasses.replace(plan, result=result), result.status
         v.adopted = u.policy.name
+
+
+def _that_fit(tasks: list[tuple], room: float) -> list[tuple]:
+    """The first of `tasks` (their time limit last) whose limits add up to `room` at
+    most."""
+    fit, used = [], 0.0
+    for task in tasks:
+        used += task[-1]
+        if used > room:
+            break
+        fit.append(task)
+    return fit
 
 
 def _stress_limit(v: Variant, share: float, most: float) -> float:

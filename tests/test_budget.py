@@ -62,3 +62,56 @@ def test_a_command_past_its_limit_and_the_ten_percent_says_so(capsys):
     _warn_past_limit(Budget(10, start=now - 11.5), "the solves")
     said = " ".join(capsys.readouterr().err.split())
     assert "past --time-limit 10 s: the solves take longer" in said
+
+
+def test_a_work_clock_moves_only_with_the_work_counted():
+    # the seconds a budget on a work clock has left move with the steps' reckonings,
+    # not with the wall clock: two runs of the same steps read the same clock
+    from planner.solve.budget import Work
+
+    budget = Budget(10, work=Work(2.0), wall_end=time.perf_counter() + 60)
+    time.sleep(0.05)
+    assert (budget.elapsed(), budget.left()) == (0.0, 10.0)
+    budget.spend(3.5)
+    part = budget.share(0.5, keep=1.0)  # (10 - 3.5 - 1) / 2 on the same clock
+    assert part.seconds == pytest.approx(2.75)
+    part.spend(1.0)
+    assert (budget.elapsed(), part.left()) == (4.5, pytest.approx(1.75))
+    # the wall clock is only its safety stop: past it, nothing is left
+    late = Budget(10, work=Work(), wall_end=time.perf_counter() - 1)
+    assert late.out_of_time() and late.left() == 0.0
+
+
+def test_a_run_stopped_by_its_budget_is_the_same_on_a_slower_machine(tmp_path, monkeypatch):
+    # SPEC §2 (the same scenario, the same plan): a decomposition stopped by its budget
+    # (not at its gap) gives the same plan when every pool MIP takes twice as long on
+    # the wall clock - as when the other core is busy, or the machine slower. On the
+    # wall clock the slower run had stopped after fewer pool MIPs.
+    from planner.solve.budget import Work
+    from planner.solve.decompose import method
+    from planner.solve.decompose.method import decompose
+
+    generate(tmp_path / "g", 8, 5, 3, 2)
+    s = load_scenario(tmp_path / "g")
+
+    def run():
+        builder = ModelBuilder(s, find_candidates(s))
+        budget = Budget(1.5, work=Work(), wall_end=time.perf_counter() + 600)
+        return decompose(builder, budget, gap=1e-6)
+
+    first = run()
+    assert first.termination.startswith("time limit") or \
+        first.termination == "LP relaxation reached"
+    assert first.rounds.improve > 0
+    replan = method.replan_pool
+
+    def slower(*args, **kwargs):
+        started = time.perf_counter()
+        out = replan(*args, **kwargs)
+        time.sleep(time.perf_counter() - started)
+        return out
+
+    monkeypatch.setattr(method, "replan_pool", slower)
+    second = run()
+    assert str(second.rounds) == str(first.rounds)
+    assert second.objective == first.objective

@@ -801,16 +801,16 @@ def test_where_branch_and_bound_stops_short_the_decomposition_plans_too(tmp_path
     import planner.solve.pipeline as pipeline
     from planner.solve.whole import SolveResult
 
-    def stopped_short(model, solver, time_limit, gap, threads):
+    def stopped_short(model, solver, seconds, wall, gap, threads):
         for v in model.prob.variables():
             v.varValue = 0.0
         for key, v in model.unmet.items():
             v.varValue = model.candidates.level[key]
         return SolveResult(solver="highs", status="feasible", termination="time limit reached",
                            has_solution=True, objective=1e6, bound=None, gap=None,
-                           seconds=time_limit)
+                           seconds=seconds, work_s=seconds)
 
-    monkeypatch.setattr(pipeline, "solve", stopped_short)
+    monkeypatch.setattr(pipeline, "solve_within", stopped_short)
     s = load_scenario(write_csv(tmp_path / "s", scenario(settings=H)))
     run = plan_scenario(s, time_limit=10)
     assert check_plan(s, run.plan) == []

@@ -627,8 +627,9 @@ def test_branch_and_bound_over_instances_runs_only_short_of_the_gap(tmp_path, mo
         workloads=[{"workload": "w", "kind": "inference"}], throughput=ONE_UNIT_PER_GPU))
     s = load_scenario(folder)
     calls = []
-    solve = instances.solve
-    monkeypatch.setattr(instances, "solve", lambda *a, **k: calls.append(1) or solve(*a, **k))
+    solve = instances.solve_within
+    monkeypatch.setattr(instances, "solve_within",
+                        lambda *a, **k: calls.append(1) or solve(*a, **k))
     loose = plan_scenario(s, time_limit=30, gap=1.0, method="decompose")
     assert calls == [] and loose.result.status == "optimal"
     assert check_plan(s, loose.plan) == []

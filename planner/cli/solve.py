@@ -113,6 +113,7 @@ def solve(
     from planner.solve.budget import Budget
     from planner.solve.pipeline import export_model as write_mps
     from planner.solve.pipeline import plan_scenario
+    from planner.solve.work import load_s
 
     started = command_started()
     _check_solver_options(solver, time_limit, gap)
@@ -142,19 +143,23 @@ def solve(
                           demand_spread, seed, correlation, risk_aversion, cvar_alpha, jobs,
                           scheduler, started)
         return
+    # what follows reads the work clock (planner.solve.budget), started at what loading
+    # is reckoned to have taken: the same steps, the same plan on every run
+    work = budget.reckoned(load_s(s))
     with ExitStack() as stack:
         # the comparison plans on the second core while the plan is solved, else after it
         beside = None
         if baselines and can_solve_beside(threads):
             beside = stack.enter_context(
-                solve_beside(s, solver, gap, max(0.0, budget.left() - keep), threads))
+                solve_beside(s, solver, gap, max(0.0, work.left() - keep), threads,
+                             wall_end=work.deadline - keep))
         with _status("planning") as status:
             def progress(report):
                 status.update(f"planning: {report}")
 
             share = PLAN_SHARE if baselines and beside is None else 1.0
             run = plan_scenario(s, solver, gap=gap, threads=threads or None,
-                                budget=budget.share(share, keep, _writing_seconds),
+                                budget=work.share(share, keep, _writing_seconds),
                                 rounds=fixed_rounds,
                                 progress=progress)
         if run.plan is None:
@@ -170,10 +175,10 @@ def solve(
             raise typer.Exit(EXIT_ERROR)
         with _status("solving the comparison plans"):
             entries, cheapest = _comparison_plans(s, run, beside, baselines, solver, gap,
-                                                  budget.share(1.0, keep), threads,
+                                                  work.share(1.0, keep), threads,
                                                   until=budget.last_moment - keep)
         plan = _cheapest_plan(s, run, cheapest, gap if gap is not None else
-                              s.settings.mip_gap, budget, keep)
+                              s.settings.mip_gap, work, keep)
         compare = against(entries, plan)
         _warn_beaten(compare, plan)
     if export_model is not None:
@@ -254,8 +259,10 @@ def _cheapest_plan(s, run, cheapest, gap: float, budget, keep: float):
     the plan's took), checked as the plan was; else the plan found."""
     from planner.baselines import cheaper_plan
     from planner.check import check_plan
+    from planner.solve.work import extract_s
 
-    if cheapest is None or budget.left() < keep + run.seconds.get("extract", 0.0):
+    if cheapest is None or budget.left() < keep + extract_s(
+            len(run.plan.supply) + len(run.plan.assignments) + len(run.plan.flows)):
         return run.plan
     better = cheaper_plan(run, run.plan, cheapest, gap)
     if better is None:
@@ -318,6 +325,7 @@ def _solve_stochastic(s, budget, keep, out, as_json, focus, solver, gap, samples
     from planner.report.json_out import plan_json
     from planner.report.workbook import write_workbook
     from planner.solve.pipeline import plan_scenario
+    from planner.solve.work import load_s
     from planner.stochastic import (
         mean_forecast,
         out_of_sample,
@@ -336,17 +344,20 @@ def _solve_stochastic(s, budget, keep, out, as_json, focus, solver, gap, samples
     else:
         err.print("[red]error:[/] --stochastic needs a demand_scenarios table or --samples N")
         raise typer.Exit(EXIT_BAD_INPUT)
+    # the solves' limits, samples kept and schedules tried are reckoned on the work clock
+    # (planner.solve.budget): the same on every run, whatever --jobs (SPEC §4)
+    work = budget.reckoned(load_s(s))
     # the mean forecast's plan under the schedule (more: solve_stochastic keeps one solve
     # at the need it measures) and the workbook
-    final = keep + 0.1 * budget.left()
+    final = keep + 0.1 * work.left()
     with _status(f"planning {len(scenarios)} demand scenarios") as status:
         # the cluster's tasks end within the command's time, or it says why not (a worker
         # lost, none left)
-        with Runner(jobs or os.cpu_count() or 1, scheduler, until=budget.last_moment) \
+        with Runner(jobs or os.cpu_count() or 1, scheduler, until=work.wall_end) \
                 as runner:
             say = lambda text: (status.update(text), interrupt.set_stage(text))  # noqa: E731
             result = solve_stochastic(
-                s, scenarios, budget.share(OUT_OF_SAMPLE_SHARE if samples else 1.0, final),
+                s, scenarios, work.share(OUT_OF_SAMPLE_SHARE if samples else 1.0, final),
                 runner, solver, gap, risk_aversion, alpha, progress=say,
                 drawn=samples is not None)
             if result.dropped:
@@ -373,7 +384,7 @@ def _solve_stochastic(s, budget, keep, out, as_json, focus, solver, gap, samples
                 fresh = sample_scenarios(s, samples, spread, seed + FRESH_SEED, correlation)
                 result.out_of_sample = out_of_sample(
                     result, s, fresh,
-                    budget.share(1.0, final + result.need_s + result.overhead_s), runner,
+                    work.share(1.0, final + result.need_s + result.overhead_s), runner,
                     solver, gap)
                 if result.out_of_sample is None:
                     warn("no time left to evaluate the schedule on "
@@ -381,7 +392,7 @@ def _solve_stochastic(s, budget, keep, out, as_json, focus, solver, gap, samples
     fixed = Restrictions(fixed_commitments=dict(result.chosen.commitments))
     with _status("planning the mean forecast under the schedule"):
         run = plan_scenario(mean_forecast(s, scenarios), solver, gap=gap,
-                            budget=budget.share(1.0, keep), restrictions=fixed)
+                            budget=work.share(1.0, keep), restrictions=fixed)
     if run.plan is None:
         err.print(f"[red]no plan: the solver failed[/] ({run.result.termination})")
         raise typer.Exit(EXIT_NO_PLAN)

@@ -73,6 +73,7 @@ def whatif(
     QUIET["on"] = quiet
     from planner.report.whatif_workbook import write_whatif_workbook
     from planner.solve.budget import Budget
+    from planner.solve.work import load_s
     from planner.whatif import (
         DEFAULT_POLICIES,
         Policy,
@@ -143,7 +144,10 @@ def whatif(
     # writing, as before the tables were written straight, had kept 3.1 s of 5 for 0.8)
     keep = 0.5 + len(policies) * len(scales) * ((_report_seconds(s) - 1) / 2 + 0.2)
     warned = _warn_short_budget(budget, keep)
-    jobs = workers_for(jobs, scheduler, budget.share(1.0, keep=keep))
+    # the variants' limits and the stress tests run are reckoned on the work clock
+    # (planner.solve.budget): the same on every run, whatever --jobs
+    work = budget.reckoned(load_s(s))
+    jobs = workers_for(jobs, scheduler, work.share(1.0, keep=keep))
 
     def progress(v, done, total):
         stress = f", {len(v.stress)} stress test(s)" if v.stress else ""
@@ -159,7 +163,7 @@ def whatif(
     interrupt.set_stage(f"solving the what-if variants (0 done, {jobs} worker(s))")
     variants = run_whatif(s, policies, scales, per_workload, stress_scales, jobs, solver,
                           gap=gap, progress=progress, scheduler=scheduler,
-                          budget=budget.share(1.0, keep=keep))
+                          budget=work.share(1.0, keep=keep))
     for used in sorted({v.plan.result.solver for v in variants if v.plan is not None}):
         _warn_solver(solver or s.settings.solver, used)
     for v in variants:

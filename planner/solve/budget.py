@@ -4,6 +4,17 @@
 file written, comparison plans and what-if variants included. The command starts one
 `Budget`; every stage asks it how long it may take, and hands a share of it to the
 stages it calls. Nothing else measures time against the limit.
+
+The command's budget is on the wall clock: it says when the command is late. What it
+hands to the stages that choose the plan is on a work clock (`Work`, `reckoned`): the
+seconds each step is reckoned to take from what it did (cells priced, simplex
+iterations, a MIP's size and iterations: planner.solve.work), not the seconds it took.
+So a run stopped by its budget stops at the same step on every run and any machine, and
+gives the same plan (SPEC §2: the same scenario, the same plan; SPEC §4: whatever
+--jobs), where the wall clock had stopped it wherever the load of the moment put it
+(the default scenario at --time-limit 20: 804 and 840 pool MIPs in two runs). The wall
+clock stays as a safety stop (`wall_end`, 5 % past the limit): only where the reckoning
+falls that far behind it (a slower or busier machine) does it decide.
 """
 
 from __future__ import annotations
@@ -20,22 +31,57 @@ from collections.abc import Callable
 # with the same schedule and expected cost (8x6x3), 7.2 s at 5 and 8.3 s at 8 (default).
 # (At 1 s: 10.8 s at --time-limit 8 on a 193-row market.)
 LEAST_LIMIT_S = 0.1
+SOLVE_WALL = 1.5  # see Budget.of_work
+
+
+class Work:
+    """The work clock: seconds reckoned from the work done (`add`), the same on every
+    run of the same steps."""
+
+    def __init__(self, seconds: float = 0.0):
+        self.seconds = float(seconds)
+
+    def add(self, seconds: float) -> None:
+        self.seconds += max(0.0, float(seconds))
 
 
 class Budget:
-    """`seconds` from `start`. A plan's budget also knows what was kept back after it for
-    writing the plan (`kept` seconds) and how long writing a plan of so many table rows
-    takes (`writing`), so that a plan grown larger than foreseen stops early enough to be
-    written in time (`short_for`)."""
+    """`seconds` from `start` on the wall clock, or, on a work clock (`work`), `seconds`
+    of work reckoned from when it was made. A plan's budget also knows what was kept back
+    after it for writing the plan (`kept` seconds) and how long writing a plan of so many
+    table rows takes (`writing`), so that a plan grown larger than foreseen stops early
+    enough to be written in time (`short_for`). On a work clock, `wall_end` is the wall
+    clock's safety stop (default: `last_moment`)."""
 
     def __init__(self, seconds: float, start: float | None = None, kept: float = 0.0,
-                 writing: Callable[[int], float] | None = None):
+                 writing: Callable[[int], float] | None = None, work: Work | None = None,
+                 wall_end: float | None = None):
         self.seconds = float(seconds)
         self.start = time.perf_counter() if start is None else start
         self.kept, self.writing = kept, writing
+        self.work = work
+        self.origin = work.seconds if work is not None else 0.0
+        self.wall_end = self.last_moment if wall_end is None else wall_end
+
+    @classmethod
+    def of_work(cls, seconds: float) -> "Budget":
+        """`seconds` of work from now, on a new work clock: one solve's, as a worker runs
+        it. Its safety stop is SOLVE_WALL times as long and a second more: a solve's
+        reckoning is off by 10-20 % either way, more beside another on the second core,
+        and at 5 % the stop cut one of a stochastic command's solves in five runs short
+        (another EVPI); the command waits for its workers until its own last moment."""
+        return cls(seconds, work=Work(),
+                   wall_end=time.perf_counter() + SOLVE_WALL * seconds + 1.0)
+
+    def reckoned(self, spent: float) -> "Budget":
+        """This budget on a work clock that starts at `spent` seconds (what the command
+        is reckoned to have taken so far), the wall clock's safety stop at `last_moment`."""
+        return Budget(self.seconds, self.start, self.kept, self.writing, Work(spent),
+                      self.last_moment)
 
     @property
     def deadline(self) -> float:
+        """When the budget ends on the wall clock."""
         return self.start + self.seconds
 
     @property
@@ -45,18 +91,47 @@ class Budget:
         return self.deadline + 0.05 * self.seconds
 
     def elapsed(self) -> float:
+        """Seconds since the budget started: of work, on a work clock."""
+        if self.work is None:
+            return self.wall_elapsed()
+        return self.work.seconds - self.origin
+
+    def wall_elapsed(self) -> float:
         return time.perf_counter() - self.start
 
+    def out_of_time(self) -> bool:
+        """Whether a work clock's safety stop has passed on the wall clock."""
+        return self.work is not None and time.perf_counter() >= self.wall_end
+
     def left(self) -> float:
-        return max(0.0, self.deadline - time.perf_counter())
+        """Seconds left (on a work clock: none once its safety stop has passed)."""
+        if self.work is None:
+            return max(0.0, self.deadline - time.perf_counter())
+        if self.out_of_time():
+            return 0.0
+        return max(0.0, self.seconds - self.elapsed())
+
+    def wall_left(self) -> float:
+        """Seconds to the wall clock's end (the safety stop, on a work clock): a solver's
+        own time limit, beside the work's."""
+        end = self.deadline if self.work is None else self.wall_end
+        return max(0.0, end - time.perf_counter())
+
+    def spend(self, seconds: float) -> None:
+        """Count `seconds` of work (a step reckoned so, planner.solve.work); nothing on
+        the wall clock, which counts itself."""
+        if self.work is not None:
+            self.work.add(seconds)
 
     def share(self, fraction: float, keep: float = 0.0,
               writing: Callable[[int], float] | None = None) -> "Budget":
-        """A budget that starts now and ends when `fraction` of what is left, less
-        `keep` seconds kept back for what follows, has passed; `writing`: how long its
-        plan takes to write (else this budget's)."""
+        """A budget on the same clock that starts now and ends when `fraction` of what
+        is left, less `keep` seconds kept back for what follows, has passed; `writing`:
+        how long its plan takes to write (else this budget's). On a work clock, its
+        safety stop keeps `keep` seconds before this one's."""
         return Budget(max(0.0, (self.left() - keep) * fraction), kept=self.kept + keep,
-                      writing=writing or self.writing)
+                      writing=writing or self.writing, work=self.work,
+                      wall_end=None if self.work is None else self.wall_end - keep)
 
     def short_for(self, rows: int) -> float:
         """Seconds a plan of `rows` table rows needs for writing beyond those kept."""

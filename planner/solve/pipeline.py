@@ -27,7 +27,14 @@ from planner.solve.instances import (
     cheapest,
     whole_instances,
 )
-from planner.solve.whole import SolveResult, _version, honest_gap, solve, status_of
+from planner.solve.whole import (
+    SolveResult,
+    _version,
+    honest_gap,
+    solve_within,
+    status_of,
+)
+from planner.solve.work import build_s, extract_s, model_index_s
 
 # Supply cells up to which a model is solved whole: branch and bound proves the
 # optimum of such models in about a second; at the default scenario's 40 k cells HiGHS
@@ -66,6 +73,9 @@ class Run:
     # inf: not within this one; None: the model was solved whole)
     least_s: float | None = None
     solution: Solution | None = None  # the plan's values (None: the solver failed)
+    # the seconds of work the solve is reckoned to have taken, index to tables (on a
+    # work clock, planner.solve.budget: the same on every run)
+    work_s: float = 0.0
 
     @property
     def candidates(self):
@@ -94,10 +104,12 @@ def plan_scenario(scenario: Scenario, solver: str | None = None,
     round for round, whatever the clock. `method`: "whole" (branch and bound on the whole
     model), "decompose", or "auto" (whole up to WHOLE_CELLS supply cells)."""
     st = scenario.settings
-    budget = budget or Budget(time_limit if time_limit is not None else st.time_limit_s)
+    budget = budget or Budget.of_work(time_limit if time_limit is not None
+                                      else st.time_limit_s)
     solver = solver or st.solver
     gap = gap if gap is not None else st.mip_gap
     seconds: dict[str, float] = {}
+    began = budget.elapsed()
     t = time.perf_counter()
     transit = transit or Transit(scenario)
     seconds["graph"] = time.perf_counter() - t
@@ -108,6 +120,7 @@ def plan_scenario(scenario: Scenario, solver: str | None = None,
     t = time.perf_counter()
     builder = ModelBuilder(scenario, candidates, restrictions)
     seconds["index"] = time.perf_counter() - t
+    budget.spend(model_index_s(builder.cell_count))
     t = time.perf_counter()
     whole = method == "whole" or (method == "auto" and rounds is None
                                   and builder.cell_count <= WHOLE_CELLS)
@@ -146,8 +159,9 @@ def plan_scenario(scenario: Scenario, solver: str | None = None,
         t = time.perf_counter()
         plan = extract_plan(builder, solution, result)
         seconds["extract"] = time.perf_counter() - t
+        budget.spend(extract_s(len(plan.supply) + len(plan.assignments) + len(plan.flows)))
     return Run(builder, plan, result, seconds, prices, least_s,
-               solution if result.has_solution else None)
+               solution if result.has_solution else None, budget.elapsed() - began)
 
 
 def _whole(builder: ModelBuilder, solver: str, budget: Budget, gap: float,
@@ -159,9 +173,11 @@ def _whole(builder: ModelBuilder, solver: str, budget: Budget, gap: float,
     of its gap (in WHOLE_SHARE of the budget), the decomposition's plan is made in the
     rest: the cheaper that passes the checker stands, under the better bound."""
     model = builder.build()
+    budget.spend(build_s(builder.cell_count))
     asked = min(gap, WHOLE_GAP)
-    raw = solve(model, solver, budget.share(WHOLE_SHARE if fallback else 1.0).seconds,
-                asked, threads)
+    raw = solve_within(model, solver, budget.share(WHOLE_SHARE if fallback else 1.0).seconds,
+                       budget.wall_left(), asked, threads)
+    budget.spend(raw.work_s)
     found = [Solution.of_model(model)] if raw.has_solution else []
     bound = raw.bound if raw.bound is not None else (
         raw.objective if raw.status == "optimal" else None)
@@ -173,6 +189,8 @@ def _whole(builder: ModelBuilder, solver: str, budget: Budget, gap: float,
     if not found:
         return Solution(), raw
     solution, objective = _cheapest_valid(builder, found)
+    if len(found) > 1:  # each turned into tables and checked
+        budget.spend(2 * len(found) * extract_s(3 * len(solution.supply)))
     if raw.has_solution and solution is found[0]:
         objective = min(raw.objective, objective)
     value = None if bound is None else honest_gap(objective, bound, builder.unservable_usd)
@@ -205,6 +223,8 @@ def _decomposed(builder: ModelBuilder, budget: Budget, solver: str, threads: int
 
         solution, objective = whole_instances(builder, solution, solver, budget, threads,
                                               repair, enough)
+        # the plans it compared, each turned into tables (about 3 table rows a supply cell)
+        budget.spend(2 * extract_s(3 * len(solution.supply)))
     return outcome, solution, objective, share
 
 
@@ -215,7 +235,9 @@ def _whole_after(builder: ModelBuilder, solution: Solution, objective: float, bo
     decomposition (SPARE_S): the better bound, and the cheaper plan that passes the
     checker, with the termination saying what it did."""
     model = builder.build()
-    raw = solve(model, solver, budget.left(), gap, threads)
+    budget.spend(build_s(builder.cell_count))
+    raw = solve_within(model, solver, budget.left(), budget.wall_left(), gap, threads)
+    budget.spend(raw.work_s)
     if raw.bound is not None and raw.bound > bound:
         bound = raw.bound
         termination += "; bound from branch and bound on the whole model"

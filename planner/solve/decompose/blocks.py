@@ -111,6 +111,7 @@ class Blocks:
     def __init__(self, builder: ModelBuilder):
         b = builder
         self.builder = builder
+        self.cells = builder.cell_count  # supply cells: what the steps' work is reckoned by
         self.months = b.settings.horizon_months
         self.segments = len(b.hours)
         discount = np.array([b.settings.discount(m) for m in range(self.months)])

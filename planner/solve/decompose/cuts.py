@@ -34,6 +34,7 @@ from planner.solve.decompose.dual import DualBound, first_prices
 from planner.solve.decompose.master import CommitmentPart
 from planner.solve.decompose.pricing import Rows, block_usage
 from planner.solve.highs import new_highs
+from planner.solve.work import blocks_s, pricing_s
 
 
 @dataclass
@@ -44,6 +45,7 @@ class Cut:
     constant: float
     slope: dict
     value: float  # at the schedule it was taken at
+    work_s: float = 0.0  # the seconds of work it is reckoned to have taken
 
 
 def commitment_space(builder: ModelBuilder) -> dict:
@@ -58,19 +60,27 @@ def cut_at(builder: ModelBuilder, schedule: dict, seconds: float,
            prices: tuple | None = None) -> Cut:
     """The cut at `schedule` ((offer key, start) -> GPUs; missing: none): the prices of
     the model with those commitments fixed, by column generation for up to `seconds`
-    from `prices` (default: first prices)."""
+    from `prices` (default: first prices), on a work clock of its own."""
     blocks = _fixed(Blocks(builder), schedule)
     dual = DualBound(blocks, prices if prices is not None else first_prices(blocks))
-    clock = Budget(seconds)
+    clock = Budget.of_work(seconds)
+    clock.spend(blocks_s(blocks.cells) + dual.work_s)
     while not dual.converged and clock.left() > 0:
-        if not dual.step(clock.left()):
+        stepped = dual.step(clock.left(), clock.wall_left())
+        clock.spend(dual.work_s)
+        if not stepped:
             break
-    return _cut(blocks, dual.prices, schedule)
+    cut = _cut(blocks, dual.prices, schedule)
+    cut.work_s = clock.elapsed() + pricing_s(blocks.cells, len(blocks.workloads))
+    return cut
 
 
 def cut_with(builder: ModelBuilder, prices: tuple, schedule: dict) -> Cut:
     """The cut at `prices` (valid for any schedule; `schedule` only sets its `value`)."""
-    return _cut(_fixed(Blocks(builder), schedule), prices, schedule)
+    blocks = _fixed(Blocks(builder), schedule)
+    cut = _cut(blocks, prices, schedule)
+    cut.work_s = blocks_s(blocks.cells) + pricing_s(blocks.cells, len(blocks.workloads))
+    return cut
 
 
 def _fixed(blocks: Blocks, schedule: dict) -> Blocks:

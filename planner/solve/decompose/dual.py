@@ -39,6 +39,7 @@ from planner.solve.decompose.pricing import (
     single_region_columns,
     unit_costs,
 )
+from planner.solve.work import master_start_s, pricing_s
 
 # Arcs (demand cells × sources in reach) up to which the master starts with all of them:
 # its LP is then the LP relaxation, solved at once (the default scenario: 33 k arcs, 2 s;
@@ -221,17 +222,22 @@ class DualBound:
                 parts.append(seeded[w][:4])
             arcs = tuple(np.concatenate([p[i] for p in parts]) for i in range(4))
             self.master.add_arcs(w, *_unique_arcs(wb, blocks, *arcs))
+        self.work_s = master_start_s(blocks.cells, self.master.n_cols)
 
     def lagrangian(self, y_payg: np.ndarray, y_committed: np.ndarray) -> float:
         return evaluate(self.blocks, self.commitment_part, self.rows, y_payg,
                         y_committed).value
 
-    def step(self, seconds: float | None = None) -> bool:
+    def step(self, seconds: float | None = None, wall: float | None = None) -> bool:
         """One round: solve the master, price, add columns. False when the master's LP
-        did not finish within `seconds`."""
+        did not finish within `seconds` of work (or `wall` seconds on the wall clock).
+        `work_s`: the round's reckoning (planner.solve.work)."""
         m = self.master
-        if not m.solve(seconds):
+        solved = m.solve(seconds, wall)
+        self.work_s = m.work_s
+        if not solved:
             return False
+        self.work_s += pricing_s(self.blocks.cells, len(self.blocks.workloads))
         self.rounds += 1
         self.dropped += m.drop_idle()
         y = (m.y_payg, m.y_committed)

@@ -30,6 +30,7 @@ import numpy as np
 
 from planner.solve.decompose.construct import Draft, PoolPlan
 from planner.solve.highs import new_highs
+from planner.solve.work import pool_mip_s
 
 NODES = 1000  # branch-and-bound nodes per pool's MIP (they rarely need ten)
 # A pool's MIP stops within the first of these gaps of its optimum until a pass at the
@@ -92,19 +93,20 @@ class Tried:
 
 
 def replan_pool(draft: Draft, pool: str, m: int, k: int, choices: int = CHOICES[0],
-                gap: float = POOL_GAPS[-1]) -> tuple[bool, float]:
+                gap: float = POOL_GAPS[-1]) -> tuple[bool, float, float]:
     """Plan `pool` in (m, k) again, exactly (to within `gap` of its optimum), each site
-    choosing among `choices` sources beside its own: whether its plan got cheaper, and
-    the gap HiGHS proved (inf: none)."""
+    choosing among `choices` sources beside its own: whether its plan got cheaper, the
+    gap HiGHS proved (inf: none), and the seconds its MIP is reckoned to have taken
+    (planner.solve.work)."""
     current = draft.pools.get((m, k, pool))
     if current is None:
-        return False, math.inf
+        return False, math.inf, 0.0
     mip = _PoolMip(draft, current, m, k)
     mip.demand(pool, choices)
     mip.replicas()
     solved = mip.solve(gap)
     if solved is None:
-        return False, math.inf
+        return False, math.inf, mip.work_s
     plan, proved = solved
     plan.cost = draft.pool_cost(pool, m, k, plan)
     # the idle GPUs of part-used instances change with the pool's plan
@@ -113,8 +115,8 @@ def replan_pool(draft: Draft, pool: str, m: int, k: int, choices: int = CHOICES[
     draft.set(pool, m, k, plan)
     if plan.cost + draft.idle_instances(touched, m, k) >= before - 1e-7 * max(1.0, before):
         draft.set(pool, m, k, current)
-        return False, proved
-    return True, proved
+        return False, proved, mip.work_s
+    return True, proved, mip.work_s
 
 
 class _PoolMip:
@@ -233,6 +235,7 @@ class _PoolMip:
         solution.col_value = self._start()
         h.setSolution(solution)
         h.run()
+        self.work_s = pool_mip_s(n, h.getInfo().simplex_iteration_count)
         if h.getInfo().primal_solution_status != 2:
             return None
         x = np.asarray(h.getSolution().col_value)

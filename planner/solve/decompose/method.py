@@ -17,15 +17,15 @@ The run ends as soon as its plan is proven within the gap asked (as branch and b
 stops at its gap): the plan of a run that ends so, not by its clock, is the same on every
 run (SPEC §2).
 
-Each step advances in rounds that do not depend on the clock; the clock only decides
-how many rounds are run. `Rounds` records them, and the same counts given back rebuild
-the same plan on any machine.
+Each step advances in rounds that do not depend on the clock; the budget's work clock
+(planner.solve.budget: each step's work reckoned from its counts, planner.solve.work)
+decides how many rounds are run, the same on every run. `Rounds` records them, and the
+same counts given back rebuild the same plan on any machine, whatever its speed.
 """
 
 from __future__ import annotations
 
 import re
-import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -48,6 +48,7 @@ from planner.solve.decompose.primal import (
     rounded_commitments,
 )
 from planner.solve.whole import honest_gap, status_of
+from planner.solve.work import ascent_s, blocks_s, construct_s, trim_s
 
 # Shares of the budget: the bound's rounds stop at BOUND_SHARE of it (200x40x24's
 # master reaches 251.8 M, 0.6 % under its LP, in its 7th round, some 28 s into the
@@ -159,6 +160,7 @@ def decompose(builder: ModelBuilder, budget: Budget, rounds: Rounds | None = Non
         run.hold_pairs(dual)
         guided = construct(run.blocks, dual.prices, rounded_commitments(dual),
                            master_arcs(dual), all_pairs(dual))
+        run.budget.spend(construct_s(len(guided.pools)))
         if guided.cost() <= greedy.cost():
             draft = guided
         run.planned(draft.cost(), "LP-guided plan", dual)
@@ -216,6 +218,7 @@ class _Run:
         self.tried = Tried()  # fix and optimize: pools whose MIP found nothing
         self.first_round_s = np.inf  # seconds into the budget to the first master round
         self.last_round_s = 0.0  # seconds the last master round took, of either step
+        budget.spend(blocks_s(blocks.cells))
 
     def least_s(self) -> float:
         """The least budget in which the first round of column generation would have
@@ -251,7 +254,7 @@ class _Run:
         else before `until` seconds into the budget."""
         if self.fixed is not None:
             return getattr(self.done, step) < getattr(self.fixed, step)
-        return self.budget.elapsed() < until
+        return self.budget.elapsed() < until and not self.budget.out_of_time()
 
     def greedy(self) -> Draft:
         """A plan at first prices alone, whole replicas within capacity: it seeds the
@@ -260,12 +263,13 @@ class _Run:
         b, prices = self.blocks, self.prices
         pairs = choose_pairs(b, {w: pairs_by_cost(wb, b, prices)
                                  for w, wb in enumerate(b.workloads) if wb.single_region})
-        started = self.budget.elapsed()
         greedy = construct(b, prices, np.array(b.commitments.lower),
                            cheapest_arcs(b, prices, pairs), pairs, sign_wanted=True)
+        took = construct_s(len(greedy.pools))
+        self.budget.spend(took)
         # time kept back for the LP-guided plan (about the greedy one's) and some fix
         # and optimize: a master round the clock would push past it is not started
-        self.keep = 2.0 * (self.budget.elapsed() - started) + 0.05 * self.budget.seconds
+        self.keep = 2.0 * took + 0.05 * self.budget.seconds
         self.planned(greedy.cost(), "plan at first prices")
         return greedy
 
@@ -275,8 +279,10 @@ class _Run:
         if self.fixed is None and self.budget.left() <= self.keep:
             self.raise_bound(lagrangian(self.blocks, CommitmentPart(self.blocks),
                                         *self.prices), self.prices)
+            self.budget.spend(ascent_s(self.blocks.cells, len(self.blocks.workloads)))
             return None
         dual = DualBound(self.blocks, self.prices, greedy.arcs())
+        self.budget.spend(dual.work_s)
         self.column_generation(dual, "bound", BOUND_SHARE)
         return dual
 
@@ -293,10 +299,14 @@ class _Run:
             # ended at 390 s after 129 s, round 4 was cut at 476 s, 86 s lost)
             if self.fixed is None and self.budget.elapsed() + self.last_round_s > until:
                 break
-            seconds = None if self.fixed is not None else \
-                max(0.1, until - self.budget.elapsed())
+            seconds = wall = None
+            if self.fixed is None:
+                seconds = max(0.1, until - self.budget.elapsed())
+                wall = self.budget.wall_left()
             started = self.budget.elapsed()
-            if not dual.step(seconds):
+            stepped = dual.step(seconds, wall)
+            self.budget.spend(dual.work_s)
+            if not stepped:
                 break
             self.last_round_s = self.budget.elapsed() - started
             seen.append((dual.master_value, dual.best, self.budget.elapsed()))
@@ -326,8 +336,10 @@ class _Run:
         ascent = Ascent(self.blocks, CommitmentPart(self.blocks), start, plan_cost)
         until = min(self.budget.elapsed() + ASCENT_SHARE * self.budget.seconds,
                     self.budget.seconds)
+        self.budget.spend(ascent_s(self.blocks.cells, len(self.blocks.workloads)))
         while not ascent.stopped and self.more("ascent", until):
             ascent.step()
+            self.budget.spend(ascent_s(self.blocks.cells, len(self.blocks.workloads)))
             self.done.ascent += 1
             self.raise_bound(ascent.best, ascent.best_prices)
             self.tell(f"ascent step {self.done.ascent}")
@@ -365,9 +377,9 @@ class _Run:
             if not self.more("improve", end - 2.0 * self.longest_pool):
                 ended = True
                 break
-            started = time.perf_counter()
-            cheaper, proved = replan_pool(draft, pool, m, k, choices, gap)
-            self.longest_pool = max(self.longest_pool, time.perf_counter() - started)
+            cheaper, proved, took = replan_pool(draft, pool, m, k, choices, gap)
+            self.budget.spend(took)
+            self.longest_pool = max(self.longest_pool, took)
             self.done.improve += 1
             self.tried.solved(m, k, pool, choices, cheaper, proved)
             found |= cheaper
@@ -376,7 +388,9 @@ class _Run:
                 break
             if self.done.improve % 50 == 0:
                 self.planned(draft.cost(), f"improving, {self.done.improve} pools")
-        if draft.trim_commitments():
+        trimmed = draft.trim_commitments()
+        self.budget.spend(trim_s(len(draft.pools)))
+        if trimmed:
             self.tried.commitments_cut()
             ended |= self.fixed is None and self.enough(draft)
         self.planned(draft.cost(), f"improving, {self.done.improve} pools")

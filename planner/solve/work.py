@@ -1,0 +1,132 @@
+"""What each step of a solve is reckoned to take, in seconds, from what it did.
+
+A budget on a work clock (planner.solve.budget.Work) is spent by these reckonings, not
+by the wall clock, so that a run stopped by its budget stops at the same step on every
+run and any machine. Each reckoning counts only what is the same on every run: cells,
+columns, nonzeros, simplex iterations. The rates were fitted (2026-11-26) on this
+project's machine (2 cores; one thread each) to the steps of the decomposition on the
+default scenario and the generated 50x40x24, 200x40x24 and 1000x100x36 markets, and
+err towards more than the wall clock saw: a reckoning short of it lets the wall clock's
+safety stop decide, which no longer gives the same plan on every run.
+"""
+
+from __future__ import annotations
+
+# -- stages before the solve ----------------------------------------------------------------
+
+
+def load_s(scenario) -> float:
+    """Starting the command and loading `scenario`: 0.6 s for the interpreter and
+    imports, then 15 µs an input row (from the process's start to the scenario loaded:
+    the default scenario, 1.2 k rows, 0.35 s; 200x40x24, 9.6 k rows, 0.33 s;
+    1000x100x36, 69 k rows, 1.4 s)."""
+    tables = ("gpus", "sites", "links", "regions", "offers", "workloads", "throughput",
+              "demand", "existing", "demand_scenarios")
+    return 0.6 + 1.5e-5 * sum(len(getattr(scenario, t)) for t in tables)
+
+
+def model_index_s(cells: int) -> float:
+    """The region graph, the candidates and the model's index of `cells` supply cells
+    (default 38.7 k cells 0.03 s; 200x40x24 1.67 M cells 0.55-0.85 s; 1000x100x36
+    30 M cells ~5 s)."""
+    return 0.05 + 3.0e-7 * cells
+
+
+def extract_s(rows: int) -> float:
+    """A solution turned into the plan's tables of about `rows` rows (default 0.06 s for
+    4 k; 200x40x24 0.6 s for 76 k; 1000x100x36 5.2 s for 370 k)."""
+    return 0.05 + 1.4e-5 * rows
+
+
+def build_s(cells: int) -> float:
+    """The whole model of `cells` supply cells built in PuLP, to be solved by branch and
+    bound (a stochastic evaluation's, ~2.9 k cells: 0.29 s)."""
+    return 0.01 + 1.0e-4 * cells
+
+
+# -- the decomposition ----------------------------------------------------------------------
+
+
+def blocks_s(cells: int) -> float:
+    """The model's blocks as arrays (default 0.04 s; 200x40x24 0.29 s; 1000x100x36,
+    30 M cells, 13.9 s)."""
+    return 0.02 + 4.6e-7 * cells
+
+
+def construct_s(pools: int) -> float:
+    """A plan of `pools` pools (workloads sharing replicas, in a month and segment)
+    built month by month (planner.solve.decompose.construct): default 0.09-0.12 s (315
+    pools), 50x40x24 0.42-0.52 s (1,288), 200x40x24 2.6-3.1 s (7,917), 1000x100x36
+    22-26 s (58 k)."""
+    return 0.02 + 3.8e-4 * pools
+
+
+def master_start_s(cells: int, columns: int) -> float:
+    """The master LP built with its first arcs (default 0.13 s, 39 k columns; 50x40x24
+    0.39 s, 400 k; 200x40x24 0.60 s, 226 k; 1000x100x36 9.3 s, 1.6 M)."""
+    return 0.1 + 2.5e-7 * cells + 1.2e-6 * columns
+
+
+def pricing_s(cells: int, workloads: int) -> float:
+    """A round's pricing, bounds and columns added, beside its LP: by cell and by
+    workload (default, 11 workloads, 0.03-0.08 s; 50x40x24 0.09-0.37 s; 200x40x24
+    0.8-1.8 s, a comparison plan of 86 k cells 0.19 s; 1000x100x36 17-26 s)."""
+    return 0.01 + 6.0e-4 * workloads + 7.0e-7 * cells
+
+
+def ascent_s(cells: int, workloads: int) -> float:
+    """A step of the ascent: the Lagrangian function at new prices (as a round's
+    pricing)."""
+    return pricing_s(cells, workloads)
+
+
+def lp_s(iterations: int, nonzeros: int, columns: int, rows: int, primal: bool) -> float:
+    """A master LP solve of `iterations` simplex iterations from its last basis: reading
+    the model and its solution (10 ms and 0.2 µs a nonzero), then each iteration
+    (`_per_iteration`)."""
+    return 0.01 + 2.0e-7 * nonzeros + iterations * _per_iteration(nonzeros, columns, rows,
+                                                                  primal)
+
+
+def lp_iterations_within(seconds: float, nonzeros: int, columns: int, rows: int,
+                         primal: bool) -> int:
+    """The most simplex iterations an LP solve reckoned at `lp_s` fits in `seconds`."""
+    per = _per_iteration(nonzeros, columns, rows, primal)
+    return max(0, int((seconds - 0.01 - 2.0e-7 * nonzeros) / max(per, 1e-9)))
+
+
+def _per_iteration(nonzeros: int, columns: int, rows: int, primal: bool) -> float:
+    """Seconds a simplex iteration of the master LP is reckoned to take. The primal's
+    grows with the columns it prices (2 ns a column: 200x40x24's 3,365 iterations over
+    234 k columns 1.5 s). The dual's with the nonzeros, the rows, and the nonzeros a row
+    (measured: default, 0.2 M nonzeros, 11 k rows: 41 µs; 50x40x24's first, 1.14 M, 33 k
+    rows, 34 a row: 152 µs; 200x40x24, 0.43-1.14 M, 44-62 k rows: 48-114 µs;
+    1000x100x36, 2.9-4.5 M, 320-360 k rows: 179-769 µs). A compromise that errs long:
+    50x40x24's first 1.02 times, 200x40x24's 1.0-1.45, the default's 1.5, 1000x100x36's
+    three 0.5-1.6 (0.94 in all): a first LP reckoned short had let the wall clock's
+    safety stop end 50x40x24 at --time-limit 20 and 30 (other plans from run to run)."""
+    if primal:
+        return 2.0e-9 * columns
+    return 1.0e-5 + 6.0e-11 * nonzeros + 2.0e-6 * nonzeros / max(rows, 1) + 2.5e-10 * rows
+
+
+def pool_mip_s(columns: int, iterations: int) -> float:
+    """A pool's MIP built, solved from its plan and read (planner.solve.decompose.
+    improve): 4.5 ms, 9.3 µs a column and 0.28 ms a simplex iteration of its branch and
+    bound (fitted on 13,000 MIPs of the default scenario, 50x40x24, 200x40x24 and
+    1000x100x36: reckoned 17.8 / 34.8 / 5.8 / 52.8 s against 17.5 / 30.3 / 5.1 / 61.2 s
+    measured)."""
+    return 4.5e-3 + 9.3e-6 * columns + 2.8e-4 * iterations
+
+
+def branch_and_bound_s(iterations: int, nonzeros: int, nodes: int) -> float:
+    """HiGHS's branch and bound on a whole model (planner.solve.whole): by its simplex
+    iterations, each dearer with the nonzeros (root cuts and heuristics ride on them),
+    and its nodes. Fitted on nine generated markets of 146-4,786 cells (0.02-57 s); off
+    by up to 3 times on one (6x4x2: 830 iterations, all in root cuts, 1.35 s)."""
+    return 0.01 + iterations * (3.0e-4 + 1.2e-7 * nonzeros) + 1.0e-3 * nodes
+
+
+def trim_s(pools: int) -> float:
+    """Idle commitments trimmed from a plan of `pools` pools."""
+    return 1.0e-5 * pools
