@@ -57,6 +57,7 @@ from planner.solve.decompose.cuts import (
 )
 from planner.solve.decompose.method import BOUND_SHARE
 from planner.solve.pipeline import plan_scenario, short_of_lp
+from planner.solve.work import model_index_s
 
 MAX_CANDIDATES = 6
 # Shares of the budget: the wait-and-see solves, the cuts, the evaluations, the final
@@ -186,7 +187,9 @@ def cut_task(args) -> Cut:
     column generation from the prices of its wait-and-see solve."""
     scenario, schedule, seconds, prices = args
     builder = ModelBuilder(scenario, find_candidates(scenario))
-    return cut_at(builder, dict(schedule), seconds, prices)
+    cut = cut_at(builder, dict(schedule), seconds, prices)
+    cut.work_s += model_index_s(builder.cell_count)
+    return cut
 
 
 def evaluate_task(args) -> dict:

@@ -200,7 +200,7 @@ def run_whatif(scenario: Scenario, policies: list[Policy], demand_scales: list[f
         if progress:
             progress(v, count, total)
 
-    until = None if budget is None else budget.wall_end  # the safety stop
+    until = None if budget is None else budget.last_moment
     with Runner(workers_for(jobs, scheduler, budget), scheduler, until=until) as runner:
         workers = runner.workers
         if budget is not None:

@@ -353,7 +353,7 @@ def _solve_stochastic(s, budget, keep, out, as_json, focus, solver, gap, samples
     with _status(f"planning {len(scenarios)} demand scenarios") as status:
         # the cluster's tasks end within the command's time, or it says why not (a worker
         # lost, none left)
-        with Runner(jobs or os.cpu_count() or 1, scheduler, until=work.wall_end) \
+        with Runner(jobs or os.cpu_count() or 1, scheduler, until=budget.last_moment) \
                 as runner:
             say = lambda text: (status.update(text), interrupt.set_stage(text))  # noqa: E731
             result = solve_stochastic(

@@ -101,13 +101,15 @@ def _per_iteration(nonzeros: int, columns: int, rows: int, primal: bool) -> floa
     234 k columns 1.5 s). The dual's with the nonzeros, the rows, and the nonzeros a row
     (measured: default, 0.2 M nonzeros, 11 k rows: 41 µs; 50x40x24's first, 1.14 M, 33 k
     rows, 34 a row: 152 µs; 200x40x24, 0.43-1.14 M, 44-62 k rows: 48-114 µs;
-    1000x100x36, 2.9-4.5 M, 320-360 k rows: 179-769 µs). A compromise that errs long:
-    50x40x24's first 1.02 times, 200x40x24's 1.0-1.45, the default's 1.5, 1000x100x36's
-    three 0.5-1.6 (0.94 in all): a first LP reckoned short had let the wall clock's
-    safety stop end 50x40x24 at --time-limit 20 and 30 (other plans from run to run)."""
+    1000x100x36, 2.9-4.5 M, 320-360 k rows: 179-769 µs). A compromise: 50x40x24's first
+    0.98 times, 200x40x24's 1.25-1.35, the default's 1.45, 1000x100x36's three 1.31,
+    0.91, 0.44. A first LP reckoned short had let the wall clock's safety stop end
+    50x40x24 at --time-limit 20 and 30 (other plans from run to run); one reckoned long
+    leaves rounds out (1000x100x36 with 0.25 µs a thousand rows: 2 master rounds, 14.2 %,
+    where the third round's LP runs in what the first two were reckoned to spare)."""
     if primal:
         return 2.0e-9 * columns
-    return 1.0e-5 + 6.0e-11 * nonzeros + 2.0e-6 * nonzeros / max(rows, 1) + 2.5e-10 * rows
+    return 1.0e-5 + 6.0e-11 * nonzeros + 2.0e-6 * nonzeros / max(rows, 1) + 1.0e-10 * rows
 
 
 def pool_mip_s(columns: int, iterations: int) -> float:
