@@ -259,10 +259,9 @@ def _cheapest_plan(s, run, cheapest, gap: float, budget, keep: float):
     the plan's took), checked as the plan was; else the plan found."""
     from planner.baselines import cheaper_plan
     from planner.check import check_plan
-    from planner.solve.work import extract_s
+    from planner.solve.work import plan_tables_s
 
-    if cheapest is None or budget.left() < keep + extract_s(
-            len(run.plan.supply) + len(run.plan.assignments) + len(run.plan.flows)):
+    if cheapest is None or budget.left() < keep + plan_tables_s(run.plan):
         return run.plan
     better = cheaper_plan(run, run.plan, cheapest, gap)
     if better is None:

@@ -34,7 +34,7 @@ from planner.solve.whole import (
     solve_within,
     status_of,
 )
-from planner.solve.work import build_s, extract_s, model_index_s
+from planner.solve.work import build_s, model_index_s, plan_tables_s, solution_tables_s
 
 # Supply cells up to which a model is solved whole: branch and bound proves the
 # optimum of such models in about a second; at the default scenario's 40 k cells HiGHS
@@ -159,7 +159,7 @@ def plan_scenario(scenario: Scenario, solver: str | None = None,
         t = time.perf_counter()
         plan = extract_plan(builder, solution, result)
         seconds["extract"] = time.perf_counter() - t
-        budget.spend(extract_s(len(plan.supply) + len(plan.assignments) + len(plan.flows)))
+        budget.spend(plan_tables_s(plan))
     return Run(builder, plan, result, seconds, prices, least_s,
                solution if result.has_solution else None, budget.elapsed() - began)
 
@@ -190,7 +190,7 @@ def _whole(builder: ModelBuilder, solver: str, budget: Budget, gap: float,
         return Solution(), raw
     solution, objective = _cheapest_valid(builder, found)
     if len(found) > 1:  # each turned into tables and checked
-        budget.spend(2 * len(found) * extract_s(3 * len(solution.supply)))
+        budget.spend(solution_tables_s(solution, 2 * len(found)))
     if raw.has_solution and solution is found[0]:
         objective = min(raw.objective, objective)
     value = None if bound is None else honest_gap(objective, bound, builder.unservable_usd)
@@ -223,8 +223,7 @@ def _decomposed(builder: ModelBuilder, budget: Budget, solver: str, threads: int
 
         solution, objective = whole_instances(builder, solution, solver, budget, threads,
                                               repair, enough)
-        # the plans it compared, each turned into tables (about 3 table rows a supply cell)
-        budget.spend(2 * extract_s(3 * len(solution.supply)))
+        budget.spend(solution_tables_s(solution, 2))  # the two plans it compared
     return outcome, solution, objective, share
 
 

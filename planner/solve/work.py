@@ -38,6 +38,17 @@ def extract_s(rows: int) -> float:
     return 0.05 + 1.4e-5 * rows
 
 
+def plan_tables_s(plan) -> float:
+    """`extract_s` of a plan made (planner.report.plan.Plan), by its tables' rows."""
+    return extract_s(len(plan.supply) + len(plan.assignments) + len(plan.flows))
+
+
+def solution_tables_s(solution, plans: int = 1) -> float:
+    """`extract_s` of `plans` plans the size of `solution` (planner.model.solution), about
+    3 table rows a supply cell: plans compared by turning each into tables."""
+    return plans * extract_s(3 * len(solution.supply))
+
+
 def build_s(cells: int) -> float:
     """The whole model of `cells` supply cells built in PuLP, to be solved by branch and
     bound (a stochastic evaluation's, ~2.9 k cells: 0.29 s)."""
@@ -127,6 +138,22 @@ def branch_and_bound_s(iterations: int, nonzeros: int, nodes: int) -> float:
     and its nodes. Fitted on nine generated markets of 146-4,786 cells (0.02-57 s); off
     by up to 3 times on one (6x4x2: 830 iterations, all in root cuts, 1.35 s)."""
     return 0.01 + iterations * (3.0e-4 + 1.2e-7 * nonzeros) + 1.0e-3 * nodes
+
+
+def wall_stop_s(seconds: float) -> float:
+    """Seconds on the wall clock after which a step given `seconds` of work (a master LP,
+    branch and bound) is stopped all the same: WALL_SLACK times as long and a second
+    more. A stop so far past the reckoning is rare (it ends the step at a different point
+    from run to run) and keeps a step the reckoning misjudged from taking what follows:
+    200x40x24's "on-demand from one provider" comparison plan (23 k rows, 44 k columns,
+    $1 T of penalty in its objective) took 0.82 ms a simplex iteration, 9 times its
+    reckoning, and its LP, stopped at its iterations after 8.8 s, made the comparison
+    plans late; a small model's branch and bound can spend that long on its root node's
+    cuts (16x10x4: 57 s, 131 nodes)."""
+    return WALL_SLACK * seconds + 1.0
+
+
+WALL_SLACK = 4.0
 
 
 def trim_s(pools: int) -> float:

@@ -56,14 +56,6 @@ IDLE_ROUNDS = 2
 # 1.6 M): primal 50 k iterations in 110-256 s, dual 315 k in 91 s. 50x40x24, a few
 # single-region plans joining 400 k arcs: primal 0.8 s, dual 3.7 s.
 MANY_NEW = 50_000
-# A master LP given `seconds` of work (an iteration limit, planner.solve.work.lp_s) also
-# stops after LP_WALL times as many seconds on the wall clock. A simplex iteration's
-# time is hard to foresee: 200x40x24's "on-demand from one provider" comparison plan
-# (23 k rows, 44 k columns, an objective of $1 T of penalty) took 0.82 ms an iteration,
-# 9 times the reckoning, and its round, stopped at its iterations after 8.8 s, made
-# the comparison plans late. An LP stopped either way counts as all it was given and
-# ends its step: the same plan, unless it would have ended on a faster machine.
-LP_WALL = 4.0
 
 
 class Master:
@@ -251,10 +243,13 @@ class Master:
     def solve(self, seconds: float | None = None, wall: float | None = None) -> bool:
         """Solve the master LP (from the last basis); False if HiGHS stopped short: at
         the simplex iterations `seconds` of work hold (planner.solve.work.lp_s), or at
-        `wall` seconds on the wall clock (a safety stop). `work_s`: its reckoning."""
+        `wall` seconds on the wall clock (a safety stop), or far past its reckoning
+        (planner.solve.work.wall_stop_s). `work_s`: its reckoning; stopped either way,
+        all it was given (the same on every run, unless a faster machine would have
+        ended it)."""
         import highspy
 
-        from planner.solve.work import lp_iterations_within, lp_s
+        from planner.solve.work import lp_iterations_within, lp_s, wall_stop_s
 
         h = self.h
         primal = self._primal()
@@ -263,16 +258,16 @@ class Master:
         h.setOptionValue("simplex_iteration_limit", 2**31 - 1 if seconds is None else
                          lp_iterations_within(seconds, nonzeros, columns, rows, primal))
         if seconds is not None:  # an LP far slower than reckoned stops all the same
-            wall = min(wall if wall is not None else float("inf"), LP_WALL * seconds + 1.0)
+            wall = min(wall if wall is not None else float("inf"), wall_stop_s(seconds))
         # HiGHS's clock runs on across runs of one instance: the limit is on its total
         h.setOptionValue("time_limit", h.getRunTime() + max(0.1, wall)
                          if wall is not None else float("inf"))
         h.run()
         self.work_s = lp_s(h.getInfo().simplex_iteration_count, nonzeros, columns, rows,
                            primal)
-        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal and seconds is not None:
-            self.work_s = seconds  # stopped by either limit: all it was given, either way
         if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            if seconds is not None:
+                self.work_s = seconds
             self.restart()
             return False
         basis = h.getBasis()
