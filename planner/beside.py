@@ -34,7 +34,10 @@ class Beside:
     for it. Use as a context manager: leaving it ends a process still running."""
 
     def __init__(self, fn, *args, **kwargs):
-        call = pickle.dumps((fn, args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
+        from planner.solve.work import at_pace
+
+        # at the command's pace: its reckonings, not a new process's default
+        call = pickle.dumps((at_pace(fn), args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
         self._proc = subprocess.Popen([sys.executable, "-m", "planner.beside"],
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                       stderr=subprocess.PIPE, start_new_session=True)

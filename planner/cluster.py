@@ -151,11 +151,14 @@ class Runner:
         import dask
         from distributed import as_completed
 
+        from planner.solve.work import at_pace
+
         # each task carries its scenario (some 0.7 MiB at 200x40x24): in the graph, not
         # scattered, so that a lost worker's task can run again (scattered data is lost
         # with its worker); Dask's warning about a large graph would only alarm the user
         with dask.config.set({"distributed.admin.large-graph-warning-threshold": "1 GiB"}):
-            futures = self.client.map(fn, tasks, retries=RETRIES, pure=False)
+            # at the command's pace: its reckonings, whatever the worker's machine
+            futures = self.client.map(at_pace(fn), tasks, retries=RETRIES, pure=False)
         index = {f.key: i for i, f in enumerate(futures)}
         workers = self.workers  # as the tasks start: a lost one shows at the end
         results: list = [None] * len(tasks)

@@ -372,23 +372,46 @@ def _scenario_files(scenario: Path) -> set[Path]:
 
 def _report_seconds(scenario) -> float:
     """Seconds kept back from the solve for the plan's tables, its check, workbook and
-    JSON: 1 s and 0.12 ms per demand cell and segment (the plan's draft refines it:
-    `_writing_seconds`). Measured (2026-11-26, tables written straight as XML): the
-    default scenario, 1.4 k cells, 0.6 s; 200x40x24, 36 k cells, 5.6 s; 1000x100x36,
-    294 k cells, 32 s (workbook 19 s)."""
+    JSON: 1 s and `_per_cell_s` (the plan's draft refines it: `_writing_seconds`), at
+    the machine's pace (planner.solve.work.pace). Measured (2026-11-26, tables written
+    straight as XML, the fitted machine): the default scenario, 1.4 k cells, 0.6 s;
+    200x40x24, 36 k cells, 5.6 s; 1000x100x36, 294 k cells, 32 s (workbook 19 s)."""
+    from planner.solve.work import pace
+
+    return pace() * (1.0 + _per_cell_s(scenario))
+
+
+def _per_cell_s(scenario) -> float:
+    """The fitted machine's seconds of writing by the scenario's demand cells: 0.12 ms
+    per demand cell and segment."""
     from planner.model.candidates import make_segments
 
-    cells = len(scenario.demand) * len(make_segments(scenario))
-    return 1.0 + 0.00012 * cells
+    return 0.00012 * len(scenario.demand) * len(make_segments(scenario))
 
 
 def _writing_seconds(rows: int) -> float:
     """Seconds a plan whose tables have about `rows` rows (planner.solve.decompose.
     construct.Draft.rows) takes from solved to written: its tables, check, workbook and
-    JSON. Measured (2026-11-26, tables written straight as XML): 4 k rows 0.6 s (the
-    default scenario), 76 k 5.6 s (200x40x24: tables 0.5, check 0.8, workbook 3.5, JSON
-    0.8), 370 k 32 s (1000x100x36: 3.2, 5.1, 19.4, 4.5); 0.09 ms a row and a margin."""
-    return 0.5 + 0.00009 * rows
+    JSON, at the machine's pace. Measured (2026-11-26, tables written straight as XML,
+    the fitted machine): 4 k rows 0.6 s (the default scenario), 76 k 5.6 s (200x40x24:
+    tables 0.5, check 0.8, workbook 3.5, JSON 0.8), 370 k 32 s (1000x100x36: 3.2, 5.1,
+    19.4, 4.5); 0.09 ms a row and a margin."""
+    from planner.solve.work import pace
+
+    return pace() * (0.5 + 0.00009 * rows)
+
+
+def _pace_machine() -> None:
+    """Reckon the work clock at this machine's pace (planner.solve.pace), measured on
+    the first run and kept; a PLANNER_PACE that is not a pace is bad input."""
+    from planner.solve.pace import machine_pace
+    from planner.solve.work import set_pace
+
+    try:
+        set_pace(machine_pace())
+    except ValueError as e:
+        err.print(f"[red]error:[/] {e}")
+        raise typer.Exit(EXIT_BAD_INPUT) from None
 
 
 def _warn_past_limit(budget, what: str) -> None:

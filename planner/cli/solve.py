@@ -27,6 +27,7 @@ from planner.cli.common import (
     _check_suffixes,
     _guard,
     _load,
+    _pace_machine,
     _report_seconds,
     _status,
     _warn_past_limit,
@@ -128,6 +129,7 @@ def solve(
     _check_suffixes(xlsx=out, mps=export_model, csv=focus)
     with _status(f"loading {path}"):
         s = _load(path)
+        _pace_machine()
     for w in s.warnings:
         err.print(f"[yellow]{w}[/]")
     budget = Budget(time_limit if time_limit is not None else s.settings.time_limit_s,

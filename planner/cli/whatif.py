@@ -26,8 +26,9 @@ from planner.cli.common import (
     _load,
     _named,
     _numbers,
+    _pace_machine,
+    _per_cell_s,
     _progress,
-    _report_seconds,
     _status,
     _warn_past_limit,
     _warn_short_budget,
@@ -73,7 +74,7 @@ def whatif(
     QUIET["on"] = quiet
     from planner.report.whatif_workbook import write_whatif_workbook
     from planner.solve.budget import Budget
-    from planner.solve.work import load_s
+    from planner.solve.work import load_s, pace
     from planner.whatif import (
         DEFAULT_POLICIES,
         Policy,
@@ -115,6 +116,7 @@ def whatif(
             err.print(f"[red]error:[/] {option} gives a level twice")
             raise typer.Exit(EXIT_BAD_INPUT)
     s = _load(scenario)
+    _pace_machine()
     for w in s.warnings:
         err.print(f"[yellow]{w}[/]")
     per_workload: dict[str, float] = {}
@@ -138,11 +140,12 @@ def whatif(
                     start=started)
     # the workbook (its plans' tables and checks are made by the workers) and what the
     # variants' solves take beyond their limits: half a second, and for each variant
-    # half what one plan's writing takes beyond its first second and 0.2 s. The default
-    # scenario, three variants: 1.4 s kept, the workbook 0.35 s (nine: 3.1 s, 1.0 s),
-    # the variants 0.1-0.3 s past their limits (2026-11-26; (1 + variants) / 2 plans'
-    # writing, as before the tables were written straight, had kept 3.1 s of 5 for 0.8)
-    keep = 0.5 + len(policies) * len(scales) * ((_report_seconds(s) - 1) / 2 + 0.2)
+    # half what one plan's writing takes beyond its first second and 0.2 s, at the
+    # machine's pace. The default scenario, three variants: 1.4 s kept, the workbook
+    # 0.35 s (nine: 3.1 s, 1.0 s), the variants 0.1-0.3 s past their limits (2026-11-26,
+    # the fitted machine; (1 + variants) / 2 plans' writing, as before the tables were
+    # written straight, had kept 3.1 s of 5 for 0.8)
+    keep = pace() * (0.5 + len(policies) * len(scales) * (_per_cell_s(s) / 2 + 0.2))
     warned = _warn_short_budget(budget, keep)
     # the variants' limits and the stress tests run are reckoned on the work clock
     # (planner.solve.budget): the same on every run, whatever --jobs

@@ -17,7 +17,7 @@ import pulp
 
 from planner.model.builder import PlanningModel
 from planner.solve.budget import LEAST_LIMIT_S
-from planner.solve.work import branch_and_bound_s, wall_stop_s
+from planner.solve.work import branch_and_bound_s, nodes_within, wall_stop_s
 
 
 @dataclass(frozen=True)
@@ -78,22 +78,16 @@ def solve(model: PlanningModel, solver: str = "highs", time_limit: float = 60.0,
 
 def solve_within(model: PlanningModel, solver: str, seconds: float, wall: float,
                  gap: float, threads: int | None) -> SolveResult:
-    """`solve` in `seconds` of work (planner.solve.budget): bounded by nodes (NODE_S a
-    node) rather than the clock, so that it stops at the same node on every run; the
-    wall clock stops it far past that (planner.solve.work.wall_stop_s: its root node
-    alone may take so long), or at `wall` seconds (the budget's safety stop)."""
+    """`solve` in `seconds` of work (planner.solve.budget): bounded by nodes
+    (planner.solve.work.nodes_within) rather than the clock, so that it stops at the
+    same node on every run; the wall clock stops it far past that
+    (planner.solve.work.wall_stop_s: its root node alone may take so long), or at
+    `wall` seconds (the budget's safety stop)."""
     raw = solve(model, solver, min(wall, wall_stop_s(seconds)), gap,
-                threads, nodes=max(1, int(seconds / NODE_S)))
+                threads, nodes=nodes_within(seconds))
     if raw.termination.startswith("time limit"):  # all it was given, however it stopped
         raw = dataclasses.replace(raw, work_s=seconds)
     return raw
-
-
-# Seconds a node of branch and bound on a whole model is reckoned to take (generated
-# 8x8x3, seed 7: 10,291 nodes in 60 s; 16x10x4: 131 nodes in 57 s, most of it the root
-# node's cuts). Nodes, unlike a time limit, end it at the same point on every run
-# (4x4x3 samples stopped at 0.4 s on the clock had bounds a few dollars apart).
-NODE_S = 0.006
 
 
 def _run(prob, solver, time_limit, gap, threads, msg, warm=False, nodes=None) -> dict:

@@ -8,13 +8,56 @@ project's machine (2 cores; one thread each) to the steps of the decomposition o
 default scenario and the generated 50x40x24, 200x40x24 and 1000x100x36 markets, and
 err towards more than the wall clock saw: a reckoning short of it lets the wall clock's
 safety stop decide, which no longer gives the same plan on every run.
+
+Those are the fitted machine's seconds. Every reckoning here is in this machine's: the
+fitted machine's times its pace (`set_pace`, measured once per machine:
+planner.solve.pace), and what a budget holds (`lp_iterations_within`, `nodes_within`)
+is read back through it. A command sets the pace once, before its first step, and hands
+it to its workers (planner.cluster), so that their reckonings are its own.
 """
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+
+_pace = 1.0  # wall seconds here per second of the fitted machine
+
+
+def set_pace(pace: float) -> None:
+    """Reckon from now on at `pace` (planner.solve.pace.machine_pace)."""
+    global _pace
+    _pace = float(pace)
+
+
+def pace() -> float:
+    return _pace
+
+
+class at_pace:
+    """`fn` run at `pace` (default: the pace now) wherever it runs: in a process of its
+    own (planner.beside) or on a cluster's worker (planner.cluster), whose reckonings
+    are then the command's, not that process's default."""
+
+    def __init__(self, fn: Callable, pace: float | None = None):
+        self.fn, self.pace = fn, _pace if pace is None else pace
+
+    def __call__(self, *args, **kwargs):
+        set_pace(self.pace)
+        return self.fn(*args, **kwargs)
+
+
+def _paced(reckoning: Callable[..., float]) -> Callable[..., float]:
+    """`reckoning` (the fitted machine's seconds) in this machine's seconds."""
+    @functools.wraps(reckoning)
+    def here(*args, **kwargs) -> float:
+        return _pace * reckoning(*args, **kwargs)
+    return here
+
 # -- stages before the solve ----------------------------------------------------------------
 
 
+@_paced
 def load_s(scenario) -> float:
     """Starting the command and loading `scenario`: 0.6 s for the interpreter and
     imports, then 15 µs an input row (from the process's start to the scenario loaded:
@@ -25,6 +68,7 @@ def load_s(scenario) -> float:
     return 0.6 + 1.5e-5 * sum(len(getattr(scenario, t)) for t in tables)
 
 
+@_paced
 def model_index_s(cells: int) -> float:
     """The region graph, the candidates and the model's index of `cells` supply cells
     (default 38.7 k cells 0.03 s; 200x40x24 1.67 M cells 0.55-0.85 s; 1000x100x36
@@ -32,6 +76,7 @@ def model_index_s(cells: int) -> float:
     return 0.05 + 3.0e-7 * cells
 
 
+@_paced
 def extract_s(rows: int) -> float:
     """A solution turned into the plan's tables of about `rows` rows (default 0.06 s for
     4 k; 200x40x24 0.6 s for 76 k; 1000x100x36 5.2 s for 370 k)."""
@@ -49,6 +94,7 @@ def solution_tables_s(solution, plans: int = 1) -> float:
     return plans * extract_s(3 * len(solution.supply))
 
 
+@_paced
 def build_s(cells: int) -> float:
     """The whole model of `cells` supply cells built in PuLP, to be solved by branch and
     bound (a stochastic evaluation's, ~2.9 k cells: 0.29 s)."""
@@ -58,12 +104,14 @@ def build_s(cells: int) -> float:
 # -- the decomposition ----------------------------------------------------------------------
 
 
+@_paced
 def blocks_s(cells: int) -> float:
     """The model's blocks as arrays (default 0.04 s; 200x40x24 0.29 s; 1000x100x36,
     30 M cells, 13.9 s)."""
     return 0.02 + 4.6e-7 * cells
 
 
+@_paced
 def construct_s(pools: int) -> float:
     """A plan of `pools` pools (workloads sharing replicas, in a month and segment)
     built month by month (planner.solve.decompose.construct): default 0.09-0.12 s (315
@@ -72,12 +120,14 @@ def construct_s(pools: int) -> float:
     return 0.02 + 3.8e-4 * pools
 
 
+@_paced
 def master_start_s(cells: int, columns: int) -> float:
     """The master LP built with its first arcs (default 0.13 s, 39 k columns; 50x40x24
     0.39 s, 400 k; 200x40x24 0.60 s, 226 k; 1000x100x36 9.3 s, 1.6 M)."""
     return 0.1 + 2.5e-7 * cells + 1.2e-6 * columns
 
 
+@_paced
 def pricing_s(cells: int, workloads: int) -> float:
     """A round's pricing, bounds and columns added, beside its LP: by cell and by
     workload (default, 11 workloads, 0.03-0.08 s; 50x40x24 0.09-0.37 s; 200x40x24
@@ -91,6 +141,7 @@ def ascent_s(cells: int, workloads: int) -> float:
     return pricing_s(cells, workloads)
 
 
+@_paced
 def lp_s(iterations: int, nonzeros: int, columns: int, rows: int, primal: bool) -> float:
     """A master LP solve of `iterations` simplex iterations from its last basis: reading
     the model and its solution (10 ms and 0.2 µs a nonzero), then each iteration
@@ -103,7 +154,7 @@ def lp_iterations_within(seconds: float, nonzeros: int, columns: int, rows: int,
                          primal: bool) -> int:
     """The most simplex iterations an LP solve reckoned at `lp_s` fits in `seconds`."""
     per = _per_iteration(nonzeros, columns, rows, primal)
-    return max(0, int((seconds - 0.01 - 2.0e-7 * nonzeros) / max(per, 1e-9)))
+    return max(0, int((seconds / _pace - 0.01 - 2.0e-7 * nonzeros) / max(per, 1e-9)))
 
 
 def _per_iteration(nonzeros: int, columns: int, rows: int, primal: bool) -> float:
@@ -123,6 +174,7 @@ def _per_iteration(nonzeros: int, columns: int, rows: int, primal: bool) -> floa
     return 1.0e-5 + 6.0e-11 * nonzeros + 2.0e-6 * nonzeros / max(rows, 1) + 1.0e-10 * rows
 
 
+@_paced
 def pool_mip_s(columns: int, iterations: int) -> float:
     """A pool's MIP built, solved from its plan and read (planner.solve.decompose.
     improve): 4.5 ms, 9.3 µs a column and 0.28 ms a simplex iteration of its branch and
@@ -132,12 +184,26 @@ def pool_mip_s(columns: int, iterations: int) -> float:
     return 4.5e-3 + 9.3e-6 * columns + 2.8e-4 * iterations
 
 
+@_paced
 def branch_and_bound_s(iterations: int, nonzeros: int, nodes: int) -> float:
     """HiGHS's branch and bound on a whole model (planner.solve.whole): by its simplex
     iterations, each dearer with the nonzeros (root cuts and heuristics ride on them),
     and its nodes. Fitted on nine generated markets of 146-4,786 cells (0.02-57 s); off
     by up to 3 times on one (6x4x2: 830 iterations, all in root cuts, 1.35 s)."""
     return 0.01 + iterations * (3.0e-4 + 1.2e-7 * nonzeros) + 1.0e-3 * nodes
+
+
+def nodes_within(seconds: float) -> int:
+    """The nodes of branch and bound on a whole model that `seconds` hold, at NODE_S a
+    node (planner.solve.whole.solve_within): nodes, unlike a time limit, end it at the
+    same point on every run (4x4x3 samples stopped at 0.4 s on the clock had bounds a
+    few dollars apart)."""
+    return max(1, int(seconds / (_pace * NODE_S)))
+
+
+# Seconds a node is reckoned to take (generated 8x8x3, seed 7: 10,291 nodes in 60 s;
+# 16x10x4: 131 nodes in 57 s, most of it the root node's cuts).
+NODE_S = 0.006
 
 
 def wall_stop_s(seconds: float) -> float:
@@ -156,6 +222,7 @@ def wall_stop_s(seconds: float) -> float:
 WALL_SLACK = 4.0
 
 
+@_paced
 def trim_s(pools: int) -> float:
     """Idle commitments trimmed from a plan of `pools` pools."""
     return 1.0e-5 * pools
