@@ -130,9 +130,12 @@ def master_start_s(cells: int, columns: int) -> float:
 @_paced
 def pricing_s(cells: int, workloads: int) -> float:
     """A round's pricing, bounds and columns added, beside its LP: by cell and by
-    workload (default, 11 workloads, 0.03-0.08 s; 50x40x24 0.09-0.37 s; 200x40x24
-    0.8-1.8 s, a comparison plan of 86 k cells 0.19 s; 1000x100x36 17-26 s)."""
-    return 0.01 + 6.0e-4 * workloads + 7.0e-7 * cells
+    workload (the fitted machine: default, 11 workloads, 0.03-0.08 s; 50x40x24
+    0.09-0.37 s; 200x40x24 0.8-1.8 s, a comparison plan of 86 k cells 0.19 s;
+    1000x100x36 17-26 s. Fitted again 2026-11-27 at pace 0.77, some 10 % long of the
+    wall clock on average: default 0.029 s a round, 50x40x24 0.10 s, 200x40x24 0.72 s
+    (0.54-1.06 s))."""
+    return 0.008 + 4.8e-4 * workloads + 5.6e-7 * cells
 
 
 def ascent_s(cells: int, workloads: int) -> float:
@@ -168,20 +171,25 @@ def _per_iteration(nonzeros: int, columns: int, rows: int, primal: bool) -> floa
     0.91, 0.44. A first LP reckoned short had let the wall clock's safety stop end
     50x40x24 at --time-limit 20 and 30 (other plans from run to run); one reckoned long
     leaves rounds out (1000x100x36 with 0.25 µs a thousand rows: 2 master rounds, 14.2 %,
-    where the third round's LP runs in what the first two were reckoned to spare)."""
+    where the third round's LP runs in what the first two were reckoned to spare).
+    The dual's rate taken 0.88 times on 2026-11-27, at pace 0.77: 50x40x24's first LP
+    then 1.09 times the wall clock, 200x40x24's six 1.08-1.36 (it had been 1.24-1.54)."""
     if primal:
         return 2.0e-9 * columns
-    return 1.0e-5 + 6.0e-11 * nonzeros + 2.0e-6 * nonzeros / max(rows, 1) + 1.0e-10 * rows
+    return 0.88 * (1.0e-5 + 6.0e-11 * nonzeros + 2.0e-6 * nonzeros / max(rows, 1)
+                   + 1.0e-10 * rows)
 
 
 @_paced
 def pool_mip_s(columns: int, iterations: int) -> float:
     """A pool's MIP built, solved from its plan and read (planner.solve.decompose.
-    improve): 4.5 ms, 9.3 µs a column and 0.28 ms a simplex iteration of its branch and
-    bound (fitted on 13,000 MIPs of the default scenario, 50x40x24, 200x40x24 and
-    1000x100x36: reckoned 17.8 / 34.8 / 5.8 / 52.8 s against 17.5 / 30.3 / 5.1 / 61.2 s
-    measured)."""
-    return 4.5e-3 + 9.3e-6 * columns + 2.8e-4 * iterations
+    improve): 4.4 ms, 2 µs a column and 0.29 ms a simplex iteration of its branch and
+    bound. Fitted 2026-11-27 at pace 0.77 on 5,049 MIPs, some 10 % long of the wall
+    clock: the default scenario's (130 columns, 44 iterations on average) 12.2 ms,
+    50x40x24's (155, 18) 6.1 ms, 200x40x24's (42, 3) 3.7 ms, reckoned 1.10, 1.25 and 1.11
+    times that (the rates before, 4.5 ms, 9.3 µs and 0.28 ms, fitted on 13,000 MIPs
+    on a slower day with no pace, reckoned them 1.13, 1.42 and 1.22 times)."""
+    return 4.4e-3 + 2.0e-6 * columns + 2.9e-4 * iterations
 
 
 @_paced
