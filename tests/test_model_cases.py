@@ -638,6 +638,51 @@ def test_branch_and_bound_over_instances_runs_only_short_of_the_gap(tmp_path, mo
     assert cost(tight.plan) <= cost(loose.plan)
 
 
+def test_branch_and_bound_after_a_plan_stops_near_its_share_of_the_clock(tmp_path,
+                                                                        monkeypatch):
+    # Branch and bound that can only improve a plan made already (the instance repair,
+    # the whole model after the decomposition) is stopped on the wall clock soon after
+    # the seconds it was given: its root node's cuts and sub-MIPs are bounded by no
+    # count, and at 4 times them the default scenario's comparison plans ran 13 s each
+    # in it, leaving the third no time.
+    from scenarios import write_csv
+
+    from planner.io.validate import load_scenario
+    from planner.model.builder import ModelBuilder
+    from planner.model.candidates import find_candidates
+    from planner.solve import instances, pipeline
+    from planner.solve.budget import Budget
+    from planner.solve.decompose.method import decompose
+    from planner.solve.pipeline import plan_scenario
+    from planner.solve.work import wall_stop_after_plan_s
+
+    folder = write_csv(tmp_path / "s", scenario(
+        settings=H, sites=INSTANCE_SITES, regions=regions(big="a", small="a"),
+        offers=[od("big", price=2, gpus_per_instance=8), od("small", price=3)],
+        workloads=[{"workload": "w", "kind": "inference"}], throughput=ONE_UNIT_PER_GPU))
+    s = load_scenario(folder)
+    given = []
+
+    def recording(solve):
+        def solve_within(model, solver, seconds, wall, gap, threads):
+            given.append((seconds, wall))
+            return solve(model, solver, seconds, wall, gap, threads)
+        return solve_within
+
+    monkeypatch.setattr(instances, "solve_within", recording(instances.solve_within))
+    monkeypatch.setattr(pipeline, "solve_within", recording(pipeline.solve_within))
+    run = plan_scenario(s, time_limit=30, gap=1e-9, method="decompose")
+    assert cost(run.plan) == pytest.approx(2200)
+    builder = ModelBuilder(s, find_candidates(s))
+    budget = Budget.of_work(30)
+    outcome = decompose(builder, budget.share(0.5))
+    pipeline._whole_after(builder, outcome.solution, outcome.objective, outcome.bound, "",
+                          "highs", budget, 1e-9, 1)
+    assert len(given) == 2  # the repair, then the whole model
+    for seconds, wall in given:
+        assert seconds > 5 and wall <= wall_stop_after_plan_s(seconds) + 1e-9
+
+
 def test_decomposition_fills_an_instance_another_pool_left_part_idle(tmp_path):
     # Two workloads (two pools) in one month: x needs 6 GPUs, y 2. "big" sells 8-GPU
     # instances at $2/GPU-hour, "small" single GPUs at $1.5 but only 2 of them. Placed

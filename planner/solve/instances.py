@@ -22,7 +22,7 @@ from planner.model.solution import Solution
 from planner.report.plan import extract_plan
 from planner.solve.budget import Budget
 from planner.solve.whole import SolveResult, solve_within
-from planner.solve.work import build_s
+from planner.solve.work import build_s, wall_stop_after_plan_s
 
 EPS = 1e-9
 # Where offers are sold in whole instances on a model of up to REPAIR_CELLS supply cells,
@@ -63,8 +63,10 @@ def whole_instances(builder: ModelBuilder, solution: Solution, solver: str,
             cells.update(builder.cells_of(w, builder.sources.get(w, {})))
         model = builder.build(cells=cells)
         budget.spend(build_s(len(cells)))
-        raw = solve_within(model, solver, max(budget.left(), 1.0), budget.wall_left(),
-                           1e-4, threads)
+        seconds = max(budget.left(), 1.0)
+        raw = solve_within(model, solver, seconds,
+                           min(budget.wall_left(), wall_stop_after_plan_s(seconds)), 1e-4,
+                           threads)
         budget.spend(raw.work_s)
         if raw.has_solution:
             found.append(Solution.of_model(model))

@@ -34,7 +34,13 @@ from planner.solve.whole import (
     solve_within,
     status_of,
 )
-from planner.solve.work import build_s, model_index_s, plan_tables_s, solution_tables_s
+from planner.solve.work import (
+    build_s,
+    model_index_s,
+    plan_tables_s,
+    solution_tables_s,
+    wall_stop_after_plan_s,
+)
 
 # Supply cells up to which a model is solved whole: branch and bound proves the
 # optimum of such models in about a second; at the default scenario's 40 k cells HiGHS
@@ -235,7 +241,9 @@ def _whole_after(builder: ModelBuilder, solution: Solution, objective: float, bo
     checker, with the termination saying what it did."""
     model = builder.build()
     budget.spend(build_s(builder.cell_count))
-    raw = solve_within(model, solver, budget.left(), budget.wall_left(), gap, threads)
+    raw = solve_within(model, solver, budget.left(),
+                       min(budget.wall_left(), wall_stop_after_plan_s(budget.left())), gap,
+                       threads)
     budget.spend(raw.work_s)
     if raw.bound is not None and raw.bound > bound:
         bound = raw.bound
