@@ -115,3 +115,22 @@ def test_a_run_stopped_by_its_budget_is_the_same_on_a_slower_machine(tmp_path, m
     second = run()
     assert str(second.rounds) == str(first.rounds)
     assert second.objective == first.objective
+
+
+def test_the_stochastic_commands_last_solve_has_its_work_whatever_the_wall_clock():
+    # SPEC §4: results do not depend on --jobs. A local cluster's start can put the wall
+    # clock past the command's deadline when its work clock is not: the last solve
+    # still gets what the work clock left it, with a safety stop of its own
+    from planner.cli.solve import _last_solve_budget
+    from planner.solve.budget import Work
+
+    def command(late: bool) -> Budget:
+        start = time.perf_counter() - (20 if late else 0)
+        work = Budget(15, start=start).reckoned(0.0)
+        work.spend(12.0)  # the scenarios' solves, counted
+        return work
+
+    on_time, late = (_last_solve_budget(command(t), keep=1.0) for t in (False, True))
+    assert on_time.seconds == late.seconds == pytest.approx(2.0)
+    assert late.left() == pytest.approx(2.0) and not late.out_of_time()
+    assert isinstance(late.work, Work)

@@ -111,6 +111,10 @@ class Budget:
             return max(0.0, self.deadline - time.perf_counter())
         if self.out_of_time():
             return 0.0
+        return self.work_left()
+
+    def work_left(self) -> float:
+        """Seconds left on the work clock, whether or not its safety stop has passed."""
         return max(0.0, self.seconds - self.elapsed())
 
     def wall_left(self) -> float:
