@@ -168,7 +168,7 @@ def _lp(cells: int = 2000, arcs: int = 14) -> float:
     import highspy
     import numpy as np
 
-    from planner.solve.highs import new_highs
+    from planner.solve.highs import _use_threads, new_highs
 
     rng = np.random.default_rng(7)
     sources = cells // 5
@@ -192,10 +192,11 @@ def _lp(cells: int = 2000, arcs: int = 14) -> float:
     lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
     lp.a_matrix_.start_ = np.arange(0, 2 * n + 1, 2, dtype=np.int32)
     lp.a_matrix_.index_, lp.a_matrix_.value_ = index, value
+    _use_threads(1)  # HiGHS's one scheduler a process, as every solve here keeps it
     h = new_highs()
-    for option, value in (("threads", 1), ("random_seed", 0), ("presolve", "off"),
-                          ("simplex_strategy", 1)):
-        h.setOptionValue(option, value)
+    for option, setting in (("threads", 1), ("random_seed", 0), ("presolve", "off"),
+                            ("simplex_strategy", 1)):
+        h.setOptionValue(option, setting)
     h.passModel(lp)
     started = time.perf_counter()
     h.run()

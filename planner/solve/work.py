@@ -31,6 +31,7 @@ def set_pace(pace: float) -> None:
 
 
 def pace() -> float:
+    """Wall seconds here per second of the fitted machine (1 until a command sets it)."""
     return _pace
 
 
