@@ -135,7 +135,11 @@ def main(argv: list[str]) -> None:
     budgets, rest = _budgets(argv)
     cases = [a for a in rest if a in CASES] or list(CASES)
     extra = [a for a in rest if a not in CASES]
-    print(f"# {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
+    from planner.solve.pace import machine_pace
+
+    # the work clock's pace on this machine (planner.solve.pace): what the figures rest on
+    print(f"# {platform.machine()}, {os.cpu_count()} cores, Python "
+          f"{platform.python_version()}, pace {machine_pace():.2f}")
     with tempfile.TemporaryDirectory() as tmp:
         for case in cases:
             for budget in budgets or [None]:
