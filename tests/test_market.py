@@ -86,6 +86,36 @@ def test_per_gpu_rates_whole_instances_spot_and_malformed_rows(tmp_path, small_c
     assert gpus == {"H100": "80"}
 
 
+def test_a_pcie_card_is_a_gpu_type_of_its_own(tmp_path):
+    # SkyPilot names Lambda's gpu_1x_h100_pcie "H100", as the SXM part (3.35 TB/s of
+    # memory bandwidth against the card's 2.0): priced as "H100", the plan took the
+    # card's throughput for the SXM's. The card is "H100-PCIe", a GPU type of its own
+    # (its memory from metadata.csv's H100), and an alias or a skip may name it.
+    cat = tmp_path / "catalog"
+    _write(cat / "common" / "metadata.csv", "GPU,MemoryGB,Manufacturer\nH100,80,nvidia\n")
+    _write(cat / "acme" / "vms.csv", "\n".join([
+        HEADER,
+        "gpu_1x_h100_pcie,H100,1,26,200,2.49,east,,",
+        "gpu_1x_h100_sxm5,H100,1,26,200,3.29,east,,",
+    ]) + "\n")
+    scn = tmp_path / "scn"
+    _write(scn / "market" / "regions.csv",
+           "cloud,catalog_region,region,site\nacme,east,acme-east,nyc\n")
+    res = _import(scn, cat)
+    assert res.exit_code == 0, res.output
+    offers = _offers(scn)
+    assert float(offers[("acme-east", "H100-PCIe", "on_demand", "")]["usd_per_gpu_hour"]) \
+        == pytest.approx(2.49)
+    assert float(offers[("acme-east", "H100", "on_demand", "")]["usd_per_gpu_hour"]) \
+        == pytest.approx(3.29)
+    assert {r["gpu"]: r["memory_gb"] for r in _rows(scn / "gpus.csv")} == \
+        {"H100": "80", "H100-PCIe": "80"}
+    _write(scn / "market" / "gpus.csv", "catalog_gpu,gpu\nH100-PCIe,-\n")
+    (scn / "offers.csv").unlink()
+    assert _import(scn, cat).exit_code == 0
+    assert [key[1] for key in _offers(scn)] == ["H100"]
+
+
 def test_rules_aliases_and_a_reimport_that_keeps_the_users_rows(tmp_path, small_catalog):
     scn = tmp_path / "scn"
     _write(scn / "market" / "regions.csv",
@@ -156,7 +186,8 @@ def test_not_a_catalog_is_bad_input(tmp_path):
 @pytest.mark.skipif(not CATALOG.exists(), reason="shared SkyPilot catalog absent")
 def test_the_published_lambda_and_nebius_catalogs(tmp_path):
     # Nebius lists H100 at $2.95 per GPU-hour (1-GPU and 8-GPU types alike: the smaller
-    # is taken) with spot at $1.25; Lambda's 8× H100 SXM instance is its cheapest H100.
+    # is taken) with spot at $1.25; Lambda's H100 SXM and its H100 PCIe card are priced
+    # apart (the card, $3.29, is cheaper than the SXM's $3.99).
     scn = tmp_path / "scn"
     _write(scn / "market" / "regions.csv",
            "cloud,catalog_region,region,site\nnebius,eu-north1,nebius-eu-north1,gavle\n"
@@ -169,12 +200,13 @@ def test_the_published_lambda_and_nebius_catalogs(tmp_path):
     assert h100["gpus_per_instance"] == "1"
     assert float(offers[("nebius-eu-north1", "H100", "spot", "")]["usd_per_gpu_hour"]) \
         == pytest.approx(1.25)
-    lambda_h100 = offers[("lambda-us-east-1", "H100", "on_demand", "")]
-    per_gpu = float(lambda_h100["usd_per_gpu_hour"])
     rows = [r for r in _rows(CATALOG / "lambda" / "vms.csv")
             if r["AcceleratorName"] == "H100" and r["Region"] == "us-east-1"]
-    assert per_gpu == pytest.approx(min(float(r["Price"]) / float(r["AcceleratorCount"])
-                                        for r in rows))
+    for gpu, pcie in (("H100", False), ("H100-PCIe", True)):  # the card a type of its own
+        per_gpu = float(offers[("lambda-us-east-1", gpu, "on_demand", "")]["usd_per_gpu_hour"])
+        assert per_gpu == pytest.approx(min(float(r["Price"]) / float(r["AcceleratorCount"])
+                                            for r in rows
+                                            if ("pcie" in r["InstanceType"]) == pcie))
     # every other catalog region is listed for the user to place, none dropped silently
     placed = {r["catalog_region"] for r in _rows(scn / "market" / "regions.csv")}
     catalog_regions = {r["Region"] for cloud in ("lambda", "nebius")

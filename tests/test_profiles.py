@@ -194,12 +194,13 @@ def test_a_model_that_fits_no_gpu_is_warned_about(folders):
 
 def test_a_gpu_without_the_figures_the_rules_need_is_warned_about(folders):
     data, models = folders
+    row = len((data / "gpus.csv").read_text().splitlines()) + 1  # the row appended
     with (data / "gpus.csv").open("a") as f:
         f.write("GH200,96,4.0,,,no TFLOPS known yet\n")
     res = _run(data, models)
     assert res.exit_code == 0, res.output
     text = _lines(res.output)
-    assert "gpus.csv, row 10, column bf16_tflops" in text
+    assert f"gpus.csv, row {row}, column bf16_tflops" in text
     assert "no throughput is derived on GH200" in text
     assert not any(",GH200," in line for line in _rows(data))
 
@@ -255,6 +256,7 @@ def test_scenario_and_profile_problems_together_and_an_unreadable_table_kept(fol
     # throughput.csv is rewritten: one it cannot read (its hand-entered rows) is not lost
     data, models = folders
     _edit(data / "gpus.csv", "H100,80,3.35", "H100,80,fast")
+    bad_row = len((data / "throughput.csv").read_bytes().splitlines()) + 1
     (data / "throughput.csv").write_bytes((data / "throughput.csv").read_bytes()
                                           + b"rerank,H100,5\xfc0,1\n")
     before = (data / "throughput.csv").read_bytes()
@@ -263,7 +265,7 @@ def test_scenario_and_profile_problems_together_and_an_unreadable_table_kept(fol
     assert res.exit_code == 2, res.output
     text = _lines(res.output)
     for part in ("gpus.csv, row 2, column mem_bandwidth_tbps", "'fast' is not a number",
-                 "throughput.csv, row 83", "not UTF-8",
+                 f"throughput.csv, row {bad_row}", "not UTF-8",
                  "sdxl.toml: parameters_b = 0: must be a number above 0"):
         assert part in text, (part, res.output)
     assert (data / "throughput.csv").read_bytes() == before

@@ -7,6 +7,8 @@ offer too. Rows without an accelerator are CPU instances and are passed over; a 
 that cannot be priced (no price, no accelerators, a GPU neither in metadata.csv nor in the
 alias table) is reported with its file, row and column. A GPU's memory is its rows'
 GpuInfo where they state it (v8), else metadata.csv's (v7: B200, H200 and GH200 at 80 GB).
+An instance type that names "pcie" holds the GPU's PCIe card, a GPU type of its own
+(`CatalogPrice.gpu_name`: "H100-PCIe").
 """
 
 from __future__ import annotations
@@ -32,6 +34,18 @@ class CatalogPrice:
     file: str  # e.g. lambda/vms.csv
     row: int
     memory_gb: float | None = None  # per GPU, from the row's GpuInfo
+    pcie: bool = False  # the GPU's PCIe card, as the instance type says
+
+    @property
+    def gpu_name(self) -> str:
+        """The GPU type the price is for: the catalog's name, and "-PCIe" for a PCIe
+        card. SkyPilot names Lambda's gpu_1x_h100_pcie "H100", as the SXM part, whose
+        memory bandwidth is 3.35 TB/s against the PCIe card's 2.0: priced as one GPU
+        type, the plan took the card's throughput for the SXM's."""
+        return f"{self.catalog_gpu}{PCIE}" if self.pcie else self.catalog_gpu
+
+
+PCIE = "-PCIe"
 
 
 def _number(text: str) -> float | None:
@@ -158,9 +172,11 @@ def _row_prices(cloud: str, label: str, number: int, row: dict, known_gpus: set[
     if price is None or price <= 0:
         return skip("Price", f"'{price_text}' is not a price")
     n = int(round(count))
+    instance_type = (row.get("InstanceType") or "").strip()
     common = dict(cloud=cloud, catalog_region=region, catalog_gpu=gpu, gpus_per_instance=n,
-                  instance_type=(row.get("InstanceType") or "").strip(), file=label,
-                  row=number, memory_gb=_memory_gb(row.get("GpuInfo") or "", gpu))
+                  instance_type=instance_type, file=label, row=number,
+                  memory_gb=_memory_gb(row.get("GpuInfo") or "", gpu),
+                  pcie="pcie" in instance_type.casefold())
     out = [CatalogPrice(term="on_demand", usd_per_gpu_hour=price / n, **common)]
     spot_text = (row.get("SpotPrice") or "").strip()
     if spot_text:

@@ -178,7 +178,7 @@ def import_market(scenario: Path, catalog: Path, rules: Path | None,
     memory = read_metadata(catalog, issues)
     known = None if memory is None else set(memory) | set(alias)
     prices = [p for p in read_catalog(catalog, known, issues)
-              if p.catalog_gpu not in skipped]
+              if p.catalog_gpu not in skipped and p.gpu_name not in skipped]
     if any(i.severity == "error" for i in issues):
         return Changes(), issues
     changes = Changes()
@@ -337,7 +337,7 @@ def _cheapest_offers(prices: list[CatalogPrice], region_of: dict[tuple, str],
     for p in prices:
         if (p.cloud, p.catalog_region) not in region_of:
             continue
-        gpu = alias.get(p.catalog_gpu, p.catalog_gpu)
+        gpu = alias.get(p.gpu_name, p.gpu_name)
         gpu = spelled.get(gpu.casefold(), gpu)
         key = (region_of[(p.cloud, p.catalog_region)], gpu, p.term)
         rank = (round(p.usd_per_gpu_hour, 9), p.gpus_per_instance, p.instance_type)
