@@ -521,15 +521,20 @@ INSTANCE_SITES = us_sites("a")
 ONE_UNIT_PER_GPU = [{"workload": "w", "gpu": "A", "units_per_gpu": 1}]
 
 
+def instance_and_singles() -> dict:
+    """Ten GPUs' demand for a month of workload w; "big" sells 8-GPU instances at
+    $2/GPU-hour, "small" single GPUs at $3 (the cases below: optimum $2,200)."""
+    return scenario(
+        settings=H, sites=INSTANCE_SITES, regions=regions(big="a", small="a"),
+        offers=[od("big", price=2, gpus_per_instance=8), od("small", price=3)],
+        workloads=[{"workload": "w", "kind": "inference"}], throughput=ONE_UNIT_PER_GPU)
+
+
 def test_whole_instances_mix_with_single_gpus(tmp_path, solver):
     # Ten GPUs' demand for a month. "big" sells 8-GPU instances at $2/GPU-hour, "small"
     # single GPUs at $3. Two instances: 16 × 100 × 2 = $3,200; ten singles: 10 × 100 × 3 =
     # $3,000; one instance and two singles: 8 × 100 × 2 + 2 × 100 × 3 = 1,600 + 600 = $2,200.
-    plan = solve_tables(tmp_path, scenario(
-        settings=H, sites=INSTANCE_SITES, regions=regions(big="a", small="a"),
-        offers=[od("big", price=2, gpus_per_instance=8), od("small", price=3)],
-        workloads=[{"workload": "w", "kind": "inference"}],
-        throughput=ONE_UNIT_PER_GPU), solver)
+    plan = solve_tables(tmp_path, instance_and_singles(), solver)
     assert cost(plan) == pytest.approx(2200)
     assert gpus_by(plan, "region") == {"big": 8, "small": 2}
 
@@ -542,11 +547,7 @@ def test_a_loose_gap_still_plans_whole(tmp_path, solver, gap):
     # is searched to WHOLE_GAP (1 %) whatever gap is asked, and $2,200 is the only plan
     # within 1 % (the next cheapest are ten singles, $3,000). Before, CBC's plans here
     # failed the checker.
-    plan = solve_tables(tmp_path, scenario(
-        settings=H, sites=INSTANCE_SITES, regions=regions(big="a", small="a"),
-        offers=[od("big", price=2, gpus_per_instance=8), od("small", price=3)],
-        workloads=[{"workload": "w", "kind": "inference"}],
-        throughput=ONE_UNIT_PER_GPU), solver, gap=gap)
+    plan = solve_tables(tmp_path, instance_and_singles(), solver, gap=gap)
     assert cost(plan) == pytest.approx(2200)
     assert plan.result.objective == pytest.approx(plan.totals["objective_usd"])
 
@@ -600,10 +601,7 @@ def test_decomposed_plans_keep_whole_instances(tmp_path):
     from planner.io.validate import load_scenario
     from planner.solve.pipeline import plan_scenario
 
-    folder = write_csv(tmp_path / "s", scenario(
-        settings=H, sites=INSTANCE_SITES, regions=regions(big="a", small="a"),
-        offers=[od("big", price=2, gpus_per_instance=8), od("small", price=3)],
-        workloads=[{"workload": "w", "kind": "inference"}], throughput=ONE_UNIT_PER_GPU))
+    folder = write_csv(tmp_path / "s", instance_and_singles())
     s = load_scenario(folder)
     run = plan_scenario(s, time_limit=30, gap=1e-9, method="decompose")
     assert check_plan(s, run.plan) == []
@@ -621,10 +619,7 @@ def test_branch_and_bound_over_instances_runs_only_short_of_the_gap(tmp_path, mo
     from planner.solve import instances
     from planner.solve.pipeline import plan_scenario
 
-    folder = write_csv(tmp_path / "s", scenario(
-        settings=H, sites=INSTANCE_SITES, regions=regions(big="a", small="a"),
-        offers=[od("big", price=2, gpus_per_instance=8), od("small", price=3)],
-        workloads=[{"workload": "w", "kind": "inference"}], throughput=ONE_UNIT_PER_GPU))
+    folder = write_csv(tmp_path / "s", instance_and_singles())
     s = load_scenario(folder)
     calls = []
     solve = instances.solve_within
@@ -656,10 +651,7 @@ def test_branch_and_bound_after_a_plan_stops_near_its_share_of_the_clock(tmp_pat
     from planner.solve.pipeline import plan_scenario
     from planner.solve.work import wall_stop_after_plan_s
 
-    folder = write_csv(tmp_path / "s", scenario(
-        settings=H, sites=INSTANCE_SITES, regions=regions(big="a", small="a"),
-        offers=[od("big", price=2, gpus_per_instance=8), od("small", price=3)],
-        workloads=[{"workload": "w", "kind": "inference"}], throughput=ONE_UNIT_PER_GPU))
+    folder = write_csv(tmp_path / "s", instance_and_singles())
     s = load_scenario(folder)
     given = []
 
