@@ -616,14 +616,14 @@ def test_branch_and_bound_over_instances_runs_only_short_of_the_gap(tmp_path, mo
     from scenarios import write_csv
 
     from planner.io.validate import load_scenario
-    from planner.solve import instances
+    from planner.solve import whole
     from planner.solve.pipeline import plan_scenario
 
     folder = write_csv(tmp_path / "s", instance_and_singles())
     s = load_scenario(folder)
     calls = []
-    solve = instances.solve_within
-    monkeypatch.setattr(instances, "solve_within",
+    solve = whole.solve_within
+    monkeypatch.setattr(whole, "solve_within",
                         lambda *a, **k: calls.append(1) or solve(*a, **k))
     loose = plan_scenario(s, time_limit=30, gap=1.0, method="decompose")
     assert calls == [] and loose.result.status == "optimal"
@@ -645,7 +645,7 @@ def test_branch_and_bound_after_a_plan_stops_near_its_share_of_the_clock(tmp_pat
     from planner.io.validate import load_scenario
     from planner.model.builder import ModelBuilder
     from planner.model.candidates import find_candidates
-    from planner.solve import instances, pipeline
+    from planner.solve import pipeline, whole
     from planner.solve.budget import Budget
     from planner.solve.decompose.method import decompose
     from planner.solve.pipeline import plan_scenario
@@ -661,8 +661,7 @@ def test_branch_and_bound_after_a_plan_stops_near_its_share_of_the_clock(tmp_pat
             return solve(model, solver, seconds, wall, gap, threads)
         return solve_within
 
-    monkeypatch.setattr(instances, "solve_within", recording(instances.solve_within))
-    monkeypatch.setattr(pipeline, "solve_within", recording(pipeline.solve_within))
+    monkeypatch.setattr(whole, "solve_within", recording(whole.solve_within))
     run = plan_scenario(s, time_limit=30, gap=1e-9, method="decompose")
     assert cost(run.plan) == pytest.approx(2200)
     builder = ModelBuilder(s, find_candidates(s))

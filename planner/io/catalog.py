@@ -21,6 +21,8 @@ from pathlib import Path
 from planner.io.issues import Issue
 from planner.io.load import UnreadableCsv, _read_csv
 
+PCIE = "-PCIe"  # a GPU's PCIe card, after its name: a GPU type of its own
+
 
 @dataclass(frozen=True)
 class CatalogPrice:
@@ -43,9 +45,6 @@ class CatalogPrice:
         memory bandwidth is 3.35 TB/s against the PCIe card's 2.0: priced as one GPU
         type, the plan took the card's throughput for the SXM's."""
         return f"{self.catalog_gpu}{PCIE}" if self.pcie else self.catalog_gpu
-
-
-PCIE = "-PCIe"
 
 
 def _number(text: str) -> float | None:

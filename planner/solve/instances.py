@@ -21,8 +21,8 @@ from planner.model.builder import COMMITTED, ModelBuilder
 from planner.model.solution import Solution
 from planner.report.plan import extract_plan
 from planner.solve.budget import Budget
-from planner.solve.whole import SolveResult, solve_within
-from planner.solve.work import build_s, wall_stop_after_plan_s
+from planner.solve.whole import SolveResult, solve_after_plan
+from planner.solve.work import build_s
 
 EPS = 1e-9
 # Where offers are sold in whole instances on a model of up to REPAIR_CELLS supply cells,
@@ -63,11 +63,8 @@ def whole_instances(builder: ModelBuilder, solution: Solution, solver: str,
             cells.update(builder.cells_of(w, builder.sources.get(w, {})))
         model = builder.build(cells=cells)
         budget.spend(build_s(len(cells)))
-        seconds = max(budget.left(), 1.0)
-        raw = solve_within(model, solver, seconds,
-                           min(budget.wall_left(), wall_stop_after_plan_s(seconds)), 1e-4,
-                           threads)
-        budget.spend(raw.work_s)
+        raw = solve_after_plan(model, solver, max(budget.left(), 1.0), budget, 1e-4,
+                               threads)
         if raw.has_solution:
             found.append(Solution.of_model(model))
     if not found:

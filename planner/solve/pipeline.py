@@ -31,6 +31,7 @@ from planner.solve.whole import (
     SolveResult,
     _version,
     honest_gap,
+    solve_after_plan,
     solve_within,
     status_of,
 )
@@ -39,7 +40,6 @@ from planner.solve.work import (
     model_index_s,
     plan_tables_s,
     solution_tables_s,
-    wall_stop_after_plan_s,
 )
 
 # Supply cells up to which a model is solved whole: branch and bound proves the
@@ -241,10 +241,7 @@ def _whole_after(builder: ModelBuilder, solution: Solution, objective: float, bo
     checker, with the termination saying what it did."""
     model = builder.build()
     budget.spend(build_s(builder.cell_count))
-    raw = solve_within(model, solver, budget.left(),
-                       min(budget.wall_left(), wall_stop_after_plan_s(budget.left())), gap,
-                       threads)
-    budget.spend(raw.work_s)
+    raw = solve_after_plan(model, solver, budget.left(), budget, gap, threads)
     if raw.bound is not None and raw.bound > bound:
         bound = raw.bound
         termination += "; bound from branch and bound on the whole model"

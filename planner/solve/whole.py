@@ -17,7 +17,12 @@ import pulp
 
 from planner.model.builder import PlanningModel
 from planner.solve.budget import LEAST_LIMIT_S
-from planner.solve.work import branch_and_bound_s, nodes_within, wall_stop_s
+from planner.solve.work import (
+    branch_and_bound_s,
+    nodes_within,
+    wall_stop_after_plan_s,
+    wall_stop_s,
+)
 
 
 @dataclass(frozen=True)
@@ -87,6 +92,18 @@ def solve_within(model: PlanningModel, solver: str, seconds: float, wall: float,
                 threads, nodes=nodes_within(seconds))
     if raw.termination.startswith("time limit"):  # all it was given, however it stopped
         raw = dataclasses.replace(raw, work_s=seconds)
+    return raw
+
+
+def solve_after_plan(model: PlanningModel, solver: str, seconds: float, budget,
+                     gap: float, threads: int | None) -> SolveResult:
+    """`solve_within` for branch and bound that can only improve a plan made already
+    (the instance repair, the whole model after the decomposition): stopped on the wall
+    clock soon after its `seconds` (planner.solve.work.wall_stop_after_plan_s) or at
+    `budget`'s safety stop; its work is spent on `budget`."""
+    raw = solve_within(model, solver, seconds,
+                       min(budget.wall_left(), wall_stop_after_plan_s(seconds)), gap, threads)
+    budget.spend(raw.work_s)
     return raw
 
 
