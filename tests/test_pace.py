@@ -121,14 +121,14 @@ def test_reckonings_are_in_this_machines_seconds(at):
     # every reckoning scales with the pace, and what a budget holds is read back
     # through it: an LP given the seconds its iterations are reckoned at runs them all
     fitted = (work.pool_mip_s(100, 40), work.lp_s(5000, 10**6, 4 * 10**5, 5 * 10**4, False),
-              work.pricing_s(10**6, 200), work.load_s(load_scenario("data")))
+              work.pricing_s(10**6, 2000), work.load_s(load_scenario("data")))
     iterations = work.lp_iterations_within(work.lp_s(5000, 10**6, 4 * 10**5, 5 * 10**4,
                                                      False), 10**6, 4 * 10**5, 5 * 10**4,
                                            False)
     nodes = work.nodes_within(6.0)
     at(0.5)
     assert (work.pool_mip_s(100, 40), work.lp_s(5000, 10**6, 4 * 10**5, 5 * 10**4, False),
-            work.pricing_s(10**6, 200), work.load_s(load_scenario("data"))) == \
+            work.pricing_s(10**6, 2000), work.load_s(load_scenario("data"))) == \
         pytest.approx(tuple(0.5 * f for f in fitted))
     assert work.lp_iterations_within(work.lp_s(5000, 10**6, 4 * 10**5, 5 * 10**4, False),
                                      10**6, 4 * 10**5, 5 * 10**4, False) == \

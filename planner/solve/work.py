@@ -107,9 +107,10 @@ def build_s(cells: int) -> float:
 
 @_paced
 def blocks_s(cells: int) -> float:
-    """The model's blocks as arrays (default 0.04 s; 200x40x24 0.29 s; 1000x100x36,
-    30 M cells, 13.9 s)."""
-    return 0.02 + 4.6e-7 * cells
+    """The model's blocks as arrays and their kinds merged (at pace 0.77: default
+    0.016 s, 200x40x24 0.063 s, 1000x100x36, 30 M cells, 0.70 s; 13.9 s before each
+    workload's levels were gathered in one pass)."""
+    return 0.02 + 2.7e-8 * cells
 
 
 @_paced
@@ -129,20 +130,21 @@ def master_start_s(cells: int, columns: int) -> float:
 
 
 @_paced
-def pricing_s(cells: int, workloads: int) -> float:
-    """A round's pricing, bounds and columns added, beside its LP: by cell and by
-    workload (the fitted machine: default, 11 workloads, 0.03-0.08 s; 50x40x24
-    0.09-0.37 s; 200x40x24 0.8-1.8 s, a comparison plan of 86 k cells 0.19 s;
-    1000x100x36 17-26 s. Fitted again 2026-11-27 at pace 0.77, some 10 % long of the
-    wall clock on average: default 0.029 s a round, 50x40x24 0.10 s, 200x40x24 0.72 s
-    (0.54-1.06 s))."""
-    return 0.008 + 4.8e-4 * workloads + 5.6e-7 * cells
+def pricing_s(cells: int, pairs: int) -> float:
+    """A round's pricing, bounds and columns added, beside its LP: by supply cell of the
+    merged blocks (planner.solve.decompose.kinds) and by single-region pair (each
+    pricing a plan over the horizon). Fitted 2026-11-27 at pace 0.77 on the rounds of
+    the default scenario, 50x40x24, 200x40x24 and its three comparison plans,
+    1000x100x36 and its pay-as-you-go variant (27 k-2.9 M cells, 150-14 k pairs:
+    0.027-3.7 s a round), within 15 % of the wall clock; the larger the arrays, the
+    more a cell costs."""
+    return 0.01 + 1.3e-7 * cells + 1.4e-4 * pairs + 3e-13 * cells * cells
 
 
-def ascent_s(cells: int, workloads: int) -> float:
+def ascent_s(cells: int, pairs: int) -> float:
     """A step of the ascent: the Lagrangian function at new prices (as a round's
     pricing)."""
-    return pricing_s(cells, workloads)
+    return pricing_s(cells, pairs)
 
 
 @_paced

@@ -19,6 +19,7 @@ capacity row's price (its Lagrange multiplier, y ≥ 0) is in dollars per GPU.
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -155,13 +156,23 @@ class Blocks:
                 self.existing[committed_index[(r, g)], m] += gpus
 
         self.workloads: list[WorkloadBlocks] = []
+        levels: dict[str, list] = defaultdict(list)  # workload → its ((site, m, k), units)
+        for (w, site, m, k), x in b.level.items():
+            levels[w].append(((site, m, k), x))
         for w in sorted(b.demand_of):
             if w in b.sources:
-                self.workloads.append(self._workload(w, payg_index, committed_index))
+                self.workloads.append(self._workload(w, payg_index, committed_index,
+                                                     levels[w]))
         self.commitments = self._commitments(committed_index)
 
+    @property
+    def single_region_pairs(self) -> int:
+        """The single-region workloads' (region, GPU type) choices, summed: each is
+        priced as a plan over the horizon (what a round's pricing is reckoned by)."""
+        return sum(len(wb.pairs) for wb in self.workloads if wb.single_region)
+
     # -- workloads ---------------------------------------------------------------------------
-    def _workload(self, w: str, payg_index, committed_index) -> WorkloadBlocks:
+    def _workload(self, w: str, payg_index, committed_index, levels: list) -> WorkloadBlocks:
         b = self.builder
         s = b.s
         wl = s.workload_by_name[w]
@@ -198,9 +209,8 @@ class Blocks:
             reach[i] = [r in near for (r, _, _) in sources]
         level = np.zeros((len(sites), self.months, self.segments))
         site_index = {site: i for i, site in enumerate(sites)}
-        for (ww, site, m, k), x in b.level.items():
-            if ww == w:
-                level[site_index[site], m, k] = x
+        for (site, m, k), x in levels:
+            level[site_index[site], m, k] = x
         blocks = WorkloadBlocks(
             name=w, pool=pool, single_region=wl.single_region,
             spot_share=wl.max_spot_share, penalty=wl.unmet_penalty_usd_per_unit_hour,

@@ -31,6 +31,7 @@ from planner.model.builder import ModelBuilder
 from planner.solve.budget import Budget
 from planner.solve.decompose.blocks import Blocks
 from planner.solve.decompose.dual import DualBound, first_prices
+from planner.solve.decompose.kinds import merge
 from planner.solve.decompose.master import CommitmentPart
 from planner.solve.decompose.pricing import Rows, block_usage
 from planner.solve.highs import new_highs
@@ -61,7 +62,7 @@ def cut_at(builder: ModelBuilder, schedule: dict, seconds: float,
     """The cut at `schedule` ((offer key, start) -> GPUs; missing: none): the prices of
     the model with those commitments fixed, by column generation for up to `seconds`
     from `prices` (default: first prices), on a work clock of its own."""
-    blocks = _fixed(Blocks(builder), schedule)
+    blocks = merge(_fixed(Blocks(builder), schedule)).blocks
     dual = DualBound(blocks, prices if prices is not None else first_prices(blocks))
     clock = Budget.of_work(seconds)
     clock.spend(blocks_s(blocks.cells) + dual.work_s)
@@ -71,15 +72,15 @@ def cut_at(builder: ModelBuilder, schedule: dict, seconds: float,
         if not stepped:
             break
     cut = _cut(blocks, dual.prices, schedule)
-    cut.work_s = clock.elapsed() + pricing_s(blocks.cells, len(blocks.workloads))
+    cut.work_s = clock.elapsed() + pricing_s(blocks.cells, blocks.single_region_pairs)
     return cut
 
 
 def cut_with(builder: ModelBuilder, prices: tuple, schedule: dict) -> Cut:
     """The cut at `prices` (valid for any schedule; `schedule` only sets its `value`)."""
-    blocks = _fixed(Blocks(builder), schedule)
+    blocks = merge(_fixed(Blocks(builder), schedule)).blocks
     cut = _cut(blocks, prices, schedule)
-    cut.work_s = blocks_s(blocks.cells) + pricing_s(blocks.cells, len(blocks.workloads))
+    cut.work_s = blocks_s(blocks.cells) + pricing_s(blocks.cells, blocks.single_region_pairs)
     return cut
 
 

@@ -237,7 +237,7 @@ class DualBound:
         self.work_s = m.work_s
         if not solved:
             return False
-        self.work_s += pricing_s(self.blocks.cells, len(self.blocks.workloads))
+        self.work_s += pricing_s(self.blocks.cells, self.blocks.single_region_pairs)
         self.rounds += 1
         self.dropped += m.drop_idle()
         y = (m.y_payg, m.y_committed)

@@ -1,5 +1,8 @@
 """The decomposition, round by round, within a budget.
 
+0. kinds: demand sites with the same arcs merged into one block for the bound and its
+   master (planner.solve.decompose.kinds): the same LP, some five times smaller on
+   generated markets; the plan is built on the workloads' own blocks.
 1. bound: column generation on the master LP (planner.solve.decompose.dual); every round's
    Lagrangian bound (by workload at capacity prices, by pair at demand prices) is
    valid, the best is kept. Until the LP relaxation is reached, or
@@ -38,6 +41,7 @@ from planner.solve.decompose.blocks import Blocks
 from planner.solve.decompose.construct import Draft, construct, fill_unmet
 from planner.solve.decompose.dual import DualBound, first_prices, lagrangian
 from planner.solve.decompose.improve import CHOICES, POOL_GAPS, Tried, replan_pool
+from planner.solve.decompose.kinds import merge
 from planner.solve.decompose.master import CommitmentPart
 from planner.solve.decompose.pricing import cheapest_arcs, pairs_by_cost
 from planner.solve.decompose.primal import (
@@ -159,7 +163,8 @@ def decompose(builder: ModelBuilder, budget: Budget, rounds: Rounds | None = Non
     if solved:
         run.hold_pairs(dual)
         guided = construct(run.blocks, dual.prices, rounded_commitments(dual),
-                           master_arcs(dual), all_pairs(dual))
+                           run.kinds.original_arcs(master_arcs(dual)),
+                           run.kinds.original_pairs(all_pairs(dual)))
         run.budget.spend(construct_s(len(guided.pools)))
         if guided.cost() <= greedy.cost():
             draft = guided
@@ -200,12 +205,16 @@ class _Enough:
 
 
 class _Run:
-    """One decomposition's steps and what they share: the blocks, the clock (or the
-    rounds to replay), the gap that ends it, the rounds done and the best bound so far."""
+    """One decomposition's steps and what they share: the blocks (the workloads' own,
+    for the plan; `lp`, those with demand sites of one kind merged, for the bound and
+    its master: planner.solve.decompose.kinds), the clock (or the rounds to replay),
+    the gap that ends it, the rounds done and the best bound so far."""
 
     def __init__(self, blocks: Blocks, budget: Budget, rounds: Rounds | None, progress,
                  enough: _Enough = _Enough()):
         self.blocks, self.budget, self.progress = blocks, budget, progress
+        self.kinds = merge(blocks)
+        self.lp = self.kinds.blocks
         self.enough_at = enough
         self.fixed = rounds  # replay exactly these rounds, whatever the clock
         self.done = Rounds()
@@ -277,11 +286,11 @@ class _Run:
         """Column generation on the master until BOUND_SHARE of the budget (None: no
         time for a master; the bound at first prices)."""
         if self.fixed is None and self.budget.left() <= self.keep:
-            self.raise_bound(lagrangian(self.blocks, CommitmentPart(self.blocks),
-                                        *self.prices), self.prices)
-            self.budget.spend(ascent_s(self.blocks.cells, len(self.blocks.workloads)))
+            self.raise_bound(lagrangian(self.lp, CommitmentPart(self.lp), *self.prices),
+                             self.prices)
+            self.budget.spend(ascent_s(self.lp.cells, self.lp.single_region_pairs))
             return None
-        dual = DualBound(self.blocks, self.prices, greedy.arcs())
+        dual = DualBound(self.lp, self.prices, self.kinds.merged_seed(greedy.arcs()))
         self.budget.spend(dual.work_s)
         self.column_generation(dual, "bound", BOUND_SHARE)
         return dual
@@ -336,13 +345,13 @@ class _Run:
 
     def ascend(self, start, plan_cost: float) -> None:
         """The ascent from `start`, aimed at the plan, for ASCENT_SHARE of the budget."""
-        ascent = Ascent(self.blocks, CommitmentPart(self.blocks), start, plan_cost)
+        ascent = Ascent(self.lp, CommitmentPart(self.lp), start, plan_cost)
         until = min(self.budget.elapsed() + ASCENT_SHARE * self.budget.seconds,
                     self.budget.seconds)
-        self.budget.spend(ascent_s(self.blocks.cells, len(self.blocks.workloads)))
+        self.budget.spend(ascent_s(self.lp.cells, self.lp.single_region_pairs))
         while not ascent.stopped and self.more("ascent", until):
             ascent.step()
-            self.budget.spend(ascent_s(self.blocks.cells, len(self.blocks.workloads)))
+            self.budget.spend(ascent_s(self.lp.cells, self.lp.single_region_pairs))
             self.done.ascent += 1
             self.raise_bound(ascent.best, ascent.best_prices)
             self.tell(f"ascent step {self.done.ascent}")
@@ -353,17 +362,18 @@ class _Run:
         widest again while a pass still finds something (a pool planned again changes
         the room the others have); all that with the pools' MIPs stopped at a loose gap
         first, then at a tight one (POOL_GAPS), until the budget ends."""
+        lp = None if dual is None else self.kinds.original_arcs(master_arcs(dual))
         for gap in POOL_GAPS:
             for choices in CHOICES:
-                found, ended = self._pass(draft, dual, choices, gap)
+                found, ended = self._pass(draft, lp, choices, gap)
                 if ended:
                     return
             while found:
-                found, ended = self._pass(draft, dual, CHOICES[-1], gap)
+                found, ended = self._pass(draft, lp, CHOICES[-1], gap)
                 if ended:
                     return
 
-    def _pass(self, draft: Draft, dual: DualBound | None, choices: int,
+    def _pass(self, draft: Draft, lp: dict | None, choices: int,
               gap: float) -> tuple[bool, bool]:
         """One pass of fix and optimize over every pool: whether any got cheaper, and
         whether the budget (or the rounds to replay) ended it."""
@@ -372,7 +382,7 @@ class _Run:
         # (default demand × 1e4: 5.9 k assignment rows, the default's 2.4 k; at 10 s the
         # command took 12.4 s)
         end = self.budget.seconds - self.budget.short_for(draft.rows())
-        for m, k, pool in _by_excess(draft, dual):
+        for m, k, pool in _by_excess(draft, lp):
             if self.tried.pointless(m, k, pool, choices, gap):
                 continue
             # a pool's MIP is bounded by nodes, not the clock: none starts unless twice
@@ -410,20 +420,17 @@ def _stalled(seen: list[tuple[float, float, float]], seconds: float) -> bool:
             and last_bound - bound <= STALL * abs(last_bound))
 
 
-def _by_excess(draft, dual: DualBound | None) -> list[tuple[int, int, str]]:
+def _by_excess(draft, lp: dict | None) -> list[tuple[int, int, str]]:
     """The pools' (month, segment, pool), those whose plan costs most above the master
-    LP's first (what the plan has cost there beyond the LP, when there is no LP)."""
+    LP's arcs `lp` (workload → (site, source, month, segment, units), as
+    `master_arcs`) first (what the plan has cost there beyond the LP, when there is no
+    LP)."""
     b = draft.b
-    lp: dict[tuple, float] = {}
-    if dual is not None:
-        m = dual.master
-        for w, site, source, month, segment, col in m.arcs:
-            wb = b.workloads[w]
-            x = m.column_values(col, len(site))
-            used = x > 1e-12
-            cost = x[used] * ((wb.price * wb.gpus_per_unit + wb.egress)[source[used]]
-                              * b.hd[month[used], segment[used]])
-            for mm, kk, c in zip(month[used].tolist(), segment[used].tolist(), cost.tolist()):
-                lp[(mm, kk, wb.pool)] = lp.get((mm, kk, wb.pool), 0.0) + c
-    excess = {key: plan.cost - lp.get(key, 0.0) for key, plan in draft.pools.items()}
+    cost_of: dict[tuple, float] = {}
+    for w, (_, source, month, segment, x) in (lp or {}).items():
+        wb = b.workloads[w]
+        cost = x * ((wb.price * wb.gpus_per_unit + wb.egress)[source] * b.hd[month, segment])
+        for mm, kk, c in zip(month.tolist(), segment.tolist(), cost.tolist()):
+            cost_of[(mm, kk, wb.pool)] = cost_of.get((mm, kk, wb.pool), 0.0) + c
+    excess = {key: plan.cost - cost_of.get(key, 0.0) for key, plan in draft.pools.items()}
     return sorted(excess, key=lambda key: (-excess[key], key))
