@@ -62,7 +62,7 @@ def cut_at(builder: ModelBuilder, schedule: dict, seconds: float,
     """The cut at `schedule` ((offer key, start) -> GPUs; missing: none): the prices of
     the model with those commitments fixed, by column generation for up to `seconds`
     from `prices` (default: first prices), on a work clock of its own."""
-    blocks = merge(_fixed(Blocks(builder), schedule)).blocks
+    blocks = _fixed(builder, schedule)
     dual = DualBound(blocks, prices if prices is not None else first_prices(blocks))
     clock = Budget.of_work(seconds)
     clock.spend(blocks_s(blocks.cells) + dual.work_s)
@@ -78,19 +78,21 @@ def cut_at(builder: ModelBuilder, schedule: dict, seconds: float,
 
 def cut_with(builder: ModelBuilder, prices: tuple, schedule: dict) -> Cut:
     """The cut at `prices` (valid for any schedule; `schedule` only sets its `value`)."""
-    blocks = merge(_fixed(Blocks(builder), schedule)).blocks
+    blocks = _fixed(builder, schedule)
     cut = _cut(blocks, prices, schedule)
     cut.work_s = blocks_s(blocks.cells) + pricing_s(blocks.cells, blocks.single_region_pairs)
     return cut
 
 
-def _fixed(blocks: Blocks, schedule: dict) -> Blocks:
-    """`blocks` with every commitment held at `schedule`'s GPUs."""
+def _fixed(builder: ModelBuilder, schedule: dict) -> Blocks:
+    """The model's blocks with every commitment held at `schedule`'s GPUs, demand sites
+    of one kind merged (planner.solve.decompose.kinds: the same LP, smaller)."""
+    blocks = Blocks(builder)
     cm = blocks.commitments
     q = np.array([float(schedule.get((cm.offer[n], int(cm.start[n])), 0.0))
                   for n in range(len(cm.offer))])
     cm.lower, cm.upper = q.copy(), q.copy()
-    return blocks
+    return merge(blocks).blocks
 
 
 def _cut(blocks: Blocks, prices: tuple, schedule: dict) -> Cut:

@@ -160,10 +160,11 @@ def decompose(builder: ModelBuilder, budget: Budget, rounds: Rounds | None = Non
     dual = run.master(greedy)
     solved = dual is not None and run.done.bound > 0
     draft = greedy
+    lp_arcs = None  # the master LP's arcs in the workloads' own blocks
     if solved:
         run.hold_pairs(dual)
-        guided = construct(run.blocks, dual.prices, rounded_commitments(dual),
-                           run.kinds.original_arcs(master_arcs(dual)),
+        lp_arcs = run.kinds.original_arcs(master_arcs(dual))
+        guided = construct(run.blocks, dual.prices, rounded_commitments(dual), lp_arcs,
                            run.kinds.original_pairs(all_pairs(dual)))
         run.budget.spend(construct_s(len(guided.pools)))
         if guided.cost() <= greedy.cost():
@@ -176,7 +177,7 @@ def decompose(builder: ModelBuilder, budget: Budget, rounds: Rounds | None = Non
         # master's LP (the LP relaxation lies between them: all the ascent could gain)
         run.ascend(dual.prices if dual is not None else run.prices, draft.cost())
     if not run.enough(draft):
-        run.improve(draft, dual if solved else None)
+        run.improve(draft, lp_arcs)
     fill_unmet(draft)
     converged = solved and dual.converged
     if run.enough(draft):
@@ -356,13 +357,13 @@ class _Run:
             self.raise_bound(ascent.best, ascent.best_prices)
             self.tell(f"ascent step {self.done.ascent}")
 
-    def improve(self, draft: Draft, dual: DualBound | None) -> None:
+    def improve(self, draft: Draft, lp: dict | None) -> None:
         """Fix and optimize: pools planned again alone, those furthest above the master
         LP first, pass after pass with a wider choice of sources each time, then the
         widest again while a pass still finds something (a pool planned again changes
         the room the others have); all that with the pools' MIPs stopped at a loose gap
-        first, then at a tight one (POOL_GAPS), until the budget ends."""
-        lp = None if dual is None else self.kinds.original_arcs(master_arcs(dual))
+        first, then at a tight one (POOL_GAPS), until the budget ends. `lp`: the master
+        LP's arcs (as `master_arcs`, in the workloads' own blocks; None: no LP)."""
         for gap in POOL_GAPS:
             for choices in CHOICES:
                 found, ended = self._pass(draft, lp, choices, gap)
