@@ -36,6 +36,13 @@ def _import(folder: Path, catalog: Path, *args: str):
                                     str(catalog), "--price-date", "2026-11-01", *args])
 
 
+def _imported(folder: Path, catalog: Path, *args: str):
+    """`_import` that must succeed (its output shown where it does not)."""
+    res = _import(folder, catalog, *args)
+    assert res.exit_code == 0, res.output
+    return res
+
+
 @pytest.fixture
 def small_catalog(tmp_path) -> Path:
     cat = tmp_path / "catalog"
@@ -58,8 +65,7 @@ def test_per_gpu_rates_whole_instances_spot_and_malformed_rows(tmp_path, small_c
     scn = tmp_path / "scn"
     _write(scn / "market" / "regions.csv",
            "cloud,catalog_region,region,site,egress_usd_per_gb\nacme,east,acme-east,nyc,0.05\n")
-    res = _import(scn, small_catalog)
-    assert res.exit_code == 0, res.output
+    res = _imported(scn, small_catalog)
     offers = _offers(scn)
     od = offers[("acme-east", "H100", "on_demand", "")]
     # the 8-GPU instance is cheaper per GPU (22 / 8 = 2.75 < 3.00): sold in eights
@@ -101,8 +107,7 @@ def test_a_pcie_card_is_a_gpu_type_of_its_own(tmp_path):
     scn = tmp_path / "scn"
     _write(scn / "market" / "regions.csv",
            "cloud,catalog_region,region,site\nacme,east,acme-east,nyc\n")
-    res = _import(scn, cat)
-    assert res.exit_code == 0, res.output
+    _imported(scn, cat)
     offers = _offers(scn)
     assert float(offers[("acme-east", "H100-PCIe", "on_demand", "")]["usd_per_gpu_hour"]) \
         == pytest.approx(2.49)
@@ -151,8 +156,7 @@ def test_rules_aliases_and_a_reimport_that_keeps_the_users_rows(tmp_path, small_
     vms = small_catalog / "acme" / "vms.csv"
     vms.write_text(vms.read_text().replace("22.00", "24.00").replace("l4-2x,L4,2,8,32,1.60,west,,\n", "")
                    .replace("3.00,east,,1.20", "3.00,east,,1.00"))
-    res = _import(scn, small_catalog)
-    assert res.exit_code == 0, res.output
+    res = _imported(scn, small_catalog)
     out = " ".join(res.output.split())
     offers = _offers(scn)
     od = offers[("acme-east", "H100-SXM", "on_demand", "")]
@@ -192,8 +196,7 @@ def test_the_published_lambda_and_nebius_catalogs(tmp_path):
     _write(scn / "market" / "regions.csv",
            "cloud,catalog_region,region,site\nnebius,eu-north1,nebius-eu-north1,gavle\n"
            "lambda,us-east-1,lambda-us-east-1,virginia\n")
-    res = _import(scn, CATALOG)
-    assert res.exit_code == 0, res.output
+    _imported(scn, CATALOG)
     offers = _offers(scn)
     h100 = offers[("nebius-eu-north1", "H100", "on_demand", "")]
     assert float(h100["usd_per_gpu_hour"]) == pytest.approx(2.95)
@@ -300,8 +303,7 @@ def test_the_users_row_wins_over_an_imported_row_of_the_same_offer(tmp_path, sma
     assert _import(scn, small_catalog).exit_code == 0
     with (scn / "offers.csv").open("a") as f:
         f.write("acme-east,H100,on_demand,2.60,,,,,,,,negotiated quote,2026-11-15\n")
-    res = _import(scn, small_catalog)
-    assert res.exit_code == 0, res.output
+    res = _imported(scn, small_catalog)
     rows = [r for r in _rows(scn / "offers.csv")
             if (r["region"], r["gpu"], r["term"]) == ("acme-east", "H100", "on_demand")]
     assert [(r["usd_per_gpu_hour"], r["source"]) for r in rows] == [("2.60",
@@ -342,8 +344,7 @@ def test_rules_reach_the_catalog_rows_the_user_did_not_edit(tmp_path, small_cata
     od, spot = ("acme-east", "H100", "on_demand", ""), ("acme-east", "H100", "spot", "")
     assert _import(scn, small_catalog, "--rules", str(none)).exit_code == 0
     assert _offers(scn)[od]["max_gpus"] == "" and _offers(scn)[spot]["interruption_rate"] == ""
-    res = _import(scn, small_catalog, "--rules", str(v1))
-    assert res.exit_code == 0, res.output
+    res = _imported(scn, small_catalog, "--rules", str(v1))
     assert "acme-east/H100/on_demand max_gpus blank → 64" in " ".join(res.output.split())
     assert (_offers(scn)[od]["max_gpus"], _offers(scn)[spot]["interruption_rate"]) == \
         ("64", "0.15")
@@ -390,8 +391,7 @@ def test_a_workbook_scenario_is_imported_into_its_sheets(tmp_path, small_catalog
     _write(tmp_path / "market" / "regions.csv",
            "cloud,catalog_region,region,site\nacme,east,acme-east,nyc\n")
     before = load_workbook(book)["demand"]["A2"].value
-    res = _import(book, small_catalog)
-    assert res.exit_code == 0, res.output
+    res = _imported(book, small_catalog)
     wb = load_workbook(book)
     offers = {(r[0], r[1], r[2]): r for r in wb["offers"].iter_rows(min_row=2,
                                                                       values_only=True)}
@@ -437,8 +437,7 @@ def test_a_region_placed_at_a_site_the_map_lacks_is_bad_input(tmp_path, small_ca
     assert _snapshot(scn) == before
     _write(scn / "regions.csv", "region,provider,site\nacme-east,acme,Ohio-Typo\n")
     places.write_text("cloud,catalog_region,region,site\nacme,east,acme-east,sfo\n")
-    res = _import(scn, small_catalog)
-    assert res.exit_code == 0, res.output
+    res = _imported(scn, small_catalog)
     assert [(r["region"], r["site"]) for r in _rows(scn / "regions.csv")] == \
         [("acme-east", "sfo")]
 
@@ -484,8 +483,7 @@ def test_offers_take_the_scenarios_own_spelling_of_a_gpu_type(tmp_path, small_ca
            "cloud,catalog_region,region,site\nacme,east,acme-east,nyc\n")
     _write(scn / "gpus.csv", "gpu,memory_gb,source\nh100,80,my notes\n")
     _write(scn / "sites.csv", "site,lat,lon\nnyc,40.7,-74.0\n")
-    res = _import(scn, small_catalog)
-    assert res.exit_code == 0, res.output
+    res = _imported(scn, small_catalog)
     assert {r["gpu"] for r in _rows(scn / "offers.csv")} == {"h100"}
     assert [r["gpu"] for r in _rows(scn / "gpus.csv")] == ["h100"]  # none added
     res = CliRunner().invoke(app, ["validate", str(scn)])
