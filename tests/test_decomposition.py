@@ -166,7 +166,10 @@ def test_the_ascent_bounds_below_the_lp_and_its_runs_replay(tmp_path, seed, monk
     rounds = Rounds(ascent=25, bound=1, choice=0, improve=10)
     first = decompose(ModelBuilder(s, find_candidates(s)), Budget(0.0), rounds=rounds)
     assert not first.converged and first.rounds == rounds
-    assert first.bound <= lp * (1 + 1e-9) and first.bound <= first.objective
+    # the Lagrangian at the bound's prices is under the LP relaxation; whole replicas
+    # (planner.solve.decompose.replicas) may lift the bound above it, not above the plan
+    assert lagrangian(blocks, part, *first.prices) <= lp * (1 + 1e-9)
+    assert first.bound <= first.objective
     again = decompose(ModelBuilder(s, find_candidates(s)), Budget(0.0),
                       rounds=Rounds.parse(str(first.rounds)))
     assert (again.objective, again.bound, again.rounds) == \
@@ -285,7 +288,10 @@ def test_generated_markets_reach_the_lp_relaxation(tmp_path, seed):
     builder = ModelBuilder(s, find_candidates(s))
     out = decompose(builder, Budget(120))
     assert out.converged
-    assert out.bound == pytest.approx(_lp_relaxation(builder), rel=1e-6)
+    # the LP relaxation reached, at the least: whole replicas in single-region
+    # workloads' blocks may lift the bound above it (planner.solve.decompose.replicas)
+    assert out.bound >= _lp_relaxation(builder) * (1 - 1e-6)
+    assert out.bound <= out.objective
     run = plan_scenario(s, time_limit=60, method="decompose")
     assert check_plan(s, run.plan) == []
     assert run.result.bound <= run.result.objective

@@ -14,6 +14,9 @@
 4. ascent: where the master did not reach the LP relaxation, steps up the Lagrangian
    function from the best prices so far, aimed at the plan's cost
    (planner.solve.decompose.ascent); every step's bound is valid, the best is kept.
+   Before and after it, the best bound is lifted by whole replicas in single-region
+   workloads' blocks at its prices (planner.solve.decompose.replicas): above the LP
+   relaxation, still under every plan.
 5. improve: pools planned again alone (fix and optimize) with what is left.
 
 The run ends as soon as its plan is proven within the gap asked (as branch and bound
@@ -51,8 +54,9 @@ from planner.solve.decompose.primal import (
     master_pairs,
     rounded_commitments,
 )
+from planner.solve.decompose.replicas import whole_replica_gain
 from planner.solve.whole import honest_gap, status_of
-from planner.solve.work import ascent_s, blocks_s, construct_s, trim_s
+from planner.solve.work import ascent_s, blocks_s, construct_s, trim_s, whole_replicas_s
 
 # Shares of the budget: the bound's rounds stop at BOUND_SHARE of it (200x40x24's
 # master reaches 251.8 M, 0.6 % under its LP, in its 7th round, some 28 s into the
@@ -170,12 +174,14 @@ def decompose(builder: ModelBuilder, budget: Budget, rounds: Rounds | None = Non
         if guided.cost() <= greedy.cost():
             draft = guided
         run.planned(draft.cost(), "LP-guided plan", dual)
+    run.lift()
     if not run.enough(draft) and (
             not solved or (not dual.converged
                            and run.bound < (1.0 - ASCENT_WORTH) * dual.master_value)):
         # the master did not reach the LP relaxation, and its bound is well under the
         # master's LP (the LP relaxation lies between them: all the ascent could gain)
         run.ascend(dual.prices if dual is not None else run.prices, draft.cost())
+    run.lift()
     if not run.enough(draft):
         run.improve(draft, lp_arcs)
     fill_unmet(draft)
@@ -189,7 +195,7 @@ def decompose(builder: ModelBuilder, budget: Budget, rounds: Rounds | None = Non
         termination = f"time limit (no LP relaxation within it: bound from {source})"
     else:
         termination = "time limit (LP relaxation not reached)"
-    return Outcome(draft.solution(), draft.cost(), run.bound, run.done, converged,
+    return Outcome(draft.solution(), draft.cost(), run.proven, run.done, converged,
                    termination, run.best_prices, run.least_s())
 
 
@@ -222,6 +228,8 @@ class _Run:
         self.prices = first_prices(blocks)
         self.bound = -np.inf
         self.best_prices = self.prices  # where the best bound was found
+        self.lifted = -np.inf  # the best bound lifted by whole replicas (`lift`)
+        self.lifted_at = None  # the prices it was lifted at last
         self.plan: float | None = None  # the cheapest whole plan's cost so far
         self.keep = 0.0  # seconds kept back after the master's rounds
         self.longest_pool = 0.0  # seconds of the longest pool MIP so far
@@ -239,18 +247,34 @@ class _Run:
         """Whether `draft` is proven within the gap asked, so the run ends. Read at the
         same points on every run (between rounds), the plan it ends with is the same;
         a replay's counts stop it there anyway."""
-        return np.isfinite(self.bound) and self.enough_at.reached(draft.running_cost(),
-                                                                  self.bound)
+        return np.isfinite(self.proven) and self.enough_at.reached(draft.running_cost(),
+                                                                   self.proven)
 
     def raise_bound(self, bound: float, prices) -> None:
         """Keep `bound` (L at `prices`) if it is the best so far."""
         if bound > self.bound:
             self.bound, self.best_prices = bound, prices
 
+    @property
+    def proven(self) -> float:
+        """The bound proven so far: the best of the Lagrangian function (`bound`, an LP
+        relaxation's) and of it lifted by whole replicas."""
+        return max(self.bound, self.lifted)
+
+    def lift(self) -> None:
+        """The best bound lifted by whole replicas in single-region workloads' blocks
+        at its prices (planner.solve.decompose.replicas), once for those prices."""
+        if self.lifted_at is self.best_prices or not np.isfinite(self.bound):
+            return
+        gain = whole_replica_gain(self.lp, *self.best_prices)
+        self.lifted = max(self.lifted, self.bound + gain)
+        self.budget.spend(whole_replicas_s(self.lp.cells, self.lp.single_region_pairs))
+        self.lifted_at = self.best_prices
+
     def tell(self, step: str, dual=None) -> None:
         """Report progress: the step, rounds, master LP, bound and best plan."""
         if self.progress:
-            bound = self.bound if dual is None else max(self.bound, dual.best)
+            bound = self.proven if dual is None else max(self.proven, dual.best)
             lp = None if dual is None else dual.master_value
             self.progress(Progress(step, self.done, lp, bound, self.plan))
 

@@ -1,0 +1,99 @@
+"""Whole replicas lift the bound of single-region workloads (planner.solve.decompose.
+replicas), by hand: hours_per_month = 100, so one GPU for a month at $1/h is $100."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scenarios import scenario, write_csv
+
+from planner.check import check_plan
+from planner.io.validate import load_scenario
+from planner.model.builder import ModelBuilder
+from planner.model.candidates import find_candidates
+from planner.solve.budget import Budget
+from planner.solve.decompose import method as method_module
+from planner.solve.decompose.method import decompose
+from planner.solve.decompose.replicas import _cell_floor
+
+H = {"hours_per_month": 100}
+SITES = [{"site": "a", "country": "US", "jurisdiction": "US"}]
+
+
+def _training(tmp_path, pool=None, other=False):
+    # A training run needs 50 units for a month. GPU type A: a replica of 4 GPUs at 10
+    # units each carries 40 units, at $1/GPU-hour; type B: one GPU of 10 units at $1.7.
+    # Whole replicas on one type: A 2 × 4 × 100 × 1 = $800, B 5 × 100 × 1.7 = $850: the
+    # optimum is $800. The LP relaxation takes A's GPUs one by one: 5 × 100 × 1 = $500.
+    workloads = [{"workload": "w", "kind": "training", "pool": pool}]
+    throughput = [{"workload": "w", "gpu": "A", "units_per_gpu": 10, "gpus_per_replica": 4},
+                  {"workload": "w", "gpu": "B", "units_per_gpu": 10}]
+    demand = [{"workload": "w", "period": "2027-01", "amount": 50}]
+    if other:  # an inference workload in w's pool, on A only, 10 units
+        workloads.append({"workload": "v", "kind": "inference", "pool": pool})
+        throughput.append({"workload": "v", "gpu": "A", "units_per_gpu": 10,
+                           "gpus_per_replica": 4})
+        demand.append({"workload": "v", "period": "2027-01", "amount": 10, "site": "a"})
+    folder = write_csv(tmp_path / "s", scenario(
+        settings=H, sites=SITES, regions=[{"region": "r", "provider": "p", "site": "a"}],
+        gpus=[{"gpu": "A"}, {"gpu": "B"}],
+        offers=[{"region": "r", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 1},
+                {"region": "r", "gpu": "B", "term": "on_demand", "usd_per_gpu_hour": 1.7}],
+        workloads=workloads, throughput=throughput, demand=demand))
+    s = load_scenario(folder)
+    return s, ModelBuilder(s, find_candidates(s))
+
+
+def test_whole_replicas_lift_a_training_runs_bound_to_its_optimum(tmp_path):
+    s, builder = _training(tmp_path)
+    out = decompose(builder, Budget(20))
+    assert out.objective == pytest.approx(800)
+    assert out.bound == pytest.approx(800)  # the LP relaxation's $500, lifted
+
+
+def test_without_the_lift_the_bound_is_the_lp_relaxation(tmp_path, monkeypatch):
+    monkeypatch.setattr(method_module, "whole_replica_gain", lambda *a: 0.0)
+    s, builder = _training(tmp_path)
+    out = decompose(builder, Budget(20))
+    assert out.objective == pytest.approx(800) and out.bound == pytest.approx(500)
+
+
+def test_a_workload_sharing_its_pool_keeps_its_lp_value(tmp_path):
+    # w and v share A's replicas: 60 units fit 2 replicas (80 units, $800) and the LP
+    # relaxation prices 6 GPUs ($600). The lift leaves w alone: w's second replica can
+    # carry v's load, so rounding w up alone would overstate the bound.
+    s, builder = _training(tmp_path, pool="p", other=True)
+    out = decompose(builder, Budget(20))
+    assert out.objective == pytest.approx(800)
+    assert out.bound == pytest.approx(600)
+
+
+@pytest.mark.parametrize("penalty, floor", [
+    (1000, 800),  # both replicas: 2 × $400
+    (12, 520),  # one replica ($400) and 10 units unmet (10 × 12): the LP's 50 × 10 = 500
+    (9, 450),  # all unmet (50 × 9), under a replica's $10 a unit: the LP's value
+])
+def test_a_cells_floor_by_hand(penalty, floor):
+    # 50 units; replicas of 40 units at $400 ($10 a unit), no egress
+    one = np.ones((1, 1))
+    got = _cell_floor(50 * one, penalty * one, np.full((1, 1, 1), 400.0),
+                      np.array([40.0]), np.zeros((1, 1, 1)))
+    assert got[0, 0] == pytest.approx(floor)
+
+
+def test_a_source_not_yet_usable_gives_no_floor():
+    # the only source starts later (its replica cost inf in this month): everything
+    # unmet, 50 × 12
+    one = np.ones((1, 1))
+    got = _cell_floor(50 * one, 12 * one, np.full((1, 1, 1), np.inf), np.array([40.0]),
+                      np.zeros((1, 1, 1)))
+    assert got[0, 0] == pytest.approx(600)
+
+
+def test_the_lifted_plan_passes_the_checker(tmp_path):
+    from planner.solve.pipeline import plan_scenario
+
+    s, _ = _training(tmp_path)
+    run = plan_scenario(s, time_limit=20, method="decompose")
+    assert check_plan(s, run.plan) == []
+    assert run.result.bound == pytest.approx(800) and run.result.status == "optimal"
