@@ -15,6 +15,7 @@ from planner.solve.budget import Budget
 from planner.solve.decompose import method as method_module
 from planner.solve.decompose.method import decompose
 from planner.solve.decompose.replicas import _cell_floor
+from planner.solve.pipeline import plan_scenario
 
 H = {"hours_per_month": 100}
 SITES = [{"site": "a", "country": "US", "jurisdiction": "US"}]
@@ -91,8 +92,6 @@ def test_a_source_not_yet_usable_gives_no_floor():
 
 
 def test_the_lifted_plan_passes_the_checker(tmp_path):
-    from planner.solve.pipeline import plan_scenario
-
     s, _ = _training(tmp_path)
     run = plan_scenario(s, time_limit=20, method="decompose")
     assert check_plan(s, run.plan) == []

@@ -26,12 +26,10 @@ may carry another workload's load.
 
 from __future__ import annotations
 
-from collections import Counter
-
 import numpy as np
 
 from planner.solve.decompose.blocks import Blocks, WorkloadBlocks
-from planner.solve.decompose.pricing import _serve, pair_range, unit_costs
+from planner.solve.decompose.pricing import _best_pairs, pair_range, unit_costs
 
 INF = np.inf
 
@@ -40,10 +38,10 @@ def whole_replica_gain(blocks: Blocks, y_payg: np.ndarray, y_committed: np.ndarr
     """How far whole replicas lift the Lagrangian function at prices y above its LP
     value (≥ 0): Σ over single-region workloads not sharing a pool of the block's
     floor less its LP value."""
-    pools = Counter(w.pool_name for w in blocks.builder.s.workloads)
+    members = blocks.builder.members  # pool → its workloads
     gain = 0.0
     for wb in blocks.workloads:
-        if wb.single_region and wb.pairs and pools[wb.pool] == 1:
+        if wb.single_region and wb.pairs and len(members[wb.pool]) == 1:
             lp, floor = single_region_floor(wb, blocks, y_payg, y_committed)
             gain += max(0.0, floor - lp)
     return gain
@@ -52,25 +50,24 @@ def whole_replica_gain(blocks: Blocks, y_payg: np.ndarray, y_committed: np.ndarr
 def single_region_floor(wb: WorkloadBlocks, blocks: Blocks, y_payg: np.ndarray,
                         y_committed: np.ndarray) -> tuple[float, float]:
     """A single-region workload's block at the prices: its LP value (the least over
-    pairs) and its whole-replica floor (the least over pairs of each cell's larger of
-    LP value and floor)."""
+    pairs, as `_best_pairs` prices them) and its whole-replica floor (the least over
+    pairs of each cell's larger of LP value and floor)."""
     _, priced = unit_costs(wb, blocks, y_payg, y_committed)
     penalty = wb.penalty * blocks.hd  # [M, K] dollars a unit left unmet
     egress = wb.egress[:, None, None] * blocks.hd[None]  # [J, M, K] a unit served
     units = wb.gpus_per_replica / wb.gpus_per_unit  # [J] a replica carries
     replica = (priced - egress) * units[:, None, None]  # [J, M, K]; inf before first
-    lp = best = INF
-    for i in range(len(wb.pairs)):
+    options = _best_pairs(wb, priced, penalty)  # (value, pair, plan), cheapest first
+    best = INF
+    for _, i, plan in options:
+        cells = plan[0]  # the pair's LP value per cell [M, K]
         start, end = pair_range(wb, i)
-        cells, *_ = _serve(wb, priced[start:end], wb.reach[:, start:end], penalty,
-                           wb.spot[start:end])  # the pair's LP value per cell [M, K]
         reached = wb.reach[:, start:end].any(axis=1)
         floor = _cell_floor(wb.level[reached].sum(axis=0), penalty,
                             replica[start:end], units[start:end], egress[start:end])
         unreached = (wb.level[~reached] * penalty[None]).sum(axis=0)
-        lp = min(lp, float(cells.sum()))
         best = min(best, float(np.maximum(cells, floor + unreached).sum()))
-    return lp, best
+    return options[0][0], best
 
 
 def _cell_floor(level: np.ndarray, penalty: np.ndarray, replica: np.ndarray,
