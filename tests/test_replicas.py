@@ -78,7 +78,7 @@ def test_a_cells_floor_by_hand(penalty, floor):
     # 50 units; replicas of 40 units at $400 ($10 a unit), no egress
     one = np.ones((1, 1))
     got = _cell_floor(50 * one, penalty * one, np.full((1, 1, 1), 400.0),
-                      np.array([40.0]), np.zeros((1, 1, 1)))
+                      np.full((1, 1, 1), 10.0), np.array([40.0]), np.zeros((1, 1, 1)))
     assert got[0, 0] == pytest.approx(floor)
 
 
@@ -86,8 +86,8 @@ def test_a_source_not_yet_usable_gives_no_floor():
     # the only source starts later (its replica cost inf in this month): everything
     # unmet, 50 × 12
     one = np.ones((1, 1))
-    got = _cell_floor(50 * one, 12 * one, np.full((1, 1, 1), np.inf), np.array([40.0]),
-                      np.zeros((1, 1, 1)))
+    got = _cell_floor(50 * one, 12 * one, np.full((1, 1, 1), np.inf),
+                      np.full((1, 1, 1), np.inf), np.array([40.0]), np.zeros((1, 1, 1)))
     assert got[0, 0] == pytest.approx(600)
 
 
@@ -96,3 +96,53 @@ def test_the_lifted_plan_passes_the_checker(tmp_path):
     run = plan_scenario(s, time_limit=20, method="decompose")
     assert check_plan(s, run.plan) == []
     assert run.result.bound == pytest.approx(800) and run.result.status == "optimal"
+
+
+def _small_loads(tmp_path, loads):
+    # Inference workloads at site a, each `units` a month in its `pool`, on GPU type A
+    # alone: a replica of 4 GPUs at 10 units each carries 40 units and costs
+    # 4 × 100 h × $1 = $400 a month, $10 a unit in the LP relaxation.
+    workloads, throughput, demand = [], [], []
+    for name, pool, units in loads:
+        workloads.append({"workload": name, "kind": "inference", "pool": pool})
+        throughput.append({"workload": name, "gpu": "A", "units_per_gpu": 10,
+                           "gpus_per_replica": 4})
+        demand.append({"workload": name, "period": "2027-01", "amount": units, "site": "a"})
+    folder = write_csv(tmp_path / "s", scenario(
+        settings=H, sites=SITES, regions=[{"region": "r", "provider": "p", "site": "a"}],
+        gpus=[{"gpu": "A"}],
+        offers=[{"region": "r", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 1}],
+        workloads=workloads, throughput=throughput, demand=demand))
+    s = load_scenario(folder)
+    return s, ModelBuilder(s, find_candidates(s))
+
+
+def test_a_load_under_one_replica_is_bounded_at_a_whole_one(tmp_path):
+    # 10 units fill a quarter of a replica: the LP relaxation pays 10 × $10 = $100, the
+    # plan a whole replica, $400. With replicas ≥ load ÷ 0.25 the bound is $400: proven.
+    s, builder = _small_loads(tmp_path, [("u", None, 10)])
+    out = decompose(builder, Budget(20))
+    assert out.objective == pytest.approx(400) and out.bound == pytest.approx(400)
+    run = plan_scenario(s, time_limit=20, method="decompose")
+    assert check_plan(s, run.plan) == []
+    assert run.result.status == "optimal"
+
+
+def test_a_pools_loads_fill_their_replica_together(tmp_path):
+    # u and v share pool p's replicas: 10 + 10 units fill half of one, $400 in all. The
+    # share is the pool's (0.5), not each workload's (0.25: a bound of 20 × $40 = $800,
+    # above the plan).
+    s, builder = _small_loads(tmp_path, [("u", "p", 10), ("v", "p", 10)])
+    out = decompose(builder, Budget(20))
+    assert out.objective == pytest.approx(400) and out.bound == pytest.approx(400)
+
+
+def test_merged_sites_of_two_pools_take_the_larger_share(tmp_path):
+    # u (pool p, 10 units: 0.25 of a replica) and v (pool q, 30 units: 0.75) are one kind
+    # of demand site, merged for the bound. Each pool needs its own replica: $800. The
+    # merged block's 40 units are bounded at the larger share, 40 × $10 ÷ 0.75 = $533.33
+    # (at the smaller, 40 × $40 = $1,600 would be above the plan).
+    s, builder = _small_loads(tmp_path, [("u", "p", 10), ("v", "q", 30)])
+    out = decompose(builder, Budget(20))
+    assert out.objective == pytest.approx(800)
+    assert out.bound == pytest.approx(40 * 10 / 0.75)

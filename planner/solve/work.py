@@ -107,10 +107,11 @@ def build_s(cells: int) -> float:
 
 @_paced
 def blocks_s(cells: int) -> float:
-    """The model's blocks as arrays and their kinds merged (at pace 0.77: default
-    0.016 s, 200x40x24 0.063 s, 1000x100x36, 30 M cells, 0.70 s; 13.9 s before each
-    workload's levels were gathered in one pass)."""
-    return 0.02 + 2.7e-8 * cells
+    """The model's blocks as arrays, their kinds merged and small loads' share of a
+    replica found (planner.solve.decompose.replicas; at pace 0.77: 200x40x24 0.06 +
+    0.004 + 0.14 s, 1000x100x36, 30 M cells, 0.51 + 0.05 + 2.16 s; 13.9 s for the
+    blocks alone before each workload's levels were gathered in one pass)."""
+    return 0.02 + 1.3e-7 * cells
 
 
 @_paced

@@ -57,10 +57,22 @@ class WorkloadBlocks:
     # [S, J] bool: arcs the master may need: in reach and not dominated (`_arcs`)
     arcs: np.ndarray = None
     index_of: dict = field(default_factory=dict)  # source → its index j
+    # [J, M, K] or None: the bound's blocks only — the share of one replica that the pool's
+    # whole demand in reach of each source fills, where under 1 (1 elsewhere; None: under
+    # 1 nowhere). planner.solve.decompose.replicas
+    fill: np.ndarray | None = None
 
     @property
     def limited_spot(self) -> bool:
         return self.spot_share < 1.0 - 1e-12 and bool(self.spot.any())
+
+    def gpus(self, source, month, segment) -> np.ndarray:
+        """The GPUs a unit served from `source` in (month, segment) counts for in the
+        relaxation, in its cost and in its capacity row: its own (`gpus_per_unit`), or
+        1/fill times them where the pool's demand fills less than one replica there (that
+        replica is whole all the same)."""
+        gpus = self.gpus_per_unit[source]
+        return gpus if self.fill is None else gpus / self.fill[source, month, segment]
 
 
 @dataclass

@@ -79,7 +79,8 @@ def _cells(b: Blocks, rows: Rows, master, y):
                         months, segments)  # [J, M, K]
         if wb.single_region:
             value += block_usage(wb, b, rows, *y)[0]
-            most = wb.gpus_per_unit[:, None, None] * wb.level.sum(axis=0)[None]
+            sources = np.arange(len(wb.sources))[:, None, None]
+            most = wb.gpus(sources, months, segments) * wb.level.sum(axis=0)[None]
             mine = np.zeros(rows.count)
             has = keys >= 0
             np.maximum.at(mine, keys[has], most[has])
@@ -102,7 +103,7 @@ def _cells(b: Blocks, rows: Rows, master, y):
             value += float(total[free].sum())
             row = ~free
             mine.append((key[row].astype(np.int32), total[row],
-                         wb.level[s, m[row], k[row]] * wb.gpus_per_unit[j[row]]))
+                         wb.level[s, m[row], k[row]] * wb.gpus(j[row], m[row], k[row])))
         if mine:
             parts.append(_grouped(*(np.concatenate([p[i] for p in mine]) for i in range(3))))
             if sum(len(p[0]) for p in parts) > MERGE_AT:

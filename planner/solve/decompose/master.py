@@ -200,13 +200,13 @@ class Master:
             return 0
         b = self.blocks
         wb = b.workloads[w]
-        true = (wb.price * wb.gpus_per_unit + wb.egress)[source] * b.hd[month, segment]
+        gpus = wb.gpus(source, month, segment)
+        true = (wb.price[source] * gpus + wb.egress[source]) * b.hd[month, segment]
         key = self.rows.key(wb.payg_row[source], wb.committed_row[source], month, segment)
         cap = np.full(n, -1, dtype=np.int64)
         has = key >= 0
         cap[has] = self.capacity_rows(key[has])
         demand = self.demand_row[w][site, month, segment]
-        gpus = wb.gpus_per_unit[source]
         spot = self.spot_row.get(w)
         # every column: its demand row, its capacity row (if any), its spot-share row (if
         # the workload has one), in that order

@@ -2,7 +2,9 @@
 
 0. kinds: demand sites with the same arcs merged into one block for the bound and its
    master (planner.solve.decompose.kinds): the same LP, some five times smaller on
-   generated markets; the plan is built on the workloads' own blocks.
+   generated markets; the plan is built on the workloads' own blocks. In those blocks
+   a load under one replica takes a whole one (planner.solve.decompose.replicas): the
+   LP of the model with those valid rows, above the plain LP relaxation.
 1. bound: column generation on the master LP (planner.solve.decompose.dual); every round's
    Lagrangian bound (by workload at capacity prices, by pair at demand prices) is
    valid, the best is kept. Until the LP relaxation is reached, or
@@ -54,7 +56,7 @@ from planner.solve.decompose.primal import (
     master_pairs,
     rounded_commitments,
 )
-from planner.solve.decompose.replicas import whole_replica_gain
+from planner.solve.decompose.replicas import small_load_fill, whole_replica_gain
 from planner.solve.whole import honest_gap, status_of
 from planner.solve.work import ascent_s, blocks_s, construct_s, trim_s, whole_replicas_s
 
@@ -221,7 +223,7 @@ class _Run:
                  enough: _Enough = _Enough()):
         self.blocks, self.budget, self.progress = blocks, budget, progress
         self.kinds = merge(blocks)
-        self.lp = self.kinds.blocks
+        self.lp = small_load_fill(self.kinds)  # small loads take whole replicas
         self.enough_at = enough
         self.fixed = rounds  # replay exactly these rounds, whatever the clock
         self.done = Rounds()

@@ -71,9 +71,14 @@ class Rows:
 def unit_costs(wb: WorkloadBlocks, blocks: Blocks, y_payg: np.ndarray,
                y_committed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """[J, M, K] true and priced cost per unit served by each source (priced: inf
-    before the source's first month). y_payg [offers, M, K], y_committed [pairs, M, K]."""
+    before the source's first month). y_payg [offers, M, K], y_committed [pairs, M, K].
+    In the bound's blocks a unit's GPUs count as `WorkloadBlocks.gpus` says: there the
+    true cost is the relaxation's, at or above the plan's own."""
     hd = blocks.hd[None]
-    per_unit = (wb.price * wb.gpus_per_unit)[:, None, None] * hd + wb.egress[:, None, None] * hd
+    gpus = wb.gpus_per_unit[:, None, None]
+    if wb.fill is not None:
+        gpus = gpus / wb.fill
+    per_unit = (wb.price[:, None, None] * gpus) * hd + wb.egress[:, None, None] * hd
     dual = np.zeros_like(per_unit)
     p = wb.payg_row >= 0
     if p.any():
@@ -81,7 +86,7 @@ def unit_costs(wb: WorkloadBlocks, blocks: Blocks, y_payg: np.ndarray,
     c = wb.committed_row >= 0
     if c.any():
         dual[c] = y_committed[wb.committed_row[c]]
-    priced = per_unit + dual * wb.gpus_per_unit[:, None, None]
+    priced = per_unit + dual * gpus
     early = np.arange(blocks.months)[None, :] < wb.first[:, None]  # [J, M]
     priced[np.broadcast_to(early[:, :, None], priced.shape)] = INF
     return per_unit, priced
@@ -237,8 +242,8 @@ def block_usage(wb: WorkloadBlocks, blocks: Blocks, rows: Rows, y_payg: np.ndarr
     for units, source in ((x, jb), (y, ja)):
         key = rows.key(wb.payg_row[source], wb.committed_row[source], month, segment)
         has = (key >= 0) & (units > 0)
-        usage += np.bincount(key[has], weights=(units * wb.gpus_per_unit[source])[has],
-                             minlength=rows.count)
+        gpus = units * wb.gpus(source, month, segment)
+        usage += np.bincount(key[has], weights=gpus[has], minlength=rows.count)
     return value, usage
 
 
@@ -359,7 +364,7 @@ def _columns(wb, rows: Rows, true, penalty, months, segments, block_of_cell, val
             has = key >= 0
             e_block.append(blk[has])
             e_row.append(key[has])
-            e_gpus.append(uu[has] * wb.gpus_per_unit[j[has]])
+            e_gpus.append(uu[has] * wb.gpus(j[has], mm[has], kk[has]))
             c_block.append(blk)
             c_site.append(np.full(len(uu), s))
             c_source.append(j)
