@@ -34,6 +34,7 @@ from planner.solve.decompose.dual import DualBound, first_prices
 from planner.solve.decompose.kinds import merge
 from planner.solve.decompose.master import CommitmentPart
 from planner.solve.decompose.pricing import Rows, block_usage
+from planner.solve.decompose.replicas import small_load_fill
 from planner.solve.highs import new_highs
 from planner.solve.work import blocks_s, pricing_s
 
@@ -86,13 +87,14 @@ def cut_with(builder: ModelBuilder, prices: tuple, schedule: dict) -> Cut:
 
 def _fixed(builder: ModelBuilder, schedule: dict) -> Blocks:
     """The model's blocks with every commitment held at `schedule`'s GPUs, demand sites
-    of one kind merged (planner.solve.decompose.kinds: the same LP, smaller)."""
+    of one kind merged (planner.solve.decompose.kinds: the same LP, smaller) and small
+    loads taking whole replicas (planner.solve.decompose.replicas)."""
     blocks = Blocks(builder)
     cm = blocks.commitments
     q = np.array([float(schedule.get((cm.offer[n], int(cm.start[n])), 0.0))
                   for n in range(len(cm.offer))])
     cm.lower, cm.upper = q.copy(), q.copy()
-    return merge(blocks).blocks
+    return small_load_fill(merge(blocks))
 
 
 def _cut(blocks: Blocks, prices: tuple, schedule: dict) -> Cut:
