@@ -9,9 +9,8 @@
    Lagrangian bound (by workload at capacity prices, by pair at demand prices) is
    valid, the best is kept. Until the LP relaxation is reached, or
    the bound's share of the budget is spent.
-2. choice: every single-region workload is held at once to the (region, GPU type) its
-   LP weighs most among those with room left, and the master goes on as the LP of that
-   choice.
+2. choice: each single-region workload is held to the (region, GPU type) its LP weighs
+   most, and the master goes on as the LP of that choice.
 3. plan: the master's commitments rounded, its arcs turned into whole replicas within
    capacity, month by month (planner.solve.decompose.construct).
 4. ascent: where the master did not reach the LP relaxation, steps up the Lagrangian
@@ -54,6 +53,7 @@ from planner.solve.decompose.primal import (
     all_pairs,
     choose_pairs,
     master_arcs,
+    master_pairs,
     rounded_commitments,
 )
 from planner.solve.decompose.replicas import small_load_fill, whole_replica_gain
@@ -357,17 +357,18 @@ class _Run:
         self.raise_bound(dual.best, dual.prices)
 
     def hold_pairs(self, dual: DualBound) -> None:
-        """Hold every single-region workload to a pair at once: each to the first its
-        LP weighs most that still has room beside those chosen before it, the busiest
-        first (`all_pairs`); then the LP of that choice. The bound keeps pricing every
-        pair: it stays valid. (Held a pair at a time, the LP solved again after each
-        hold, 200x40x24 took 72 LP rounds to choose and its plan cost $259.98 M at 45 s,
-        $259.46 M at 90 s; held at once, 28 rounds and $259.52 M, $259.27 M. The
-        default scenario and its comparison plans choose the same either way.)"""
-        pairs = all_pairs(dual)
-        if pairs:
+        """Hold single-region workloads to their pair, a pair at a time (two that both
+        want one pair would not fit: the default scenario's pay-as-you-go variant left
+        both training runs unmet), each time going on with the LP of the choices so
+        far. The bound keeps pricing every pair: it stays valid."""
+        while self.fixed is None or self.done.choice < self.fixed.choice:
+            pairs = master_pairs(dual)
+            if not pairs:
+                break
             dual.hold_pairs(pairs)
             self.column_generation(dual, "choice", CHOICE_SHARE)
+            if not dual.converged:
+                break
 
     def ascend(self, start, plan_cost: float) -> None:
         """The ascent from `start`, aimed at the plan, for ASCENT_SHARE of the budget."""

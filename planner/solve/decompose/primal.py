@@ -93,9 +93,22 @@ def held_claims(dual: DualBound) -> dict:
     return claimed
 
 
+def master_pairs(dual: DualBound) -> dict:
+    """The next single-region workloads to hold to a pair (`choose_pairs` on the
+    master's preferences), one per (region, GPU type): the next LP shows what is left."""
+    blocks = dual.blocks
+    pending = [w for w, wb in enumerate(blocks.workloads)
+               if wb.single_region and w not in dual.pairs and wb.pairs]
+    chosen = choose_pairs(blocks, master_orders(dual, pending), held_claims(dual))
+    first: dict[tuple, int] = {}
+    for w in sorted(chosen, key=lambda w: (-float(blocks.workloads[w].level.sum()), w)):
+        first.setdefault(blocks.workloads[w].pairs[chosen[w]], w)
+    return {w: chosen[w] for w in sorted(first.values())}
+
+
 def all_pairs(dual: DualBound) -> dict:
-    """Every single-region workload's pair: those held, and the others' `choose_pairs`
-    on the master's preferences, beside the held ones' claims."""
+    """Every single-region workload's pair: those held, and for the rest (the clock
+    stopped the holding) their `choose_pairs` on the master's preferences."""
     blocks = dual.blocks
     pending = [w for w, wb in enumerate(blocks.workloads)
                if wb.single_region and w not in dual.pairs and wb.pairs]
