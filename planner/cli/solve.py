@@ -107,14 +107,9 @@ def solve(
 ):
     """Solve a scenario at least cost and write the finance workbook."""
     QUIET["on"] = quiet
-    from planner.baselines import against, can_solve_beside, solve_beside
-    from planner.check import check_plan
     from planner.report.json_out import plan_json
-    from planner.report.workbook import write_workbook
     from planner.solve.budget import Budget
     from planner.solve.pipeline import export_model as write_mps
-    from planner.solve.pipeline import plan_scenario
-    from planner.solve.work import load_s
 
     started = command_started()
     _check_solver_options(solver, time_limit, gap)
@@ -136,20 +131,42 @@ def solve(
                     start=started)
     keep = _report_seconds(s)
     warned = _warn_short_budget(budget, keep)
-    if not stochastic:
-        _warn_stochastic_only(samples=samples, demand_spread=demand_spread, seed=seed,
-                              correlation=correlation, risk_aversion=risk_aversion,
-                              cvar_alpha=cvar_alpha, jobs=jobs, scheduler=scheduler)
     if stochastic:
         _solve_stochastic(s, budget, keep, out, as_json, focus, solver, gap, samples,
                           demand_spread, seed, correlation, risk_aversion, cvar_alpha, jobs,
                           scheduler, started)
         return
+    _warn_stochastic_only(samples=samples, demand_spread=demand_spread, seed=seed,
+                          correlation=correlation, risk_aversion=risk_aversion,
+                          cvar_alpha=cvar_alpha, jobs=jobs, scheduler=scheduler)
+    plan, compare, run = _plan_and_compare(s, budget, keep, solver, gap, threads,
+                                           baselines, fixed_rounds)
+    if export_model is not None:
+        write_mps(run, export_model)
+        err.print(f"model written to {export_model}")
+    _write_files(plan, out, focus, seconds=run.seconds, baselines=compare)
+    if not warned and fixed_rounds is None:  # a replay is not bounded by the clock
+        _warn_past_limit(budget, "a first plan and its files")
+    _say_done(plan, started, out)
+    if as_json:
+        data = plan_json(plan, baselines=compare, notes=SAID)
+        sys.stdout.write(dumps(data))
+
+
+def _plan_and_compare(s, budget, keep: float, solver, gap, threads: int, baselines: bool,
+                      fixed_rounds):
+    """The plan (checked), its comparison plans' entries with their savings, and the
+    run that found it: the comparison plans solved on the second core beside the plan
+    where there is one, else after it in what the plan leaves (PLAN_SHARE); the
+    cheapest comparison plan stands as the plan where it costs less."""
+    from planner.baselines import against, can_solve_beside, solve_beside
+    from planner.solve.pipeline import plan_scenario
+    from planner.solve.work import load_s
+
     # what follows reads the work clock (planner.solve.budget), started at what loading
     # is reckoned to have taken: the same steps, the same plan on every run
     work = budget.reckoned(load_s(s))
     with ExitStack() as stack:
-        # the comparison plans on the second core while the plan is solved, else after it
         beside = None
         if baselines and can_solve_beside(threads):
             beside = stack.enter_context(
@@ -164,17 +181,9 @@ def solve(
                                 budget=work.share(share, keep, _writing_seconds),
                                 rounds=fixed_rounds,
                                 progress=progress)
-        if run.plan is None:
-            err.print(f"[red]no plan: the solver failed[/] ({run.result.termination})")
-            raise typer.Exit(EXIT_NO_PLAN)
+        _exit_without_plan(run)
         _warn_solver(solver or s.settings.solver, run.result.solver)
-        plan = run.plan
-        problems = check_plan(s, plan)
-        if problems:
-            err.print("[red]the plan fails the independent check:[/]")
-            for p in problems[:20]:
-                err.print(f"  {p}")
-            raise typer.Exit(EXIT_ERROR)
+        _exit_if_check_fails(s, run.plan)
         with _status("solving the comparison plans"):
             entries, cheapest = _comparison_plans(s, run, beside, baselines, solver, gap,
                                                   work.share(1.0, keep), threads,
@@ -183,22 +192,42 @@ def solve(
                               s.settings.mip_gap, work, keep)
         compare = against(entries, plan)
         _warn_beaten(compare, plan)
-    if export_model is not None:
-        write_mps(run, export_model)
-        err.print(f"model written to {export_model}")
+    return plan, compare, run
+
+
+def _exit_without_plan(run) -> None:
+    """Exit 3 where the solver itself failed (SPEC §4: a valid scenario always has a
+    plan otherwise)."""
+    if run.plan is None:
+        err.print(f"[red]no plan: the solver failed[/] ({run.result.termination})")
+        raise typer.Exit(EXIT_NO_PLAN)
+
+
+def _exit_if_check_fails(s, plan, restricted: bool = False) -> None:
+    """Exit 1, writing nothing, where the plan fails the independent check
+    (planner.check): never seen, and never to be written as if it were sound."""
+    from planner.check import check_plan
+
+    problems = check_plan(s, plan, restricted=restricted)
+    if problems:
+        err.print("[red]the plan fails the independent check:[/]")
+        for p in problems[:20]:
+            err.print(f"  {p}")
+        raise typer.Exit(EXIT_ERROR)
+
+
+def _write_files(plan, out: Path, focus: Path | None, **workbook) -> None:
+    """The workbook (`workbook`: write_workbook's further arguments) and, if asked, the
+    FOCUS charges."""
+    from planner.report.workbook import write_workbook
+
     with _status(f"writing {out}"):
-        write_workbook(plan, out, baselines=compare, seconds=run.seconds, notes=SAID)
+        write_workbook(plan, out, notes=SAID, **workbook)
     if focus is not None:
         from planner.report.focus import focus_rows, write_focus_csv
 
         write_focus_csv(focus_rows(plan), focus)
         err.print(f"FOCUS charges written to {focus}")
-    if not warned and fixed_rounds is None:  # a replay is not bounded by the clock
-        _warn_past_limit(budget, "a first plan and its files")
-    _say_done(plan, started, out)
-    if as_json:
-        data = plan_json(plan, baselines=compare, notes=SAID)
-        sys.stdout.write(dumps(data))
 
 
 def _warn_deterministic_only(**given) -> None:
@@ -333,11 +362,9 @@ def _solve_stochastic(s, budget, keep, out, as_json, focus, solver, gap, samples
                       seed, correlation, risk_aversion, alpha, jobs, scheduler, started):
     """`solve --stochastic`: the schedule for every scenario (planner.stochastic), the
     plan of the mean forecast under it in the workbook, with a Risk sheet."""
-    from planner.check import check_plan
     from planner.cluster import Runner
     from planner.model.builder import Restrictions
     from planner.report.json_out import plan_json
-    from planner.report.workbook import write_workbook
     from planner.solve.pipeline import plan_scenario
     from planner.solve.work import load_s
     from planner.stochastic import (
@@ -348,16 +375,7 @@ def _solve_stochastic(s, budget, keep, out, as_json, focus, solver, gap, samples
         stochastic_json,
     )
 
-    if samples is not None:
-        scenarios = sample_scenarios(s, samples, spread, seed, correlation)
-        if s.demand_scenarios:
-            warn(f"--samples {samples} draws the scenarios; the demand_scenarios table's "
-                 f"{len(s.demand_scenarios)} are not used")
-    elif s.demand_scenarios:
-        scenarios = s.demand_scenarios
-    else:
-        err.print("[red]error:[/] --stochastic needs a demand_scenarios table or --samples N")
-        raise typer.Exit(EXIT_BAD_INPUT)
+    scenarios = _demand_scenarios(s, samples, spread, seed, correlation)
     # the solves' limits, samples kept and schedules tried are reckoned on the work clock
     # (planner.solve.budget): the same on every run, whatever --jobs (SPEC §4)
     work = budget.reckoned(load_s(s))
@@ -374,25 +392,8 @@ def _solve_stochastic(s, budget, keep, out, as_json, focus, solver, gap, samples
                 s, scenarios, work.share(OUT_OF_SAMPLE_SHARE if samples else 1.0, final),
                 runner, solver, gap, risk_aversion, alpha, progress=say,
                 drawn=samples is not None)
-            if result.dropped:
-                warn(f"--time-limit {budget.seconds:g} s holds the "
-                     f"solves of {len(result.scenarios)} of {samples} samples: the "
-                     f"schedule is chosen on those (equally likely); a longer "
-                     f"--time-limit plans on all")
-            if result.overrun_s > 0:
-                warn(f"the {len(result.scenarios)} scenarios of the "
-                     f"demand_scenarios table take up to {result.overrun_s:.0f} s "
-                     f"more than --time-limit {budget.seconds:g} s holds (each solve "
-                     f"ends before its limit and cannot be given less); all are "
-                     f"planned, and the command ends late")
+            _warn_stochastic(result, budget, samples)
             scenarios = result.scenarios  # those planned on
-            if result.missed:
-                warn(f"{result.missed} of {len(scenarios) + 1} "
-                     f"scenario solves (wait and see) ran out of time before their "
-                     f"plan from the LP: their plans and bounds are rough, and later "
-                     f"solves get {result.need_s:.1f} s each, so fewer schedules are "
-                     f"compared; a longer --time-limit or fewer scenarios plan "
-                     f"better")
             if samples is not None:  # the schedule on samples it was not chosen on
                 say(f"evaluating the schedule on {samples} fresh samples")
                 fresh = sample_scenarios(s, samples, spread, seed + FRESH_SEED, correlation)
@@ -407,39 +408,71 @@ def _solve_stochastic(s, budget, keep, out, as_json, focus, solver, gap, samples
     with _status("planning the mean forecast under the schedule"):
         run = plan_scenario(mean_forecast(s, scenarios), solver, gap=gap,
                             budget=_last_solve_budget(work, keep), restrictions=fixed)
-    if run.plan is None:
-        err.print(f"[red]no plan: the solver failed[/] ({run.result.termination})")
-        raise typer.Exit(EXIT_NO_PLAN)
+    _exit_without_plan(run)
     plan = run.plan
-    problems = check_plan(plan.scenario, plan, restricted=True)
-    if problems:
-        err.print("[red]the plan fails the independent check:[/]")
-        for p in problems[:20]:
-            err.print(f"  {p}")
-        raise typer.Exit(EXIT_ERROR)
-    with _status(f"writing {out}"):
-        write_workbook(plan, out, seconds=run.seconds, baselines_skipped="--stochastic",
-                       risk=result, notes=SAID)
-    if focus is not None:
-        from planner.report.focus import focus_rows, write_focus_csv
-
-        write_focus_csv(focus_rows(plan), focus)
+    _exit_if_check_fails(plan.scenario, plan, restricted=True)
+    _write_files(plan, out, focus, seconds=run.seconds, baselines_skipped="--stochastic",
+                 risk=result)
     _warn_past_limit(budget, f"a solve of each of the {len(scenarios)} scenarios and the "
                              f"mean forecast, the schedule's evaluation and the workbook")
-    err.print(f"stochastic over {len(scenarios)} scenarios ({result.chosen.name} schedule): "
-              f"expected ${result.expected_cost_usd:,.0f}, CVaR{alpha:g} "
-              f"${result.cvar_usd:,.0f}, gap {result.gap:.2%} over the bound "
-              f"({result.bound_from}); "
-              f"VSS ${result.vss_usd:,.0f}, EVPI "
-              + ("not known" if result.evpi_usd is None else f"${result.evpi_usd:,.0f}")
-              + ("" if result.out_of_sample is None else
-                 f"; on {result.out_of_sample['samples']} fresh samples "
-                 f"${result.out_of_sample['expected_cost_usd']:,.0f} "
-                 f"({result.out_of_sample['difference_usd']:+,.0f})") + "; "
-              f"{time.perf_counter() - started:.1f} s; wrote {out}")
+    _say_stochastic_done(result, alpha, started, out)
     if as_json:
         data = plan_json(plan, notes=SAID)
         data["stochastic"] = stochastic_json(result)
         sys.stdout.write(dumps(data))
 
 
+def _demand_scenarios(s, samples: int | None, spread: float, seed: int, correlation: float):
+    """The scenarios of --stochastic: `samples` drawn, else the demand_scenarios table's;
+    neither exits 2."""
+    from planner.stochastic import sample_scenarios
+
+    if samples is not None:
+        if s.demand_scenarios:
+            warn(f"--samples {samples} draws the scenarios; the demand_scenarios table's "
+                 f"{len(s.demand_scenarios)} are not used")
+        return sample_scenarios(s, samples, spread, seed, correlation)
+    if s.demand_scenarios:
+        return s.demand_scenarios
+    err.print("[red]error:[/] --stochastic needs a demand_scenarios table or --samples N")
+    raise typer.Exit(EXIT_BAD_INPUT)
+
+
+def _warn_stochastic(result, budget, samples: int | None) -> None:
+    """What the time did to a stochastic solve: samples left out, a table's scenarios
+    running late, scenario solves cut short of their LP."""
+    if result.dropped:
+        warn(f"--time-limit {budget.seconds:g} s holds the "
+             f"solves of {len(result.scenarios)} of {samples} samples: the "
+             f"schedule is chosen on those (equally likely); a longer "
+             f"--time-limit plans on all")
+    if result.overrun_s > 0:
+        warn(f"the {len(result.scenarios)} scenarios of the "
+             f"demand_scenarios table take up to {result.overrun_s:.0f} s "
+             f"more than --time-limit {budget.seconds:g} s holds (each solve "
+             f"ends before its limit and cannot be given less); all are "
+             f"planned, and the command ends late")
+    if result.missed:
+        warn(f"{result.missed} of {len(result.scenarios) + 1} "
+             f"scenario solves (wait and see) ran out of time before their "
+             f"plan from the LP: their plans and bounds are rough, and later "
+             f"solves get {result.need_s:.1f} s each, so fewer schedules are "
+             f"compared; a longer --time-limit or fewer scenarios plan "
+             f"better")
+
+
+def _say_stochastic_done(result, alpha: float, started: float, out: Path) -> None:
+    """The closing line of --stochastic: the schedule, expected cost, CVaR, gap and its
+    bound, VSS, EVPI, the fresh samples' cost, seconds and the workbook written."""
+    sample = result.out_of_sample
+    err.print(f"stochastic over {len(result.scenarios)} scenarios ({result.chosen.name} "
+              f"schedule): expected ${result.expected_cost_usd:,.0f}, CVaR{alpha:g} "
+              f"${result.cvar_usd:,.0f}, gap {result.gap:.2%} over the bound "
+              f"({result.bound_from}); "
+              f"VSS ${result.vss_usd:,.0f}, EVPI "
+              + ("not known" if result.evpi_usd is None else f"${result.evpi_usd:,.0f}")
+              + ("" if sample is None else
+                 f"; on {sample['samples']} fresh samples "
+                 f"${sample['expected_cost_usd']:,.0f} "
+                 f"({sample['difference_usd']:+,.0f})") + "; "
+              f"{time.perf_counter() - started:.1f} s; wrote {out}")

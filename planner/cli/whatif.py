@@ -75,63 +75,18 @@ def whatif(
     from planner.report.whatif_workbook import write_whatif_workbook
     from planner.solve.budget import Budget
     from planner.solve.work import load_s, pace
-    from planner.whatif import (
-        DEFAULT_POLICIES,
-        Policy,
-        PolicyError,
-        parse_policy,
-        run_whatif,
-        variant_summary,
-        workers_for,
-    )
+    from planner.whatif import run_whatif, variant_summary, workers_for
 
     started = command_started()
     _check_solver_options(solver, time_limit, gap)
     _check_cluster(jobs, scheduler)
-    try:
-        policies = [parse_policy(p) for p in (policy or DEFAULT_POLICIES)]
-    except PolicyError as e:
-        err.print(f"[red]error:[/] --policy {e}")
-        raise typer.Exit(EXIT_BAD_INPUT) from None
-    names = [p.name.casefold() for p in policies]
-    if len(set(names)) != len(names):  # their sheets' names would differ only in case
-        err.print("[red]error:[/] two policies have the same name (in any case)")
-        raise typer.Exit(EXIT_BAD_INPUT)
-    reference = None  # the savings' pay-as-you-go plan, where no policy given is one
-    if not any(set(p.terms) <= {"spot", "on_demand"} for p in policies):
-        if "payg-reference" in names:
-            err.print("[red]error:[/] 'payg-reference' names the pay-as-you-go plan the "
-                      "savings are taken against, added where no policy is pay-as-you-go "
-                      "only: give the policy another name")
-            raise typer.Exit(EXIT_BAD_INPUT)
-        reference = Policy("payg-reference", {"spot": None, "on_demand": None})
-        policies.append(reference)
-    scales = _numbers(demand_scale, "--demand-scale")
-    stress_scales = tuple(1.0 + x for x in _numbers(stress, "--stress"))
-    if not scales or any(x < 0 for x in scales) or any(x <= 0 for x in stress_scales):
-        err.print("[red]error:[/] demand scales must be numbers ≥ 0 (stress above −1)")
-        raise typer.Exit(EXIT_BAD_INPUT)
-    for option, given in (("--demand-scale", scales), ("--stress", stress_scales)):
-        if len(set(given)) < len(given):  # the same solves twice, as two rows
-            err.print(f"[red]error:[/] {option} gives a level twice")
-            raise typer.Exit(EXIT_BAD_INPUT)
+    policies, reference = _policies(policy)
+    scales, stress_scales = _levels(demand_scale, stress)
     s = _load(scenario)
     _pace_machine()
     for w in s.warnings:
         err.print(f"[yellow]{w}[/]")
-    per_workload: dict[str, float] = {}
-    for item in scale_workload or []:
-        name, _, factor = item.partition("=")
-        numbers = _numbers(factor, "--scale-workload")
-        if len(numbers) != 1 or numbers[0] < 0:
-            err.print(f"[red]error:[/] --scale-workload takes WORKLOAD=FACTOR, one number "
-                      f"≥ 0, not '{item}'")
-            raise typer.Exit(EXIT_BAD_INPUT)
-        workload = _named(name.strip(), s.workload_by_name, "workload")
-        if workload in per_workload:
-            err.print(f"[red]error:[/] --scale-workload: '{workload}' given twice")
-            raise typer.Exit(EXIT_BAD_INPUT)
-        per_workload[workload] = numbers[0]
+    per_workload = _workload_scales(scale_workload or [], s)
     jobs = jobs or os.cpu_count() or 1
     out = output or Path("reports/whatif.xlsx")
     _check_outputs(out, scenario=scenario)
@@ -167,27 +122,10 @@ def whatif(
     variants = run_whatif(s, policies, scales, per_workload, stress_scales, jobs, solver,
                           gap=gap, progress=progress, scheduler=scheduler,
                           budget=work.share(1.0, keep=keep))
-    for used in sorted({v.plan.result.solver for v in variants if v.plan is not None}):
-        _warn_solver(solver or s.settings.solver, used)
-    for v in variants:
-        if v.note:
-            warn(f"{v.label} not run: {v.note}")
-    if all(v.plan is None for v in variants):
-        err.print("[red]no plan found for any policy[/]")
-        raise typer.Exit(EXIT_NO_PLAN)
-    short = [v.label for v in variants if v.short_of_lp]
-    if short:
-        warn(f"{len(short)} of {len(variants)} variants ran out of "
-             f"time before their plan from the LP ({', '.join(short)}): their plans "
-             f"are rough and their gaps wide; a longer --time-limit or fewer policies "
-             f"and demand scales compare them better")
+    _warn_variants(variants, solver or s.settings.solver)
     with _status(f"writing {out}"):
         write_whatif_workbook(s, variants, out, stress_scales, notes=SAID)
-    for v in variants:
-        total = f"${v.plan.totals['total_cost_usd']:,.0f}" if v.plan else "no plan"
-        gap = v.plan.result.gap if v.plan is not None else None
-        err.print(f"{v.label:>24}: {total} ({v.status}"
-                  + (f", gap {gap:.2%}" if gap is not None else "") + ")")
+    _say_variants(variants)
     if not warned:
         _warn_past_limit(budget, "a first plan of each variant and the workbook")
     err.print(f"wrote {out}")
@@ -201,3 +139,91 @@ def whatif(
         sys.stdout.write(dumps(data))
 
 
+def _policies(given: list[str] | None):
+    """The policies (--policy, else the default four) and the pay-as-you-go reference
+    the savings are taken against, added where no policy given is pay-as-you-go only
+    (None where one is); bad text, names the same in any case or a policy named as the
+    reference exit 2."""
+    from planner.whatif import DEFAULT_POLICIES, Policy, PolicyError, parse_policy
+
+    try:
+        policies = [parse_policy(p) for p in (given or DEFAULT_POLICIES)]
+    except PolicyError as e:
+        err.print(f"[red]error:[/] --policy {e}")
+        raise typer.Exit(EXIT_BAD_INPUT) from None
+    names = [p.name.casefold() for p in policies]
+    if len(set(names)) != len(names):  # their sheets' names would differ only in case
+        err.print("[red]error:[/] two policies have the same name (in any case)")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    if any(set(p.terms) <= {"spot", "on_demand"} for p in policies):
+        return policies, None
+    if "payg-reference" in names:
+        err.print("[red]error:[/] 'payg-reference' names the pay-as-you-go plan the "
+                  "savings are taken against, added where no policy is pay-as-you-go "
+                  "only: give the policy another name")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    reference = Policy("payg-reference", {"spot": None, "on_demand": None})
+    return [*policies, reference], reference
+
+
+def _levels(demand_scale: str, stress: str) -> tuple[list[float], tuple[float, ...]]:
+    """The demand levels (--demand-scale) and the stress tests' (1 + each --stress);
+    negative levels, stress at −1 or below, or a level given twice exit 2."""
+    scales = _numbers(demand_scale, "--demand-scale")
+    stress_scales = tuple(1.0 + x for x in _numbers(stress, "--stress"))
+    if not scales or any(x < 0 for x in scales) or any(x <= 0 for x in stress_scales):
+        err.print("[red]error:[/] demand scales must be numbers ≥ 0 (stress above −1)")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    for option, given in (("--demand-scale", scales), ("--stress", stress_scales)):
+        if len(set(given)) < len(given):  # the same solves twice, as two rows
+            err.print(f"[red]error:[/] {option} gives a level twice")
+            raise typer.Exit(EXIT_BAD_INPUT)
+    return scales, stress_scales
+
+
+def _workload_scales(items: list[str], s) -> dict[str, float]:
+    """--scale-workload WORKLOAD=FACTOR as {workload: factor}; an unknown workload, a
+    factor that is not one number ≥ 0 or a workload given twice exit 2."""
+    per_workload: dict[str, float] = {}
+    for item in items:
+        name, _, factor = item.partition("=")
+        numbers = _numbers(factor, "--scale-workload")
+        if len(numbers) != 1 or numbers[0] < 0:
+            err.print(f"[red]error:[/] --scale-workload takes WORKLOAD=FACTOR, one number "
+                      f"≥ 0, not '{item}'")
+            raise typer.Exit(EXIT_BAD_INPUT)
+        workload = _named(name.strip(), s.workload_by_name, "workload")
+        if workload in per_workload:
+            err.print(f"[red]error:[/] --scale-workload: '{workload}' given twice")
+            raise typer.Exit(EXIT_BAD_INPUT)
+        per_workload[workload] = numbers[0]
+    return per_workload
+
+
+def _warn_variants(variants, asked: str) -> None:
+    """Say which solver stood in for the one asked, which variants were not run and
+    which ran out of time before their plan from the LP; exit 3 where no variant has a
+    plan (the solver itself failed)."""
+    for used in sorted({v.plan.result.solver for v in variants if v.plan is not None}):
+        _warn_solver(asked, used)
+    for v in variants:
+        if v.note:
+            warn(f"{v.label} not run: {v.note}")
+    if all(v.plan is None for v in variants):
+        err.print("[red]no plan found for any policy[/]")
+        raise typer.Exit(EXIT_NO_PLAN)
+    short = [v.label for v in variants if v.short_of_lp]
+    if short:
+        warn(f"{len(short)} of {len(variants)} variants ran out of "
+             f"time before their plan from the LP ({', '.join(short)}): their plans "
+             f"are rough and their gaps wide; a longer --time-limit or fewer policies "
+             f"and demand scales compare them better")
+
+
+def _say_variants(variants) -> None:
+    """A line per variant: its total cost, status and gap."""
+    for v in variants:
+        total = f"${v.plan.totals['total_cost_usd']:,.0f}" if v.plan else "no plan"
+        gap = v.plan.result.gap if v.plan is not None else None
+        err.print(f"{v.label:>24}: {total} ({v.status}"
+                  + (f", gap {gap:.2%}" if gap is not None else "") + ")")
