@@ -1,63 +1,29 @@
-"""Two-stage stochastic plans (SPEC §4 v2, `solve --stochastic`): one commitment schedule
-for several demand scenarios, each scenario's pay-as-you-go, spot and unmet demand its own
-recourse; least expected cost, or expected cost + λ·CVaR_α.
-
-The method, each step for a reason:
-
-1. **wait and see** — every scenario is planned alone, as if its demand were known. The
-   probability-weighted sum of their proven bounds is a valid lower bound on the expected
-   cost of any single schedule (knowing the future never costs more), and
-   (1 + λ) × it on expected cost + λ·CVaR (CVaR is at least the mean).
-2. **bound** — an L-shaped master over Lagrangian cuts (planner.solve.decompose.cuts):
-   the first stage is the commitments, each scenario's cost a function of them bounded
-   below by cuts from its decomposition's prices at the master's schedule, one round of
-   cuts (every scenario, on the cluster) at a time until the bound stops rising or its
-   share of the time is spent. Its value is a valid bound that, unlike wait and see,
-   makes every scenario live with the same commitments (it closes the EVPI part of the
-   gap where the cuts converge).
-3. **candidates** — the schedules worth trying: the deterministic plan of the
-   probability-weighted mean forecast (the one the VSS is measured against), the
-   probability-weighted average of the scenarios' schedules (progressive hedging's first
-   consensus, rounded down to whole instances), the master's schedule in whole
-   instances, and the scenarios' own schedules at spread quantiles of total demand.
-4. **evaluation** — each candidate with its commitments fixed, every scenario solved for
-   its recourse (independent solves, run on the cluster: planner.cluster).
-5. **steps** — from the best candidate, each commitment one instance more or less,
-   evaluated likewise while the time holds; the first cheaper schedule is stepped from
-   next (the cuts' master stops where a schedule repeats, its bound short of it).
-6. **choice** — the candidate with the least expected cost + λ·CVaR_α (Rockafellar–
-   Uryasev: CVaR_α = min_t t + E[(cost − t)⁺] / (1 − α), exact for discrete scenarios).
-
-VSS = expected cost of the mean-forecast schedule − the chosen one's (≥ 0: it is a
-candidate); EVPI = the chosen one's − the wait-and-see expected cost, each scenario at
-the cheapest plan found for it alone (its own, or a candidate's: ≥ 0). With sampled
-scenarios the chosen schedule is also evaluated on fresh samples (`out_of_sample`), and
-the difference stated.
-"""
+"""The stochastic plan's steps within one budget (the method: planner.stochastic)."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from planner.io.scenario import DemandScenario, Scenario
-from planner.model.builder import ModelBuilder, Restrictions
-from planner.model.candidates import find_candidates
 from planner.solve.budget import LEAST_LIMIT_S, Budget
-from planner.solve.decompose.cuts import (
-    Cut,
-    CutMaster,
-    commitment_space,
-    cut_at,
-    cut_with,
-)
+from planner.solve.decompose.cuts import CutMaster
 from planner.solve.decompose.method import BOUND_SHARE
-from planner.solve.pipeline import plan_scenario, short_of_lp
-from planner.solve.work import model_index_s
+from planner.solve.pipeline import short_of_lp
+from planner.stochastic.result import StochasticResult
+from planner.stochastic.scenarios import apply, cvar, mean_forecast
+from planner.stochastic.schedules import (
+    Candidate,
+    _caps,
+    _consensus,
+    _same_schedule,
+    _step,
+    _whole_schedule,
+)
+from planner.stochastic.tasks import _work_of, cut_task, evaluate_task, solve_task
 
 MAX_CANDIDATES = 6
 # Shares of the budget: the wait-and-see solves, the cuts, the evaluations, the final
@@ -89,215 +55,6 @@ LEAST_CANDIDATES = 2
 # sample's wait-and-see solve and its evaluation take ~25 ms each on a small market, and
 # 300 samples at --time-limit 5 had taken 18 s (SPEC §4: S + 10 %).
 LEAST_SAMPLES = 2
-
-
-def sample_scenarios(scenario: Scenario, samples: int, spread: float, seed: int,
-                     correlation: float = 0.5) -> tuple[DemandScenario, ...]:
-    """`samples` equally likely scenarios: each workload's demand × max(0, 1 + spread ·
-    (√ρ·Z + √(1−ρ)·Z_w)), Z common to all workloads of a sample (correlation ρ), Z_w its
-    own; seeded, so the same arguments give the same samples."""
-    rng = np.random.default_rng(seed)
-    names = sorted({d.workload for d in scenario.demand})
-    width = len(str(samples))
-    out = []
-    for i in range(samples):
-        common = rng.standard_normal()
-        own = rng.standard_normal(len(names))
-        factors = np.maximum(0.0, 1.0 + spread * (math.sqrt(correlation) * common
-                                                   + math.sqrt(1 - correlation) * own))
-        out.append(DemandScenario(
-            f"sample-{i + 1:0{width}d}", 1.0 / samples,
-            tuple(((w, None), round(float(f), 6)) for w, f in zip(names, factors))))
-    return tuple(out)
-
-
-def apply(scenario: Scenario, ds: DemandScenario) -> Scenario:
-    """The scenario with its demand as `ds` scales it."""
-    demand = tuple(dataclasses.replace(d, amount=d.amount * ds.multiplier(d.workload, d.month))
-                   for d in scenario.demand)
-    return dataclasses.replace(scenario, demand=demand, name=f"{scenario.name} [{ds.name}]")
-
-
-def mean_forecast(scenario: Scenario, scenarios) -> Scenario:
-    """The probability-weighted mean forecast."""
-    demand = tuple(dataclasses.replace(d, amount=d.amount * sum(
-        s.probability * s.multiplier(d.workload, d.month) for s in scenarios))
-        for d in scenario.demand)
-    return dataclasses.replace(scenario, demand=demand)
-
-
-def cvar(costs, probabilities, alpha: float) -> float:
-    """CVaR_α of a discrete distribution: the expected cost in its worst (1 − α) tail."""
-    if alpha <= 0:
-        return float(np.dot(costs, probabilities))
-    order = np.argsort(costs)[::-1]
-    tail, total = 1.0 - alpha, 0.0
-    left = tail
-    for i in order:
-        take = min(probabilities[i], left)
-        total += take * costs[i]
-        left -= take
-        if left <= 1e-12:
-            break
-    return total / tail
-
-
-# -- tasks (run on the cluster: module-level, picklable, returning plain data) -------------
-def _summary(run) -> dict:
-    plan = run.plan
-    if plan is None:
-        return {"status": "no_plan"}
-    t = plan.totals
-    return {
-        "status": plan.result.status,
-        "objective_usd": t["objective_usd"],
-        "bound_usd": plan.result.bound,
-        "total_cost_usd": t["total_cost_usd"],
-        "unmet_unit_hours": t["unmet_unit_hours"],
-        # committed payments inside the horizon this scenario leaves idle (those after
-        # it are not idle: the forecast's last month is assumed to go on)
-        "stranded_usd": t["idle_committed_usd"],
-        "commitments": plan.signed(),
-        "least_s": run.least_s,
-        # the seconds of work the solve is reckoned to have taken, index to tables
-        # (planner.solve.work: the same on every run, whatever the worker)
-        "seconds": run.work_s,
-    }
-
-
-def solve_task(args) -> dict:
-    """One scenario planned alone (wait and see), with the commitments its model may
-    sign ((offer key, start) -> (upper, cost))."""
-    scenario, solver, time_limit, gap = args
-    run = plan_scenario(scenario, solver, time_limit, gap)
-    out = {**_summary(run), "space": commitment_space(run.builder), "prices": run.prices}
-    out["task_s"] = run.work_s  # all of it, the cut included (reckoned)
-    if run.plan is not None:
-        # its first cut: at the decomposition's prices (a small model solved whole: its
-        # LP's, found by column generation with its own commitments held)
-        own = out["commitments"]
-        out["cut"] = (cut_with(run.builder, run.prices, own) if run.prices is not None
-                      else cut_at(run.builder, own, max(1.0, time_limit)))
-        out["task_s"] += out["cut"].work_s
-    return out
-
-
-def cut_task(args) -> Cut:
-    """One scenario's Lagrangian cut at a schedule (planner.solve.decompose.cuts), by
-    column generation from the prices of its wait-and-see solve."""
-    scenario, schedule, seconds, prices = args
-    builder = ModelBuilder(scenario, find_candidates(scenario))
-    cut = cut_at(builder, dict(schedule), seconds, prices)
-    cut.work_s += model_index_s(builder.cell_count)
-    return cut
-
-
-def evaluate_task(args) -> dict:
-    """One scenario's recourse under fixed commitments."""
-    scenario, commitments, solver, time_limit, gap = args
-    return _summary(plan_scenario(scenario, solver, time_limit, gap,
-                                  Restrictions(fixed_commitments=dict(commitments))))
-
-
-@dataclass
-class Candidate:
-    name: str
-    commitments: dict
-    results: list[dict] = field(default_factory=list)
-    origin: str = ""  # a schedule stepped to: the candidate the steps started from
-    steps: int = 0  # ... and how many steps from it
-
-    def step(self, commitments: dict) -> "Candidate":
-        """The schedule `commitments`, one step from this one."""
-        origin = self.origin or self.name
-        return Candidate(f"{origin} + {self.steps + 1} step(s)", commitments,
-                         origin=origin, steps=self.steps + 1)
-
-    def costs(self) -> np.ndarray:
-        return np.array([r.get("objective_usd", math.inf) for r in self.results])
-
-
-@dataclass
-class StochasticResult:
-    scenarios: tuple[DemandScenario, ...]
-    chosen: Candidate
-    mean_plan: Candidate  # the mean forecast's schedule (VSS)
-    candidates: list[Candidate]
-    wait_and_see: list[dict]
-    risk_aversion: float
-    alpha: float
-    expected_cost_usd: float
-    cvar_usd: float
-    objective_usd: float
-    bound_usd: float
-    gap: float
-    vss_usd: float
-    evpi_usd: float | None  # None: not known (wait-and-see solves cut short)
-    # per scenario, the cheapest plan known for it alone (its own or a candidate's)
-    foresight: list
-    out_of_sample: dict | None = None  # the schedule on fresh samples (out_of_sample)
-    overhead_s: float = 0.0  # seconds a solve took beyond its time limit
-    need_s: float = MIN_SOLVE_S  # the least time limit a solve needs to plan (`_need`)
-    missed: int = 0  # wait-and-see solves that got no plan from their LP in their time
-    dropped: int = 0  # drawn samples the time could not hold, left out
-    overrun_s: float = 0.0  # seconds a table's scenarios were foreseen to take past it
-    cut_rounds: int = 0  # rounds of Lagrangian cuts behind the bound
-    bound_from: str = "wait and see"  # what proved the bound
-    # optimal: the gap is within the requested one (SPEC §4); the mean forecast's plan
-    # under the schedule, which the JSON's top level describes, has its own status
-    status: str = "feasible"
-
-    def scenario_rows(self) -> list[dict]:
-        return [dict(name=s.name, probability=s.probability,
-                     total_cost_usd=r.get("total_cost_usd"),
-                     objective_usd=r.get("objective_usd"),
-                     unmet_unit_hours=r.get("unmet_unit_hours"),
-                     stranded_usd=r.get("stranded_usd"),
-                     wait_and_see_usd=known, status=r.get("status"))
-                for s, r, known in zip(self.scenarios, self.chosen.results, self.foresight)]
-
-
-def _consensus(scenarios, results: list[dict], offers) -> dict:
-    """Probability-weighted average of the scenarios' commitments, rounded down to whole
-    instances; below an offer's minimum: none."""
-    mean: dict = {}
-    for s, r in zip(scenarios, results):
-        for key, q in r.get("commitments", {}).items():
-            mean[key] = mean.get(key, 0.0) + s.probability * q
-    out = {}
-    for key, q in sorted(mean.items()):
-        o = offers[key[0]]
-        n = o.gpus_per_instance
-        gpus = int(math.floor(q / n + 1e-9)) * n
-        if gpus >= max(o.min_gpus, 1):
-            out[key] = gpus
-    return out
-
-
-def _whole_schedule(schedule: dict, offers) -> dict:
-    """The master's fractional schedule in whole instances: half up (capped offers: down,
-    so their overlapping terms stay within max_gpus); below an uncapped offer's minimum:
-    the minimum from half of it, else none."""
-    out = {}
-    for key, q in sorted(schedule.items()):
-        o = offers[key[0]]
-        n = o.gpus_per_instance
-        # capped offers round down: the master kept their overlapping terms within it
-        whole = math.floor(q / n + 1e-9) if o.max_gpus is not None else math.floor(q / n + 0.5)
-        gpus = int(whole) * n
-        if 0 < gpus < o.min_gpus:
-            gpus = o.min_gpus if q >= o.min_gpus / 2 and o.max_gpus is None else 0
-        if gpus > 0:
-            out[key] = gpus
-    return out
-
-
-def _work_of(result) -> float:
-    """The seconds of work a task's result is reckoned to have taken (a solve's, with its
-    cut; a cut's)."""
-    if isinstance(result, Cut):
-        return result.work_s
-    return result.get("task_s", result.get("seconds", 0.0)) if result else 0.0
 
 
 def _need(results: list[dict], limit: float) -> tuple[float, int]:
@@ -338,50 +95,6 @@ def _limits(count: int, pot: float, need: float, limit: float,
     fits = int((pot - count * (low + overhead)) // (need - low))
     fits = min(count, max(1, fits))
     return [need] * fits + [low] * (count - fits)
-
-
-def _same_schedule(a: dict, b: dict, tolerance: float = 1e-6) -> bool:
-    return all(abs(a.get(k, 0.0) - b.get(k, 0.0)) <= tolerance for k in set(a) | set(b))
-
-
-def _step(schedule: dict, key: tuple, sign: int, offers, months: int) -> dict | None:
-    """`schedule` with the commitment `key` (offer key, start) one instance more (`sign`
-    1) or less (-1): below the offer's minimum, none; None where it would leave nothing
-    to change or overfill a capped offer in a month."""
-    o = offers[key[0]]
-    n = o.gpus_per_instance
-    now = schedule.get(key, 0)
-    gpus = now + sign * n
-    if 0 < gpus < o.min_gpus:
-        gpus = max(o.min_gpus, n) if sign > 0 else 0
-    if gpus < 0 or gpus == now:
-        return None
-    out = {k: q for k, q in schedule.items() if k != key}
-    if gpus > 0:
-        out[key] = gpus
-    if o.max_gpus is not None and any(
-            sum(q for (name, start), q in out.items()
-                if name == o.key and start <= m < start + o.commit_months) > o.max_gpus
-            for m in range(months)):
-        return None
-    return out
-
-
-def _caps(space: dict, scenario: Scenario) -> list:
-    """[(commitments, max_gpus)]: those of one capped offer active in one month."""
-    out = []
-    by_offer: dict = {}
-    for key in space:
-        by_offer.setdefault(key[0], []).append(key)
-    for name, keys in sorted(by_offer.items()):
-        o = scenario.offer_by_key[name]
-        if o.max_gpus is None:
-            continue
-        for m in range(scenario.settings.horizon_months):
-            active = [k for k in keys if k[1] <= m < k[1] + o.commit_months]
-            if len(active) > 1:
-                out.append((active, o.max_gpus // o.gpus_per_instance * o.gpus_per_instance))
-    return out
 
 
 def solve_stochastic(scenario: Scenario, scenarios: tuple[DemandScenario, ...],
@@ -711,61 +424,3 @@ class _Stochastic:
             need_s=self.need, missed=self.missed, cut_rounds=rounds, bound_from=bound_from,
             dropped=self.dropped, overrun_s=self.overrun_s,
             status="optimal" if gap <= max(wanted, 1e-9) else "feasible")
-
-
-def out_of_sample(result: StochasticResult, scenario: Scenario,
-                  fresh: tuple[DemandScenario, ...], budget: Budget, runner,
-                  solver: str | None = None, gap: float | None = None) -> dict | None:
-    """The chosen schedule evaluated on `fresh` scenarios it was not chosen on: their
-    expected objective, and how far it lies from the in-sample one (sample average
-    approximation's check that the samples were enough). None where the time left holds
-    not one such solve (--time-limit 1 ran one past the limit, to 10 s)."""
-    # as many fresh samples as fit at the limit a solve needs (equally likely: the
-    # first k are a sample too)
-    room = budget.left()  # reckoned for one worker, as every solve of the command
-    fits = int(room // (result.need_s + result.overhead_s))
-    if fits < 1:
-        return None
-    fresh = fresh[:fits]
-    limit = max(1.0, room / len(fresh) - result.overhead_s)
-    commitments = tuple(sorted(result.chosen.commitments.items()))
-    results = runner.map(evaluate_task, [(apply(scenario, s), commitments, solver, limit, gap)
-                                         for s in fresh])
-    budget.spend(sum(map(_work_of, results)))
-    costs = np.array([r.get("objective_usd", math.inf) for r in results])
-    probabilities = np.array([s.probability for s in fresh])
-    probabilities /= probabilities.sum()
-    expected = float(np.dot(costs, probabilities))
-    return {"samples": len(fresh), "expected_cost_usd": expected,
-            "cvar_usd": cvar(costs, probabilities, result.alpha),
-            "difference_usd": expected - result.expected_cost_usd}
-
-
-def stochastic_json(result: StochasticResult) -> dict:
-    """The `stochastic` block of `solve --stochastic --json` (SPEC §4 v2)."""
-    def r(x, digits=2):
-        return None if x is None or not math.isfinite(x) else round(float(x), digits)
-
-    return {
-        "status": result.status,
-        "expected_cost_usd": r(result.expected_cost_usd),
-        "cvar_usd": r(result.cvar_usd),
-        "cvar_alpha": result.alpha,
-        "risk_aversion": result.risk_aversion,
-        "objective_usd": r(result.objective_usd),
-        "bound_usd": r(result.bound_usd),
-        "mip_gap": r(result.gap, 8),
-        "cut_rounds": result.cut_rounds,
-        "bound_from": result.bound_from,
-        "vss_usd": r(result.vss_usd),
-        "evpi_usd": r(result.evpi_usd),
-        "schedule": result.chosen.name,
-        "out_of_sample": None if result.out_of_sample is None else {
-            k: (r(v) if isinstance(v, float) else v) for k, v in result.out_of_sample.items()},
-        "candidates": [{"name": c.name,
-                        "expected_cost_usd": r(float(np.dot(
-                            c.costs(), [s.probability for s in result.scenarios])))}
-                       for c in result.candidates],
-        "scenarios": [{k: (r(v) if isinstance(v, float) and k != "probability" else v)
-                       for k, v in row.items()} for row in result.scenario_rows()],
-    }
