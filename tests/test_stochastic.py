@@ -91,6 +91,8 @@ def test_the_newsvendor_commits_for_the_low_scenario(tmp_path):
     assert st["bound_usd"] == pytest.approx(2500) and st["mip_gap"] == pytest.approx(0)
     assert st["cut_rounds"] >= 2
     assert st["bound_from"] == f"Lagrangian cuts, {st['cut_rounds']} round(s)"
+    assert st["candidates_untried"] == 0 and len(st["candidates"]) >= 2
+    assert not any("not evaluated for want of time" in w for w in out["warnings"])
     from openpyxl import load_workbook
 
     risk = load_workbook(tmp_path / "plan.xlsx")["Risk"]
@@ -206,6 +208,22 @@ def test_sampled_scenarios_are_checked_out_of_sample(tmp_path):
                                                     abs=0.02)
 
 
+def test_schedules_the_time_cannot_evaluate_are_said(tmp_path):
+    # a 16x10x4 market, 4 samples at 5 s: the evaluation holds the mean forecast's
+    # schedule alone, whose VSS is then $0 for want of a rival: said, and counted
+    generate(tmp_path / "g", 16, 10, 4, 1)
+    res = CliRunner().invoke(app, ["solve", str(tmp_path / "g"), "--stochastic", "--json",
+                                   "--samples", "4", "--time-limit", "5",
+                                   "-o", str(tmp_path / "p.xlsx")])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    st = out["stochastic"]
+    assert [c["name"] for c in st["candidates"]] == ["mean forecast"]
+    assert st["candidates_untried"] >= 1 and st["vss_usd"] == 0
+    said = [w for w in out["warnings"] if "not evaluated for want of time" in w]
+    assert len(said) == 1 and "the mean forecast's alone" in said[0]
+
+
 def test_no_fresh_sample_is_evaluated_past_the_time(tmp_path):
     # no time left for one solve at what a solve needs: no out-of-sample check (it ran
     # one anyway, past the limit)
@@ -265,9 +283,10 @@ def test_the_evaluation_compares_only_the_schedules_it_has_time_to_plan(tmp_path
                      Candidate("ten", {key: 10})]
         run.need = 40.0
         assert [c.name for c in run.evaluate(schedules)] == ["none"]
+        assert run.untried == 2  # said, with the result (a VSS of $0 for want of rivals)
         run.need = MIN_SOLVE_S
         evaluated = run.evaluate(schedules)
-    assert [c.name for c in evaluated] == ["none", "five", "ten"]
+    assert [c.name for c in evaluated] == ["none", "five", "ten"] and run.untried == 0
     # q committed GPUs: low 200 q + 300 max(0, 5 − q), high 200 q + 300 (15 − q)
     assert [float(c.costs() @ [0.5, 0.5]) for c in evaluated] == pytest.approx(
         [3000, 2500, 2750])

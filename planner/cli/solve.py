@@ -452,6 +452,13 @@ def _warn_stochastic(result, budget, samples: int | None) -> None:
              f"more than --time-limit {budget.seconds:g} s holds (each solve "
              f"ends before its limit and cannot be given less); all are "
              f"planned, and the command ends late")
+    if result.untried:
+        # the mean forecast's schedule alone: its VSS is $0 for want of a rival
+        alone = (" (the mean forecast's alone: VSS $0 for want of another)"
+                 if len(result.candidates) == 1 else "")
+        warn(f"{result.untried} candidate schedule(s) not evaluated for want of "
+             f"time; the schedule is the cheapest of {len(result.candidates)} "
+             f"evaluated{alone}; a longer --time-limit or fewer scenarios compare more")
     if result.missed:
         warn(f"{result.missed} of {len(result.scenarios) + 1} "
              f"scenario solves (wait and see) ran out of time before their "

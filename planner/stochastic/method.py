@@ -139,6 +139,7 @@ class _Stochastic:
         self.measured = False  # whether `need` and `overhead` are measured yet
         self.drawn = drawn  # equally likely samples: those the time cannot hold left out
         self.dropped = 0  # samples left out
+        self.untried = 0  # candidate schedules the time could not evaluate
         # seconds a table's scenarios will take past the budget at the least (their
         # solves end before their limits: they cannot be given less), or 0
         self.overrun_s = 0.0
@@ -327,6 +328,7 @@ class _Stochastic:
         n = len(self.scenarios)
         room = self.budget.share(EVALUATE_SHARE).left()
         fits = int(room // (n * (self.overhead + self.need)))
+        self.untried = max(0, len(candidates) - max(1, fits))
         candidates = candidates[:max(1, fits)]
         self.say(f"evaluating {len(candidates)} commitment schedules in {n} scenarios")
         limit = self.each(len(candidates) * n, EVALUATE_SHARE)
@@ -422,5 +424,5 @@ class _Stochastic:
             evpi_usd=None if self.missed else expected - ws_value,
             foresight=foresight, overhead_s=self.overhead,
             need_s=self.need, missed=self.missed, cut_rounds=rounds, bound_from=bound_from,
-            dropped=self.dropped, overrun_s=self.overrun_s,
+            dropped=self.dropped, untried=self.untried, overrun_s=self.overrun_s,
             status="optimal" if gap <= max(wanted, 1e-9) else "feasible")

@@ -38,6 +38,7 @@ class StochasticResult:
     need_s: float = 0.0  # the least time limit a solve needs to plan (method._need)
     missed: int = 0  # wait-and-see solves that got no plan from their LP in their time
     dropped: int = 0  # drawn samples the time could not hold, left out
+    untried: int = 0  # candidate schedules the time could not evaluate
     overrun_s: float = 0.0  # seconds a table's scenarios were foreseen to take past it
     cut_rounds: int = 0  # rounds of Lagrangian cuts behind the bound
     bound_from: str = "wait and see"  # what proved the bound
@@ -102,6 +103,7 @@ def stochastic_json(result: StochasticResult) -> dict:
         "vss_usd": r(result.vss_usd),
         "evpi_usd": r(result.evpi_usd),
         "schedule": result.chosen.name,
+        "candidates_untried": result.untried,
         "out_of_sample": None if result.out_of_sample is None else {
             k: (r(v) if isinstance(v, float) else v) for k, v in result.out_of_sample.items()},
         "candidates": [{"name": c.name,
