@@ -41,19 +41,17 @@ from planner.model.builder import ModelBuilder
 from planner.model.candidates import find_candidates
 from planner.solve.budget import Budget
 from planner.solve.decompose.cuts import commitment_space
-from planner.stochastic import (
+from planner.stochastic import cvar, out_of_sample, sample_scenarios, solve_stochastic
+from planner.stochastic.method import (
+    LEAST_SAMPLES,
     MIN_NEED_S,
     MIN_SOLVE_S,
     WAIT_SHARE,
-    Candidate,
     _limits,
     _need,
     _Stochastic,
-    cvar,
-    out_of_sample,
-    sample_scenarios,
-    solve_stochastic,
 )
+from planner.stochastic.schedules import Candidate, _step
 
 NEWSVENDOR = scenario(
     settings={"hours_per_month": 100},
@@ -336,7 +334,6 @@ def test_steps_from_the_best_schedule_reach_the_newsvendors_optimum(tmp_path):
 def test_a_step_keeps_to_the_offers_minimum_instances_and_cap():
     from types import SimpleNamespace
 
-    from planner.stochastic import _step
 
     offers = {"big": SimpleNamespace(key="big", gpus_per_instance=4, min_gpus=8,
                                      max_gpus=12, commit_months=2)}
@@ -354,7 +351,6 @@ def test_samples_the_time_cannot_hold_are_left_out(tmp_path):
     # 20 samples, 10 s, solves of 0.5 s that end before their limit: 9 samples' solves
     # fit (each a wait-and-see solve and an evaluation, and the mean forecast again:
     # (10 - 0.5) // 1); at least LEAST_SAMPLES
-    from planner.stochastic import LEAST_SAMPLES
 
     s = load_scenario(write_csv(tmp_path / "s", NEWSVENDOR))
     drawn = sample_scenarios(s, 20, 0.2, 0)

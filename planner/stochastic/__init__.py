@@ -39,23 +39,9 @@ the cluster), `schedules` (candidates and steps), `method` (the steps within one
 budget), `result` (what was found, its fresh samples, its JSON).
 """
 
-from planner.stochastic.method import (
-    LEAST_SAMPLES,
-    MIN_NEED_S,
-    MIN_SOLVE_S,
-    WAIT_SHARE,
-    _limits,
-    _need,
-    _Stochastic,
-    solve_stochastic,
-)
+from planner.stochastic.method import solve_stochastic
 from planner.stochastic.result import StochasticResult, out_of_sample, stochastic_json
 from planner.stochastic.scenarios import apply, cvar, mean_forecast, sample_scenarios
-from planner.stochastic.schedules import Candidate, _step
 
-__all__ = [
-    "LEAST_SAMPLES", "MIN_NEED_S", "MIN_SOLVE_S", "WAIT_SHARE", "Candidate",
-    "StochasticResult", "_Stochastic", "_limits", "_need", "_step", "apply", "cvar",
-    "mean_forecast", "out_of_sample", "sample_scenarios", "solve_stochastic",
-    "stochastic_json",
-]
+__all__ = ["StochasticResult", "apply", "cvar", "mean_forecast", "out_of_sample",
+           "sample_scenarios", "solve_stochastic", "stochastic_json"]

@@ -270,7 +270,7 @@ class _Run:
             return
         gain = whole_replica_gain(self.lp, *self.best_prices)
         self.lifted = max(self.lifted, self.bound + gain)
-        self.budget.spend(whole_replicas_s(self.lp.cells, self.lp.single_region_pairs))
+        self.budget.spend(whole_replicas_s(self.lp.single_region_pairs))
         self.lifted_at = self.best_prices
 
     def tell(self, step: str, dual=None) -> None:
