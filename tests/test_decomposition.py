@@ -26,6 +26,7 @@ from planner.io.generate import generate
 from planner.io.validate import load_scenario
 from planner.model.builder import ModelBuilder
 from planner.model.candidates import find_candidates
+from planner.report.plan import extract_plan
 from planner.solve.budget import Budget
 from planner.solve.decompose import ascent as ascent_module
 from planner.solve.decompose import dual as dual_module
@@ -46,7 +47,7 @@ from planner.solve.decompose.pricing import (
     unit_costs,
 )
 from planner.solve.pipeline import plan_scenario
-from planner.solve.whole import honest_gap
+from planner.solve.whole import SolveResult, honest_gap
 
 H = {"hours_per_month": 100}
 
@@ -115,6 +116,43 @@ def test_a_pools_small_loads_share_one_replica(tmp_path, loads, region, cost):
     assert solution.replicas == {(wb.pool, region, "A", wb.sources[j[region]][2], 0, 0): 1}
     assert sum(solution.supply.values()) == pytest.approx(5.0)
     assert draft.cost() == pytest.approx(cost)
+
+
+@pytest.mark.parametrize("idle, monthly, cost", [
+    (0, 2.0, 600.0),  # topped up: 3 committed replicas, 3 × 2 × 100
+    (1, 2.0, 600.0),  # an idle committed GPU beside: the on-demand replica moves onto it
+    (0, 3.5, 1000.0),  # a GPU more would cost 350 to save 300: none signed
+])
+def test_commitments_are_topped_up_to_whole_replicas(tmp_path, idle, monthly, cost):
+    """25 units, 10 a GPU, one GPU a replica, 100 hours: 3 replicas. The LP's 2.5
+    committed GPUs rounded down to 2 leave 5 units on demand ($3/h): 2 × $2 × 100 +
+    $300 = $700. One GPU more on the monthly commitment ($2/h, $200) displaces the
+    on-demand replica ($300): $600. With a third GPU signed but idle ($900), the
+    replica moves onto it: $600. At $3.5/h a GPU more costs $350 for $300 saved:
+    2 × $350 + $300 = $1,000 stays."""
+    s = load_scenario(write_csv(tmp_path / "s", scenario(
+        settings=H,
+        offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 3},
+                {"region": "r1", "gpu": "A", "term": "monthly", "usd_per_gpu_hour": monthly,
+                 "commit_months": 1}],
+        demand=[{"workload": "w", "period": "2027-01", "amount": 25}])))
+    blocks = Blocks(ModelBuilder(s, find_candidates(s, prune_dominated=False)))
+    wb = blocks.workloads[0]
+    j = {wb.sources[i][2] == "committed": i for i in range(len(wb.sources))}
+    n = int(np.flatnonzero(blocks.commitments.start == 0)[0])
+    commit = np.zeros(len(blocks.commitments.offer))
+    commit[n] = 2
+    wanted = {0: tuple(np.array(col) for col in
+                       ([0, 0], [j[True], j[False]], [0, 0], [0, 0], [20.0, 5.0]))}
+    draft = construct(blocks, first_prices(blocks), commit, wanted, {})
+    draft.add_commit(n, idle)
+    assert draft.cost() == pytest.approx((2 + idle) * monthly * 100 + 300.0)
+    _Run(blocks, Budget(10), None, None).top_up(draft)
+    assert draft.cost() == pytest.approx(cost)
+    plan = extract_plan(blocks.builder, draft.solution(), SolveResult(
+        "highs", "feasible", "", True, draft.cost(), None, None, 0.0))
+    assert check_plan(s, plan) == []
+    assert plan.totals["objective_usd"] == pytest.approx(cost)
 
 
 def test_the_ascent_climbs_to_the_lagrangian_optimum_by_hand(tmp_path):

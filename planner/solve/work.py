@@ -160,6 +160,14 @@ def whole_replicas_s(pairs: int) -> float:
 
 
 @_paced
+def top_up_s(cells: int) -> float:
+    """The LP that tops up one (region, GPU type)'s commitments over the plan's
+    pay-as-you-go GPUs in `cells` (month, segment, price) cells
+    (planner.solve.decompose.topup): HiGHS built and solved, a few ms."""
+    return 0.004 + 2.0e-5 * cells
+
+
+@_paced
 def lp_s(iterations: int, nonzeros: int, columns: int, rows: int, primal: bool) -> float:
     """A master LP solve of `iterations` simplex iterations from its last basis: reading
     the model and its solution (10 ms and 0.2 µs a nonzero), then each iteration

@@ -62,7 +62,7 @@ class Draft:
         for row in np.unique(cm.committed_row).tolist():
             self.of_pair[row] = np.flatnonzero(cm.committed_row == row)
         for n in np.flatnonzero(np.asarray(commit) > 0).tolist():
-            self._add_commit(n, float(commit[n]))
+            self.add_commit(n, float(commit[n]))
         self.used_payg = np.zeros((len(b.payg_offers), b.months, b.segments))
         self.used_committed = np.zeros((len(b.committed_pairs), b.months, b.segments))
         # GPUs in use on each offer sold in whole instances (capped or not)
@@ -125,7 +125,7 @@ class Draft:
         self.pools_cost += plan.cost
         self._use(pool, plan, m, k, 1.0)
 
-    def _add_commit(self, n: int, gpus: float) -> None:
+    def add_commit(self, n: int, gpus: float) -> None:
         """Sign `gpus` more (or fewer) GPUs on commitment n."""
         cm = self.b.commitments
         end = min(int(cm.start[n] + cm.months[n]), self.b.months)
@@ -157,7 +157,7 @@ class Draft:
                 add = cm.min_gpus[n] if cm.min_gpus[n] <= room else 0  # a minimum order
             if add <= 0:
                 continue
-            self._add_commit(n, add)
+            self.add_commit(n, add)
             gpus -= add
             if gpus <= 0:
                 return
@@ -186,7 +186,7 @@ class Draft:
                 cut, left = self.commit[n] - cm.min_gpus[n], cm.min_gpus[n]
                 if cut <= 0:
                     continue
-            self._add_commit(n, -cut)
+            self.add_commit(n, -cut)
             cuts += 1
         return cuts
 

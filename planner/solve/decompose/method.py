@@ -19,7 +19,9 @@
    Before and after it, the best bound is lifted by whole replicas in single-region
    workloads' blocks at its prices (planner.solve.decompose.replicas): above the LP
    relaxation, still under every plan.
-5. improve: pools planned again alone (fix and optimize) with what is left.
+5. improve: pools planned again alone (fix and optimize) with what is left; before
+   the passes and after the first, commitments topped up to the plan's whole replicas
+   (planner.solve.decompose.topup).
 
 The run ends as soon as its plan is proven within the gap asked (as branch and bound
 stops at its gap): the plan of a run that ends so, not by its clock, is the same on every
@@ -57,8 +59,20 @@ from planner.solve.decompose.primal import (
     rounded_commitments,
 )
 from planner.solve.decompose.replicas import small_load_fill, whole_replica_gain
+from planner.solve.decompose.topup import (
+    onto_committed,
+    payg_beside_commitments,
+    top_up,
+)
 from planner.solve.whole import honest_gap, status_of
-from planner.solve.work import ascent_s, blocks_s, construct_s, trim_s, whole_replicas_s
+from planner.solve.work import (
+    ascent_s,
+    blocks_s,
+    construct_s,
+    top_up_s,
+    trim_s,
+    whole_replicas_s,
+)
 
 # Shares of the budget: the bound's rounds stop at BOUND_SHARE of it (200x40x24's
 # master reaches 251.8 M, 0.6 % under its LP, in its 7th round, some 28 s into the
@@ -389,12 +403,18 @@ class _Run:
         widest again while a pass still finds something (a pool planned again changes
         the room the others have); all that with the pools' MIPs stopped at a loose gap
         first, then at a tight one (POOL_GAPS), until the budget ends. `lp`: the master
-        LP's arcs (as `master_arcs`, in the workloads' own blocks; None: no LP)."""
+        LP's arcs (as `master_arcs`, in the workloads' own blocks; None: no LP).
+        Commitments are topped up (`top_up`) before the passes (200x40x24, whose first
+        pass the budget does not finish: $0.6 M) and after the first (the default
+        scenario: $37 k; the pools' plans then show what the commitments lack)."""
+        self.top_up(draft)
         for gap in POOL_GAPS:
             for choices in CHOICES:
                 found, ended = self._pass(draft, lp, choices, gap)
                 if ended:
                     return
+                if (gap, choices) == (POOL_GAPS[0], CHOICES[0]):
+                    self.top_up(draft)  # again, the pools' plans settled once
             while found:
                 found, ended = self._pass(draft, lp, CHOICES[-1], gap)
                 if ended:
@@ -417,11 +437,7 @@ class _Run:
             if not self.more("improve", end - 2.0 * self.longest_pool):
                 ended = True
                 break
-            cheaper, proved, took = replan_pool(draft, pool, m, k, choices, gap)
-            self.budget.spend(took)
-            self.longest_pool = max(self.longest_pool, took)
-            self.done.improve += 1
-            self.tried.solved(m, k, pool, choices, cheaper, proved)
+            cheaper = self._replan(draft, m, k, pool, choices, gap)
             found |= cheaper
             if cheaper and self.fixed is None and self.enough(draft):
                 ended = True
@@ -435,6 +451,53 @@ class _Run:
             ended |= self.fixed is None and self.enough(draft)
         self.planned(draft.cost(), f"improving, {self.done.improve} pools")
         return found, ended
+
+
+    def _replan(self, draft: Draft, m: int, k: int, pool: str, choices: int,
+                gap: float) -> bool:
+        """One pool's MIP (planner.solve.decompose.improve), counted: whether its plan
+        got cheaper."""
+        cheaper, proved, took = replan_pool(draft, pool, m, k, choices, gap)
+        self.budget.spend(took)
+        self.longest_pool = max(self.longest_pool, took)
+        self.done.improve += 1
+        self.tried.solved(m, k, pool, choices, cheaper, proved)
+        return cheaper
+
+    def top_up(self, draft: Draft) -> None:
+        """Pay-as-you-go replicas moved onto idle committed GPUs of the same region and
+        GPU type, then commitments topped up where the plan pays for pay-as-you-go GPUs
+        beside them (planner.solve.decompose.topup), a (region, GPU type) at a time: the
+        top-up signed, the replicas moved onto it, kept only if the plan is then cheaper
+        (else every pool's plan is put back). No MIP: deterministic, and reckoned by the
+        cells it looks at."""
+        cm = draft.b.commitments
+        started = draft.running_cost()
+        for row, (payg, payers) in payg_beside_commitments(draft).items():
+            onto_committed(draft, row, sorted(payers), payers)
+            self.budget.spend(top_up_s(len(payg)))
+        for row, (payg, payers) in payg_beside_commitments(draft).items():
+            adds = top_up(draft, row, payg)
+            self.budget.spend(top_up_s(len(payg)))
+            if not adds:
+                continue
+            months = set().union(*(range(int(cm.start[n]), int(cm.start[n] + cm.months[n]))
+                                   for n in adds))
+            cells = sorted(cell for cell in payers if cell[0] in months)
+            before = draft.running_cost()
+            kept = {(m, k, pool): draft.pools[(m, k, pool)] for m, k in cells
+                    for pool in sorted(payers[(m, k)]) if (m, k, pool) in draft.pools}
+            for n, gpus in adds.items():
+                draft.add_commit(n, gpus)
+            onto_committed(draft, row, cells, payers)
+            if draft.running_cost() >= before - 1e-7 * max(1.0, before):
+                for n, gpus in adds.items():
+                    draft.add_commit(n, -gpus)
+                for (m, k, pool), plan in kept.items():
+                    draft.set(pool, m, k, plan)
+        if draft.running_cost() < started:
+            self.tried.commitments_cut()  # the room the pools have changed
+        self.planned(draft.cost(), "commitments topped up")
 
 
 def _stalled(seen: list[tuple[float, float, float]], seconds: float) -> bool:

@@ -1,0 +1,196 @@
+"""Commitments topped up to the plan's whole replicas (fix and optimize over commitments).
+
+The commitments come from the master LP, which packs fractional replicas onto committed
+GPUs. A plan in whole replicas needs more room there: a replica a pool fills in part
+takes its GPUs all the same (200x40x24's off-peak segment: 3 % of its committed
+replicas' room empty), and the load that no longer fits is served pay-as-you-go at the
+same region and GPU type. Where a commitment's price is below the pay-as-you-go it would
+displace over its term, signing more of it pays.
+
+For each (region, GPU type) whose plan pays for pay-as-you-go GPUs beside its
+commitments, a small LP says how many GPUs each of its commitments could add:
+
+    min  Σ_n cost[n] · x[n] − Σ_{m,k,t} price[t] · hours[m,k] · z[m,k,t]
+    s.t. Σ_t z[m,k,t] ≤ idle[m,k] + Σ_{n active in m} x[n]      (the room it leaves)
+         0 ≤ z[m,k,t] ≤ the plan's pay-as-you-go GPUs at price t in (m, k)
+         0 ≤ x[n] ≤ upper[n] − signed[n]
+
+(the dearest pay-as-you-go GPUs displaced first; commitments of offers with a monthly
+max_gpus are left out: their terms overlap under one cap). Its x, in whole instances
+(rounded down; below an offer's minimum, none), is a proposal only: it is signed, the
+pools' pay-as-you-go replicas there move onto the committed room it makes (`onto_committed`:
+whole sources, the dearest first, where their replicas fit), and it stays only if the plan
+is then cheaper (planner.solve.decompose.method, `_Run.top_up`).
+
+Measured on 200x40x24's plan after 45 s (stop 47): the LP offered $0.63 M at one pair;
+planned again by the pools' MIPs (over 30 sources a site: 2,076 of them, 40 s) the top-up
+saved $0.26 M; with 6 sources a site, the MIPs left the new room unused and it cost $0.15 M.
+Moving the replicas directly takes no MIP.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+import numpy as np
+
+from planner.model.builder import COMMITTED
+from planner.solve.decompose.construct import Draft
+from planner.solve.highs import new_highs
+
+
+def payg_beside_commitments(draft: Draft) -> dict[int, tuple[dict, dict]]:
+    """Per committed pair (row) where the plan pays for pay-as-you-go GPUs of the same
+    region and GPU type: those GPUs, (month, segment, price per GPU-hour) → GPUs, and
+    the pools that pay for them, (month, segment) → pools."""
+    b = draft.b
+    gpus: dict[int, dict] = defaultdict(lambda: defaultdict(float))
+    payers: dict[int, dict] = defaultdict(lambda: defaultdict(set))
+    for (m, k, pool), plan in draft.pools.items():
+        for (r, g, src), n in plan.replicas.items():
+            row = b.committed_index.get((r, g))
+            if src == COMMITTED or n <= 0 or row is None:
+                continue
+            price = b.builder.payg_offer[src].usd_per_gpu_hour
+            gpus[row][(m, k, price)] += n * b.builder.gpus_per_replica[(pool, g)]
+            payers[row][(m, k)].add(pool)
+    return {row: (dict(gpus[row]), dict(payers[row])) for row in sorted(gpus)}
+
+
+def top_up(draft: Draft, row: int, payg: dict[tuple, float]) -> dict[int, float]:
+    """Commitment n → GPUs to add at committed pair `row` (whole instances), from the LP
+    above over the plan's pay-as-you-go GPUs `payg` there ((month, segment, price) →
+    GPUs); empty where adding pays nothing."""
+    b = draft.b
+    cm = b.commitments
+    options = [n for n in np.flatnonzero(cm.committed_row == row).tolist()
+               if cm.cap_row[n] < 0 and cm.upper[n] - draft.commit[n] >= cm.step[n]]
+    if not options or not payg:
+        return {}
+    tiers = sorted(payg)
+    cells = sorted({(m, k) for m, k, _ in tiers})
+    at = {cell: i for i, cell in enumerate(cells)}
+    nx = len(options)
+    cost = [float(cm.cost[n]) for n in options] + [-p * float(b.hd[m, k]) for m, k, p in tiers]
+    upper = [float(cm.upper[n] - draft.commit[n]) for n in options] + [payg[t] for t in tiers]
+    rows = [[] for _ in cells]  # per cell: (column, coefficient)
+    for j, n in enumerate(options):
+        start, end = int(cm.start[n]), int(cm.start[n] + cm.months[n])
+        for (m, k), i in at.items():
+            if start <= m < end:
+                rows[i].append((j, -1.0))
+    for t, (m, k, _) in enumerate(tiers):
+        rows[at[(m, k)]].append((nx + t, 1.0))
+    idle = [max(0.0, float(draft.committed[row, m] - draft.used_committed[row, m, k]))
+            for m, k in cells]
+    x = _solve(cost, upper, rows, idle)[:nx]
+    adds = {}
+    for n, gpus in zip(options, x):
+        step = float(cm.step[n])
+        add = math.floor(gpus / step + 1e-6) * step
+        if draft.commit[n] == 0 and add < cm.min_gpus[n]:
+            add = 0.0
+        if add > 0:
+            adds[n] = add
+    return adds
+
+
+def _solve(cost: list[float], upper: list[float], rows: list[list[tuple[int, float]]],
+           rhs: list[float]) -> np.ndarray:
+    """min cost · v over 0 ≤ v ≤ upper, each row Σ coefficient · v ≤ rhs (HiGHS, one
+    thread, from scratch: the same answer on every run)."""
+    import highspy
+
+    h = new_highs()
+    h.setOptionValue("output_flag", False)
+    h.setOptionValue("threads", 1)
+    n = len(cost)
+    h.addVars(n, np.zeros(n), np.asarray(upper, dtype=float))
+    h.changeColsCost(n, np.arange(n, dtype=np.int32), np.asarray(cost, dtype=float))
+    for row, bound in zip(rows, rhs):
+        index = np.array([c for c, _ in row], dtype=np.int32)
+        value = np.array([v for _, v in row], dtype=float)
+        h.addRow(-highspy.kHighsInf, bound, len(index), index, value)
+    h.run()
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        return np.zeros(n)
+    return np.asarray(h.getSolution().col_value)
+
+
+def onto_committed(draft: Draft, row: int, cells, payers: dict) -> None:
+    """Pay-as-you-go replicas at committed pair `row`'s region and GPU type moved onto its
+    committed GPUs left idle, in each (month, segment) of `cells`: a pool's whole source
+    at a time, the dearest first, where the committed replicas it then needs fit (a
+    pool's committed replicas serve the units at the committed source's GPUs per unit);
+    kept where the plan gets cheaper. `payers`: (month, segment) → the pools paying for
+    pay-as-you-go GPUs there."""
+    b = draft.b
+    r, g = b.committed_pairs[row]
+    for m, k in cells:
+        moves = []
+        for pool in sorted(payers.get((m, k), ())):
+            plan = draft.pools.get((m, k, pool))
+            if plan is None:
+                continue
+            for key, n in sorted(plan.replicas.items()):
+                if key[:2] == (r, g) and key[2] != COMMITTED and n > 0:
+                    price = b.builder.payg_offer[key[2]].usd_per_gpu_hour
+                    moves.append((-price, pool, key))
+        for _, pool, key in sorted(moves):
+            room = draft.committed[row, m] - draft.used_committed[row, m, k]
+            gpr = b.builder.gpus_per_replica[(pool, g)]
+            if room < gpr - 1e-9:
+                break  # the dearest first: what is left is too little for any
+            old = draft.pools[(m, k, pool)]
+            new = _moved(draft, old, key)
+            if new is None:
+                continue
+            extra = (new.replicas.get((r, g, COMMITTED), 0)
+                     - old.replicas.get((r, g, COMMITTED), 0)) * gpr
+            if extra > room + 1e-9:
+                continue
+            new.cost = draft.pool_cost(pool, m, k, new)
+            before = draft.running_cost()
+            draft.set(pool, m, k, new)
+            if draft.running_cost() >= before - 1e-7 * max(1.0, before):
+                draft.set(pool, m, k, old)
+
+
+def _moved(draft: Draft, plan, key: tuple):
+    """A copy of pool `plan` with the units its replicas at pay-as-you-go source `key`
+    serve moved to the committed source of the same region and GPU type, in whole
+    committed replicas (None where a workload may not use that source)."""
+    from planner.solve.decompose.construct import PoolPlan
+
+    b = draft.b
+    r, g, _ = key
+    committed = (r, g, COMMITTED)
+    served = dict(plan.served)
+    load = 0.0  # the pool's committed load there after the move, in replicas
+    gpr = None
+    for (w, site, j), units in sorted(plan.served.items()):
+        wb = b.workloads[w]
+        if wb.sources[j] not in (key, committed):
+            continue
+        c = _source_index(wb, committed)
+        if c is None or not draft.allowed[w][c]:
+            return None
+        gpr = int(wb.gpus_per_replica[c])
+        load += units * wb.gpus_per_unit[c] / gpr
+        if wb.sources[j] == key:
+            del served[(w, site, j)]
+            served[(w, site, c)] = served.get((w, site, c), 0.0) + units
+    if gpr is None:
+        return None
+    replicas = {s: n for s, n in plan.replicas.items() if s != key}
+    replicas[committed] = max(plan.replicas.get(committed, 0), math.ceil(load - 1e-9))
+    return PoolPlan(replicas=replicas, served=served, unmet=dict(plan.unmet))
+
+
+def _source_index(wb, source: tuple) -> int | None:
+    """Index of `source` among the workload's sources (None: not one of them)."""
+    try:
+        return wb.sources.index(source)
+    except ValueError:
+        return None
