@@ -155,6 +155,26 @@ def test_commitments_are_topped_up_to_whole_replicas(tmp_path, idle, monthly, co
     assert plan.totals["objective_usd"] == pytest.approx(cost)
 
 
+def test_spot_alone_serves_nothing_beyond_its_share_of_what_is_served(tmp_path):
+    """A spot-only market, the workload's spot share 50 % of what it is served: any unit
+    served is served on spot (a share of 1), so none can be; 4 units × $5 × 100 hours
+    unmet: $2,000. The decomposition's last step, serving what pools left unmet, had
+    held spot to half the demand and served 2 units on spot ($1,050, failing the
+    checker; a random scenario of the validity sweep, stop 47)."""
+    s = load_scenario(write_csv(tmp_path / "s", scenario(
+        settings=H,
+        offers=[{"region": "r1", "gpu": "A", "term": "spot", "usd_per_gpu_hour": 0.5,
+                 "interruption_rate": 0}],
+        workloads=[{"workload": "w", "kind": "burst", "unmet_penalty_usd_per_unit_hour": 5,
+                    "max_spot_share": 0.5}],
+        throughput=[{"workload": "w", "gpu": "A", "units_per_gpu": 5,
+                     "gpus_per_replica": 1}],
+        demand=[{"workload": "w", "period": "2027-01", "amount": 4}])))
+    run = plan_scenario(s, time_limit=30, gap=1e-9, method="decompose")
+    assert check_plan(s, run.plan) == []
+    assert run.plan.totals["objective_usd"] == pytest.approx(2000.0)
+
+
 def test_the_ascent_climbs_to_the_lagrangian_optimum_by_hand(tmp_path):
     """The case above: L(y) = 30 · min(10 + y/10, 20) − y, greatest at y = 100 (500).
     From y = 0 the subgradient is 3 GPUs wanted − 1 held = 2; aimed at a plan of $600

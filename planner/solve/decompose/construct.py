@@ -415,6 +415,15 @@ def fill_unmet(draft: Draft) -> None:
                           new.served, used, False)
             if left > EPS:
                 new.unmet[(w, site)] = left
+        # spot is held to its share of what is served, not of the demand: where what is
+        # left unmet is what spot alone could serve, that spot goes to other sources or
+        # stays unmet (a spot-only market with a 50 % share: all of it unmet, not served
+        # on spot; the plan had failed the checker)
+        for w, site, units in _spot_beyond_share(draft, new.served, m, k):
+            units = _place(draft, draft.priced, pool, w, site, units, m, k, new, carried,
+                           new.served, used, False, spot=False)
+            if units > EPS:
+                new.unmet[(w, site)] = new.unmet.get((w, site), 0.0) + units
         new.served = {key: u for key, u in new.served.items() if u > EPS}
         new.cost = draft.pool_cost(pool, m, k, new)
         draft.set(pool, m, k, new if new.cost < plan.cost else plan)
