@@ -118,24 +118,28 @@ def test_a_pools_small_loads_share_one_replica(tmp_path, loads, region, cost):
     assert draft.cost() == pytest.approx(cost)
 
 
-@pytest.mark.parametrize("idle, monthly, cost", [
-    (0, 2.0, 600.0),  # topped up: 3 committed replicas, 3 × 2 × 100
-    (1, 2.0, 600.0),  # an idle committed GPU beside: the on-demand replica moves onto it
-    (0, 3.5, 1000.0),  # a GPU more would cost 350 to save 300: none signed
+@pytest.mark.parametrize("idle, monthly, on_demand, cost", [
+    (0, 2.0, 5.0, 600.0),  # topped up: 3 committed replicas, 3 × 2 × 100
+    (1, 2.0, 5.0, 600.0),  # an idle committed GPU beside: the on-demand replica moves
+    (0, 3.5, 5.0, 1000.0),  # a GPU more would cost 350 to save 300: none signed
+    (1, 3.5, 15.0, 1350.0),  # one of two on-demand replicas' load moves onto the idle GPU
 ])
-def test_commitments_are_topped_up_to_whole_replicas(tmp_path, idle, monthly, cost):
-    """25 units, 10 a GPU, one GPU a replica, 100 hours: 3 replicas. The LP's 2.5
-    committed GPUs rounded down to 2 leave 5 units on demand ($3/h): 2 × $2 × 100 +
-    $300 = $700. One GPU more on the monthly commitment ($2/h, $200) displaces the
-    on-demand replica ($300): $600. With a third GPU signed but idle ($900), the
-    replica moves onto it: $600. At $3.5/h a GPU more costs $350 for $300 saved:
-    2 × $350 + $300 = $1,000 stays."""
+def test_commitments_are_topped_up_to_whole_replicas(tmp_path, idle, monthly, on_demand,
+                                                     cost):
+    """10 units a GPU, one GPU a replica, 100 hours; 20 units on 2 committed GPUs. With
+    25 units, 3 replicas: the LP's 2.5 committed GPUs rounded down to 2 leave 5 units
+    on demand ($3/h): 2 × $2 × 100 + $300 = $700. One GPU more on the monthly
+    commitment ($2/h, $200) displaces the on-demand replica ($300): $600. With a third
+    GPU signed but idle ($900), the replica moves onto it: $600. At $3.5/h a GPU more
+    costs $350 for $300 saved: 2 × $350 + $300 = $1,000 stays. With 35 units, 15 on
+    2 on-demand replicas, and a third GPU signed at $3.5/h but idle (3 × $350 + $600
+    = $1,650): 10 of the 15 move onto it, 5 keep one on-demand replica: $1,350."""
     s = load_scenario(write_csv(tmp_path / "s", scenario(
         settings=H,
         offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 3},
                 {"region": "r1", "gpu": "A", "term": "monthly", "usd_per_gpu_hour": monthly,
                  "commit_months": 1}],
-        demand=[{"workload": "w", "period": "2027-01", "amount": 25}])))
+        demand=[{"workload": "w", "period": "2027-01", "amount": 20 + on_demand}])))
     blocks = Blocks(ModelBuilder(s, find_candidates(s, prune_dominated=False)))
     wb = blocks.workloads[0]
     j = {wb.sources[i][2] == "committed": i for i in range(len(wb.sources))}
@@ -143,10 +147,11 @@ def test_commitments_are_topped_up_to_whole_replicas(tmp_path, idle, monthly, co
     commit = np.zeros(len(blocks.commitments.offer))
     commit[n] = 2
     wanted = {0: tuple(np.array(col) for col in
-                       ([0, 0], [j[True], j[False]], [0, 0], [0, 0], [20.0, 5.0]))}
+                       ([0, 0], [j[True], j[False]], [0, 0], [0, 0], [20.0, on_demand]))}
     draft = construct(blocks, first_prices(blocks), commit, wanted, {})
     draft.add_commit(n, idle)
-    assert draft.cost() == pytest.approx((2 + idle) * monthly * 100 + 300.0)
+    assert draft.cost() == pytest.approx((2 + idle) * monthly * 100
+                                         + 300.0 * np.ceil(on_demand / 10))
     _Run(blocks, Budget(10), None, None).top_up(draft)
     assert draft.cost() == pytest.approx(cost)
     plan = extract_plan(blocks.builder, draft.solution(), SolveResult(

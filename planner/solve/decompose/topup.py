@@ -19,8 +19,8 @@ commitments, a small LP says how many GPUs each of its commitments could add:
 max_gpus are left out: their terms overlap under one cap). Its x, in whole instances
 (rounded down; below an offer's minimum, none), is a proposal only: it is signed, the
 pools' pay-as-you-go replicas there move onto the committed room it makes (`onto_committed`:
-whole sources, the dearest first, where their replicas fit), and it stays only if the plan
-is then cheaper (planner.solve.decompose.method, `_Run.top_up`).
+the dearest sources first, as much of each as fits), and it stays only if the plan is then
+cheaper (planner.solve.decompose.method, `_Run.top_up`).
 
 Measured on 200x40x24's plan after 45 s (stop 47): the LP offered $0.63 M at one pair;
 planned again by the pools' MIPs (over 30 sources a site: 2,076 of them, 40 s) the top-up
@@ -120,10 +120,10 @@ def _solve(cost: list[float], upper: list[float], rows: list[list[tuple[int, flo
 
 def onto_committed(draft: Draft, row: int, cells, payers: dict) -> None:
     """Pay-as-you-go replicas at committed pair `row`'s region and GPU type moved onto its
-    committed GPUs left idle, in each (month, segment) of `cells`: a pool's whole source
-    at a time, the dearest first, where the committed replicas it then needs fit (a
-    pool's committed replicas serve the units at the committed source's GPUs per unit);
-    kept where the plan gets cheaper. `payers`: (month, segment) → the pools paying for
+    committed GPUs left idle, in each (month, segment) of `cells`: a pool's source at a
+    time, the dearest first, as much of its load as the committed replicas that room
+    holds (with the spare room of those the pool runs there) can carry (`_moved`); kept
+    where the plan gets cheaper. `payers`: (month, segment) → the pools paying for
     pay-as-you-go GPUs there."""
     b = draft.b
     r, g = b.committed_pairs[row]
@@ -138,17 +138,10 @@ def onto_committed(draft: Draft, row: int, cells, payers: dict) -> None:
                     price = b.builder.payg_offer[key[2]].usd_per_gpu_hour
                     moves.append((-price, pool, key))
         for _, pool, key in sorted(moves):
-            room = draft.committed[row, m] - draft.used_committed[row, m, k]
-            gpr = b.builder.gpus_per_replica[(pool, g)]
-            if room < gpr - 1e-9:
-                break  # the dearest first: what is left is too little for any
+            room = max(0.0, draft.committed[row, m] - draft.used_committed[row, m, k])
             old = draft.pools[(m, k, pool)]
-            new = _moved(draft, old, key)
+            new = _moved(draft, old, key, room)
             if new is None:
-                continue
-            extra = (new.replicas.get((r, g, COMMITTED), 0)
-                     - old.replicas.get((r, g, COMMITTED), 0)) * gpr
-            if extra > room + 1e-9:
                 continue
             new.cost = draft.pool_cost(pool, m, k, new)
             before = draft.running_cost()
@@ -157,17 +150,20 @@ def onto_committed(draft: Draft, row: int, cells, payers: dict) -> None:
                 draft.set(pool, m, k, old)
 
 
-def _moved(draft: Draft, plan, key: tuple):
+def _moved(draft: Draft, plan, key: tuple, room: float):
     """A copy of pool `plan` with the units its replicas at pay-as-you-go source `key`
-    serve moved to the committed source of the same region and GPU type, in whole
-    committed replicas (None where a workload may not use that source)."""
-    from planner.solve.decompose.construct import PoolPlan
+    serve moved, as far as they fit, to the committed source of the same region and GPU
+    type: into the spare room of the committed replicas the pool runs there and the
+    whole replicas `room` idle GPUs hold (at the committed source's GPUs per unit); what
+    does not fit stays at `key`, in the replicas it still needs. None where a workload
+    may not use the committed source, or nothing moves."""
+    from planner.solve.decompose.construct import EPS, PoolPlan
 
     b = draft.b
     r, g, _ = key
     committed = (r, g, COMMITTED)
-    served = dict(plan.served)
-    load = 0.0  # the pool's committed load there after the move, in replicas
+    at_key = []  # (w, site, j at key, j committed, units)
+    load = 0.0  # the pool's committed load there, in replicas
     gpr = None
     for (w, site, j), units in sorted(plan.served.items()):
         wb = b.workloads[w]
@@ -177,14 +173,37 @@ def _moved(draft: Draft, plan, key: tuple):
         if c is None or not draft.allowed[w][c]:
             return None
         gpr = int(wb.gpus_per_replica[c])
-        load += units * wb.gpus_per_unit[c] / gpr
-        if wb.sources[j] == key:
-            del served[(w, site, j)]
-            served[(w, site, c)] = served.get((w, site, c), 0.0) + units
-    if gpr is None:
+        if wb.sources[j] == committed:
+            load += units * wb.gpus_per_unit[c] / gpr
+        else:
+            at_key.append((w, site, j, c, units))
+    if not at_key:
+        return None
+    have = plan.replicas.get(committed, 0)
+    free = have + math.floor(room / gpr + 1e-9) - load  # committed replicas' room left
+    served = dict(plan.served)
+    left = 0.0  # the load left at `key`, in its replicas
+    moved = 0.0
+    for w, site, j, c, units in at_key:
+        wb = b.workloads[w]
+        per = wb.gpus_per_unit[c] / gpr  # committed replicas a unit takes
+        take = min(units, max(0.0, free) / per)
+        free -= take * per
+        if take > EPS:
+            moved += take
+            load += take * per
+            served[(w, site, c)] = served.get((w, site, c), 0.0) + take
+            if units - take > EPS:
+                served[(w, site, j)] = units - take
+            else:
+                del served[(w, site, j)]
+        left += max(0.0, units - take) * wb.gpus_per_unit[j] / gpr
+    if moved <= EPS:
         return None
     replicas = {s: n for s, n in plan.replicas.items() if s != key}
-    replicas[committed] = max(plan.replicas.get(committed, 0), math.ceil(load - 1e-9))
+    replicas[committed] = max(have, math.ceil(load - 1e-9))
+    if math.ceil(left - 1e-9) > 0:
+        replicas[key] = math.ceil(left - 1e-9)
     return PoolPlan(replicas=replicas, served=served, unmet=dict(plan.unmet))
 
 
