@@ -146,3 +146,27 @@ def test_merged_sites_of_two_pools_take_the_larger_share(tmp_path):
     out = decompose(builder, Budget(20))
     assert out.objective == pytest.approx(800)
     assert out.bound == pytest.approx(40 * 10 / 0.75)
+
+
+def test_a_source_the_lp_never_needs_keeps_the_bound_under_the_optimum(tmp_path):
+    # 4 units; GPU type A at $1/h carries 10 units a GPU, B at $0.5/h 5: the same $0.10
+    # a unit, so the LP keeps A alone (B is dominated: `blocks._arcs`). In whole
+    # replicas B's ($50 for 100 h) beats A's ($100): the optimum is $50. A's share
+    # (0.4) would bound the kind at 4 × $0.10 × 100 ÷ 0.4 = $100, above it; a kind with
+    # a source left out gets no share: the LP relaxation, $40. (A random scenario of
+    # stop 47's sweep: the bound had been $100.)
+    s = load_scenario(write_csv(tmp_path / "s", scenario(
+        settings=H, gpus=[{"gpu": "A"}, {"gpu": "B"}],
+        offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 1.0},
+                {"region": "r1", "gpu": "B", "term": "on_demand", "usd_per_gpu_hour": 0.5}],
+        workloads=[{"workload": "w", "kind": "inference"}],
+        throughput=[{"workload": "w", "gpu": "A", "units_per_gpu": 10, "gpus_per_replica": 1},
+                    {"workload": "w", "gpu": "B", "units_per_gpu": 5, "gpus_per_replica": 1}],
+        demand=[{"workload": "w", "period": "2027-01", "amount": 4}])))
+    run = plan_scenario(s, time_limit=20, gap=1e-9, method="decompose")
+    whole = plan_scenario(s, time_limit=20, gap=1e-9, method="whole")
+    assert whole.result.status == "optimal"
+    assert whole.plan.totals["objective_usd"] == pytest.approx(50)
+    assert run.result.bound == pytest.approx(40)
+    assert run.plan.totals["objective_usd"] == pytest.approx(50)
+    assert check_plan(s, run.plan) == []

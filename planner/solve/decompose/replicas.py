@@ -9,7 +9,9 @@ fractional.
    capacity row (`WorkloadBlocks.gpus`): the master LP and the Lagrangian function are
    then those of the model with these rows, still under every plan. A block of merged
    demand sites (planner.solve.decompose.kinds) takes the largest f of its members'
-   pools.
+   pools. A block that left out a source the LP never needs (`blocks._arcs`: another
+   serves a unit no dearer) takes none: in whole replicas the source left out can be
+   the cheaper one, and lifting the one kept would lift the bound above the optimum.
 
 2. Whole replicas in a single-region workload's block (`whole_replica_gain`). Its block
    is its whole horizon on one (region, GPU type) pair, and at given capacity prices its
@@ -61,6 +63,14 @@ def small_load_fill(kinds: Kinds) -> Blocks:
     out = copy.copy(kinds.blocks)
     out.workloads = []
     for wb, members in zip(kinds.blocks.workloads, kinds.members):
+        if any(_pruned(kinds.original.workloads[w], site) for w, site in members):
+            # a source left out of the kind as the LP never needs it (`blocks._arcs`:
+            # another serves a unit no dearer) may need it in whole replicas: its
+            # replica can carry less (a spot-free market, 4 units: a 5-unit replica at
+            # $50 where the 10-unit one costs $100, the same per unit): its fill would
+            # lift the kept source above it, and the bound above the optimum
+            out.workloads.append(copy.copy(wb))
+            continue
         pools = sorted({kinds.original.workloads[w].pool for w, _ in members})
         # merged sites of several pools: the largest share, valid for each of them
         share = np.stack([np.max([loads[(p, source)] for p in pools], axis=0)
@@ -70,6 +80,11 @@ def small_load_fill(kinds: Kinds) -> Blocks:
             wb.fill = np.where(share > 0, np.minimum(share, 1.0), 1.0)
         out.workloads.append(wb)
     return out
+
+
+def _pruned(wb: WorkloadBlocks, site: int) -> bool:
+    """Whether a source in reach of `site` was left out of its arcs (`blocks._arcs`)."""
+    return bool((wb.reach[site] & ~wb.arcs[site]).any())
 
 
 def _pool_loads(blocks: Blocks) -> dict:
