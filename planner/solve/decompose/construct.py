@@ -381,11 +381,7 @@ def _plan_pool(draft: Draft, priced, pool: str, m: int, k: int, wanted,
             plan.unmet[(w, site)] = plan.unmet.get((w, site), 0.0) + units
     # spot beyond its share of what is served (demand left unmet shrinks what is
     # served) goes to the other sources, else unmet
-    for w, site, units in _spot_beyond_share(draft, served, m, k):
-        units = _place(draft, priced, pool, w, site, units, m, k, plan, carried, served,
-                       used, False, spot=False)
-        if units > EPS:
-            plan.unmet[(w, site)] = plan.unmet.get((w, site), 0.0) + units
+    _spot_within_share(draft, priced, pool, m, k, plan, carried, served, used)
     plan.served = {key: u for key, u in served.items() if u > EPS}
     plan.cost = draft.pool_cost(pool, m, k, plan)
     return plan
@@ -419,11 +415,7 @@ def fill_unmet(draft: Draft) -> None:
         # left unmet is what spot alone could serve, that spot goes to other sources or
         # stays unmet (a spot-only market with a 50 % share: all of it unmet, not served
         # on spot; the plan had failed the checker)
-        for w, site, units in _spot_beyond_share(draft, new.served, m, k):
-            units = _place(draft, draft.priced, pool, w, site, units, m, k, new, carried,
-                           new.served, used, False, spot=False)
-            if units > EPS:
-                new.unmet[(w, site)] = new.unmet.get((w, site), 0.0) + units
+        _spot_within_share(draft, draft.priced, pool, m, k, new, carried, new.served, used)
         new.served = {key: u for key, u in new.served.items() if u > EPS}
         new.cost = draft.pool_cost(pool, m, k, new)
         draft.set(pool, m, k, new if new.cost < plan.cost else plan)
@@ -507,6 +499,17 @@ def _spot_room(wb, w, m, k, served) -> float:
         return math.inf
     spot = sum(u for (ww, _, j), u in served.items() if ww == w and wb.spot[j])
     return max(0.0, wb.spot_share * float(wb.level[:, m, k].sum()) - spot)
+
+
+def _spot_within_share(draft: Draft, priced, pool: str, m: int, k: int, plan: PoolPlan,
+                       carried, served, used) -> None:
+    """Spot `served` beyond a workload's share of what it is served (`_spot_beyond_share`)
+    moved to its other sources (`_place`, no spot), what none can take left unmet."""
+    for w, site, units in _spot_beyond_share(draft, served, m, k):
+        units = _place(draft, priced, pool, w, site, units, m, k, plan, carried, served,
+                       used, False, spot=False)
+        if units > EPS:
+            plan.unmet[(w, site)] = plan.unmet.get((w, site), 0.0) + units
 
 
 def _spot_beyond_share(draft: Draft, served: dict, m: int, k: int) -> list:

@@ -62,7 +62,7 @@ from planner.solve.decompose.replicas import small_load_fill, whole_replica_gain
 from planner.solve.decompose.topup import (
     onto_committed,
     payg_beside_commitments,
-    top_up,
+    proposed_top_up,
 )
 from planner.solve.whole import honest_gap, status_of
 from planner.solve.work import (
@@ -477,7 +477,7 @@ class _Run:
             onto_committed(draft, row, sorted(payers), payers)
             self.budget.spend(top_up_s(len(payg)))
         for row, (payg, payers) in payg_beside_commitments(draft).items():
-            adds = top_up(draft, row, payg)
+            adds = proposed_top_up(draft, row, payg)
             self.budget.spend(top_up_s(len(payg)))
             if not adds:
                 continue

@@ -82,8 +82,11 @@ def small_load_fill(kinds: Kinds) -> Blocks:
     return out
 
 
-def _pruned(wb: WorkloadBlocks, site: int) -> bool:
-    """Whether a source in reach of `site` was left out of its arcs (`blocks._arcs`)."""
+def _pruned(wb: WorkloadBlocks, site: int | None) -> bool:
+    """Whether a source in reach of `site` (None: of any of its sites, a workload kept
+    whole) was left out of its arcs (`blocks._arcs`)."""
+    if site is None:
+        return bool((wb.reach & ~wb.arcs).any())
     return bool((wb.reach[site] & ~wb.arcs[site]).any())
 
 

@@ -36,7 +36,7 @@ from collections import defaultdict
 import numpy as np
 
 from planner.model.builder import COMMITTED
-from planner.solve.decompose.construct import Draft
+from planner.solve.decompose.construct import EPS, Draft, PoolPlan
 from planner.solve.highs import new_highs
 
 
@@ -58,7 +58,8 @@ def payg_beside_commitments(draft: Draft) -> dict[int, tuple[dict, dict]]:
     return {row: (dict(gpus[row]), dict(payers[row])) for row in sorted(gpus)}
 
 
-def top_up(draft: Draft, row: int, payg: dict[tuple, float]) -> dict[int, float]:
+def proposed_top_up(draft: Draft, row: int,
+                    payg: dict[tuple, float]) -> dict[int, float]:
     """Commitment n → GPUs to add at committed pair `row` (whole instances), from the LP
     above over the plan's pay-as-you-go GPUs `payg` there ((month, segment, price) →
     GPUs); empty where adding pays nothing."""
@@ -102,8 +103,7 @@ def _solve(cost: list[float], upper: list[float], rows: list[list[tuple[int, flo
     thread, from scratch: the same answer on every run)."""
     import highspy
 
-    h = new_highs()
-    h.setOptionValue("output_flag", False)
+    h = new_highs()  # prints nothing
     h.setOptionValue("threads", 1)
     n = len(cost)
     h.addVars(n, np.zeros(n), np.asarray(upper, dtype=float))
@@ -157,8 +157,6 @@ def _moved(draft: Draft, plan, key: tuple, room: float):
     whole replicas `room` idle GPUs hold (at the committed source's GPUs per unit); what
     does not fit stays at `key`, in the replicas it still needs. None where a workload
     may not use the committed source, or nothing moves."""
-    from planner.solve.decompose.construct import EPS, PoolPlan
-
     b = draft.b
     r, g, _ = key
     committed = (r, g, COMMITTED)
