@@ -44,9 +44,11 @@ from planner.solve.decompose.cuts import commitment_space
 from planner.stochastic import cvar, out_of_sample, sample_scenarios, solve_stochastic
 from planner.stochastic.method import (
     LEAST_SAMPLES,
+    MIN_CUT_S,
     MIN_NEED_S,
     MIN_SOLVE_S,
     WAIT_SHARE,
+    _cut_seconds,
     _limits,
     _need,
     _Stochastic,
@@ -262,6 +264,21 @@ def test_solves_that_cannot_all_have_what_they_need_are_not_all_cut_short():
     # LEAST_LIMIT_S
     assert _limits(4, 3.0, 1.2, 0.5, 0.25) == [0.5] * 4
     assert _limits(4, 4.0, 1.2, 0.5, 0.25) == [pytest.approx(0.75)] * 4
+
+
+def test_a_round_of_cuts_runs_only_where_it_fits_its_share():
+    # 8 cuts, 0.35 s each beyond its limit: 15 s give each 15 / 8 - 0.35 = 1.525 s
+    assert _cut_seconds(15.0, 8, 0.35, took=1.55) == pytest.approx(1.525)
+    # 2.93 s left after a round whose cuts took 1.16 s: no round (each would get 0.016 s;
+    # a floor of 1 s each had run 8 × 1.35 = 10.8 s of work in those 2.93 s, and the
+    # evaluation then held one schedule, the mean forecast's, where it holds two)
+    assert _cut_seconds(2.93, 8, 0.35, took=1.16) is None
+    # a small model's cuts, 0.03 s each: a round on less than MIN_CUT_S
+    assert _cut_seconds(1.0, 2, 0.01, took=0.03) == pytest.approx(0.49)
+    assert 0.49 < MIN_CUT_S
+    # but not on less than a cut took, nor on nothing
+    assert _cut_seconds(0.1, 2, 0.01, took=0.06) is None
+    assert _cut_seconds(0.02, 2, 0.01, took=0.0) is None
 
 
 def _newsvendor(tmp_path, runner) -> tuple[_Stochastic, tuple]:

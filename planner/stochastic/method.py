@@ -34,6 +34,9 @@ WAIT_SHARE, CUT_SHARE, EVALUATE_SHARE = 0.35, 0.3, 0.85  # each of what is left
 # one) around the best schedule so far (a trust region; see CutMaster.solve).
 TRUST_RADIUS = 0.25
 MIN_SOLVE_S = 2.0  # the least time limit worth giving an evaluation
+# The least time limit worth giving a cut whose model needs more (a small model's cut
+# takes a few hundredths of a second: its round runs on less).
+MIN_CUT_S = 1.0
 # The least a solve is taken to need: a model solved whole needs what its solve took
 # (with NEED_MARGIN), which on a small one is a fraction of a second; reckoning such
 # solves at MIN_SOLVE_S left a 10-s command on a 2-scenario market no time for the cuts
@@ -95,6 +98,18 @@ def _limits(count: int, pot: float, need: float, limit: float,
     fits = int((pot - count * (low + overhead)) // (need - low))
     fits = min(count, max(1, fits))
     return [need] * fits + [low] * (count - fits)
+
+
+def _cut_seconds(left: float, count: int, overhead: float, took: float) -> float | None:
+    """Each cut's time limit in a round of `count` cuts that fits in `left` seconds (each
+    taking `overhead` beyond its limit), or None where such a round is not worth running:
+    its cuts would get less than MIN_CUT_S and than a cut took (`took`: the last round's
+    longest, or what a solve needs). A round started on what a single cut needed had
+    overrun its share: the default scenario, 8 samples at --time-limit 120, a second
+    round at 1 s a cut in the 2.9 s left took 8.5 s, and the evaluation had room for
+    the mean forecast's schedule alone."""
+    each = left / count - overhead
+    return each if each > 0 and each >= min(MIN_CUT_S, took) else None
 
 
 def solve_stochastic(scenario: Scenario, scenarios: tuple[DemandScenario, ...],
@@ -277,18 +292,19 @@ class _Stochastic:
                                 max(0.0, left - self.evaluation_room(LEAST_CANDIDATES))),
                             work=self.total.work, wall_end=self.total.wall_end)
         n = len(self.scenarios)
+        took = self.need  # what a cut takes: before the first, what a solve needs
         while not any(_same_schedule(schedule, x) for x in seen):
-            left = cut_budget.left()
-            if left <= self.overhead + min(MIN_SOLVE_S, self.need):
+            seconds = _cut_seconds(cut_budget.left(), n, self.overhead, took)
+            if seconds is None:
                 break
             self.say(f"bound: cuts round {rounds + 1} ({n} scenarios), "
                      f"bound {cut_bound:,.0f}")
-            seconds = max(1.0, left / n - self.overhead)
             cuts = self._map(cut_task, [(s, tuple(sorted(schedule.items())), seconds,
                                          w.get("prices"))
                                         for s, w in zip(self.apart, wait)])
             for i, cut in enumerate(cuts):
                 master.add(i, cut)
+            took = max(c.work_s for c in cuts) - self.overhead
             rounds += 1
             seen.append(schedule)
             # the schedule whose cuts say it costs least so far is the trust region's
