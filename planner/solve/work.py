@@ -79,9 +79,13 @@ def model_index_s(cells: int) -> float:
 
 @_paced
 def extract_s(rows: int) -> float:
-    """A solution turned into the plan's tables of about `rows` rows (default 0.06 s for
-    4 k; 200x40x24 0.6 s for 76 k; 1000x100x36 5.2 s for 370 k)."""
-    return 0.05 + 1.4e-5 * rows
+    """A solution turned into the plan's tables of about `rows` rows. Measured at pace
+    0.77 (2026-11-27, stop 48): the default scenario 0.046 s for 6.3 k rows, 50x40x24
+    0.089 s for 27 k, 200x40x24 0.37 s for 135 k, 1000x100x36 2.07 s for 731 k,
+    reckoned 1.09-1.27 times that (the rate before, 0.05 s and 14 µs a row, fitted when
+    the tables took 5.2 s for 370 k rows, reckoned them 2.3-3.8 times: a stochastic
+    solve of the default scenario's size 0.3 s long of its 1.3)."""
+    return 0.04 + 4.0e-6 * rows
 
 
 def plan_tables_s(plan) -> float:
