@@ -118,14 +118,16 @@ def test_a_pools_small_loads_share_one_replica(tmp_path, loads, region, cost):
     assert draft.cost() == pytest.approx(cost)
 
 
-@pytest.mark.parametrize("idle, monthly, on_demand, cost", [
-    (0, 2.0, 5.0, 600.0),  # topped up: 3 committed replicas, 3 × 2 × 100
-    (1, 2.0, 5.0, 600.0),  # an idle committed GPU beside: the on-demand replica moves
-    (0, 3.5, 5.0, 1000.0),  # a GPU more would cost 350 to save 300: none signed
-    (1, 3.5, 15.0, 1350.0),  # one of two on-demand replicas' load moves onto the idle GPU
+@pytest.mark.parametrize("idle, monthly, on_demand, cap, cost", [
+    (0, 2.0, 5.0, None, 600.0),  # topped up: 3 committed replicas, 3 × 2 × 100
+    (1, 2.0, 5.0, None, 600.0),  # an idle committed GPU beside: the on-demand replica moves
+    (0, 3.5, 5.0, None, 1000.0),  # a GPU more would cost 350 to save 300: none signed
+    (1, 3.5, 15.0, None, 1350.0),  # one of two on-demand replicas' load moves onto the idle
+    (0, 2.0, 15.0, None, 800.0),  # two GPUs more displace both on-demand replicas
+    (0, 2.0, 15.0, 3, 900.0),  # the offer's max_gpus 3 holds one more: one replica moves
 ])
 def test_commitments_are_topped_up_to_whole_replicas(tmp_path, idle, monthly, on_demand,
-                                                     cost):
+                                                     cap, cost):
     """10 units a GPU, one GPU a replica, 100 hours; 20 units on 2 committed GPUs. With
     25 units, 3 replicas: the LP's 2.5 committed GPUs rounded down to 2 leave 5 units
     on demand ($3/h): 2 × $2 × 100 + $300 = $700. One GPU more on the monthly
@@ -133,12 +135,15 @@ def test_commitments_are_topped_up_to_whole_replicas(tmp_path, idle, monthly, on
     GPU signed but idle ($900), the replica moves onto it: $600. At $3.5/h a GPU more
     costs $350 for $300 saved: 2 × $350 + $300 = $1,000 stays. With 35 units, 15 on
     2 on-demand replicas, and a third GPU signed at $3.5/h but idle (3 × $350 + $600
-    = $1,650): 10 of the 15 move onto it, 5 keep one on-demand replica: $1,350."""
+    = $1,650): 10 of the 15 move onto it, 5 keep one on-demand replica: $1,350. With
+    35 units and no GPU idle (2 × $200 + 2 × $300 = $1,000), two GPUs more carry them
+    all: 4 × $200 = $800; where the monthly offer's max_gpus is 3, one more: 3 × $200
+    + $300 = $900 (commitments of capped offers had not been topped up: $1,000)."""
     s = load_scenario(write_csv(tmp_path / "s", scenario(
         settings=H,
         offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 3},
                 {"region": "r1", "gpu": "A", "term": "monthly", "usd_per_gpu_hour": monthly,
-                 "commit_months": 1}],
+                 "commit_months": 1, "max_gpus": cap}],
         demand=[{"workload": "w", "period": "2027-01", "amount": 20 + on_demand}])))
     blocks = Blocks(ModelBuilder(s, find_candidates(s, prune_dominated=False)))
     wb = blocks.workloads[0]
@@ -158,6 +163,39 @@ def test_commitments_are_topped_up_to_whole_replicas(tmp_path, idle, monthly, on
         "highs", "feasible", "", True, draft.cost(), None, None, 0.0))
     assert check_plan(s, plan) == []
     assert plan.totals["objective_usd"] == pytest.approx(cost)
+
+
+def test_a_top_up_keeps_overlapping_terms_within_their_offers_cap(tmp_path):
+    """Two months of 35 units (10 a GPU, one GPU a replica, 100 hours a month), a
+    2-month reserved offer at $2/h with max_gpus 3 (prorated: a term from the second
+    month counts its one month inside the horizon, $200 a GPU), on demand at $3/h. The
+    plan holds 2 GPUs from month 0 and 2 on-demand replicas a month: 2 × $400 +
+    4 × $300 = $2,000. One GPU more from month 0 ($400) displaces a replica in each
+    month ($600); the cap leaves no room for one from month 1 beside it ($200 for $300
+    saved, but 4 GPUs in month 1): 3 × $400 + 2 × $300 = $1,800, within the cap."""
+    s = load_scenario(write_csv(tmp_path / "s", scenario(
+        settings={**H, "horizon_months": 2, "tail_policy": "prorate"},
+        offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 3},
+                {"region": "r1", "gpu": "A", "term": "reserved", "usd_per_gpu_hour": 2,
+                 "commit_months": 2, "max_gpus": 3}],
+        demand=[{"workload": "w", "period": p, "amount": 35}
+                for p in ("2027-01", "2027-02")])))
+    blocks = Blocks(ModelBuilder(s, find_candidates(s, prune_dominated=False)))
+    wb = blocks.workloads[0]
+    j = {wb.sources[i][2] == "committed": i for i in range(len(wb.sources))}
+    n = int(np.flatnonzero(blocks.commitments.start == 0)[0])
+    commit = np.zeros(len(blocks.commitments.offer))
+    commit[n] = 2
+    wanted = {0: tuple(np.array(col) for col in
+                       ([0] * 4, [j[True], j[False]] * 2, [0, 0, 1, 1], [0] * 4,
+                        [20.0, 15.0] * 2))}
+    draft = construct(blocks, first_prices(blocks), commit, wanted, {})
+    assert draft.cost() == pytest.approx(2_000)
+    _Run(blocks, Budget(10), None, None).top_up(draft)
+    assert draft.cost() == pytest.approx(1_800)
+    plan = extract_plan(blocks.builder, draft.solution(), SolveResult(
+        "highs", "feasible", "", True, draft.cost(), None, None, 0.0))
+    assert check_plan(s, plan) == []
 
 
 def test_spot_alone_serves_nothing_beyond_its_share_of_what_is_served(tmp_path):

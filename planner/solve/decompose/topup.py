@@ -15,8 +15,9 @@ commitments, a small LP says how many GPUs each of its commitments could add:
          0 ≤ z[m,k,t] ≤ the plan's pay-as-you-go GPUs at price t in (m, k)
          0 ≤ x[n] ≤ upper[n] − signed[n]
 
-(the dearest pay-as-you-go GPUs displaced first; commitments of offers with a monthly
-max_gpus are left out: their terms overlap under one cap). Its x, in whole instances
+(the dearest pay-as-you-go GPUs displaced first), and for an offer with a monthly
+max_gpus, Σ of its commitments active in each month ≤ the cap less what it holds. Its
+x, in whole instances
 (rounded down; below an offer's minimum, none), is a proposal only: it is signed, the
 pools' pay-as-you-go replicas there move onto the committed room it makes (`onto_committed`:
 the dearest sources first, as much of each as fits), and it stays only if the plan is then
@@ -66,7 +67,7 @@ def proposed_top_up(draft: Draft, row: int,
     b = draft.b
     cm = b.commitments
     options = [n for n in np.flatnonzero(cm.committed_row == row).tolist()
-               if cm.cap_row[n] < 0 and cm.upper[n] - draft.commit[n] >= cm.step[n]]
+               if cm.upper[n] - draft.commit[n] >= cm.step[n]]
     if not options or not payg:
         return {}
     tiers = sorted(payg)
@@ -85,7 +86,8 @@ def proposed_top_up(draft: Draft, row: int,
         rows[at[(m, k)]].append((nx + t, 1.0))
     idle = [max(0.0, float(draft.committed[row, m] - draft.used_committed[row, m, k]))
             for m, k in cells]
-    x = _solve(cost, upper, rows, idle)[:nx]
+    capped, room = _cap_rows(draft, options)
+    x = _solve(cost, upper, rows + capped, idle + room)[:nx]
     adds = {}
     for n, gpus in zip(options, x):
         step = float(cm.step[n])
@@ -95,6 +97,27 @@ def proposed_top_up(draft: Draft, row: int,
         if add > 0:
             adds[n] = add
     return adds
+
+
+def _cap_rows(draft: Draft, options: list[int]) -> tuple[list[list], list[float]]:
+    """The rows that keep GPUs added to `options` (commitments) within their offers'
+    monthly max_gpus: per capped offer and month, Σ of its options active then ≤ the
+    cap less what the plan's commitments of that offer hold then ((column,
+    coefficient) lists, and their right-hand sides)."""
+    cm = draft.b.commitments
+    offers = sorted({int(cm.cap_row[n]) for n in options if cm.cap_row[n] >= 0})
+    rows, room = [], []
+    if not offers:
+        return rows, room
+    among = np.flatnonzero(np.isin(cm.cap_row, offers))
+    column = {n: j for j, n in enumerate(options)}
+    for cap, on in cm.cap_rows(draft.b.months, among):
+        active = among[on]
+        columns = [column[n] for n in active.tolist() if n in column]
+        if columns:
+            rows.append([(j, 1.0) for j in columns])
+            room.append(max(0.0, cap - float(draft.commit[active].sum())))
+    return rows, room
 
 
 def _solve(cost: list[float], upper: list[float], rows: list[list[tuple[int, float]]],
