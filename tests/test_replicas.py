@@ -153,8 +153,9 @@ def test_a_source_the_lp_never_needs_keeps_the_bound_under_the_optimum(tmp_path)
     # a unit, so the LP keeps A alone (B is dominated: `blocks._arcs`). In whole
     # replicas B's ($50 for 100 h) beats A's ($100): the optimum is $50. A's share
     # (0.4) would bound the kind at 4 × $0.10 × 100 ÷ 0.4 = $100, above it; a kind with
-    # a source left out gets no share: the LP relaxation, $40. (A random scenario of
-    # stop 47's sweep: the bound had been $100.)
+    # a source left out that its share would make the cheaper one (B's own share 0.8:
+    # $0.125 a unit against A's $0.25) gets no share: the LP relaxation, $40. (A random
+    # scenario of stop 47's sweep: the bound had been $100.)
     s = load_scenario(write_csv(tmp_path / "s", scenario(
         settings=H, gpus=[{"gpu": "A"}, {"gpu": "B"}],
         offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 1.0},
@@ -169,4 +170,28 @@ def test_a_source_the_lp_never_needs_keeps_the_bound_under_the_optimum(tmp_path)
     assert whole.plan.totals["objective_usd"] == pytest.approx(50)
     assert run.result.bound == pytest.approx(40)
     assert run.plan.totals["objective_usd"] == pytest.approx(50)
+    assert check_plan(s, run.plan) == []
+
+
+def test_a_source_left_out_that_stays_dearer_keeps_the_share(tmp_path):
+    # 4 units; GPU type A at $0.5/h carries 5 units a GPU ($0.10 a unit), B at $1.2/h 10
+    # ($0.12): the LP never needs B (`blocks._arcs`). With small loads in whole replicas
+    # A costs $0.10 ÷ 0.8 = $0.125 a unit, B at its own share $0.12 ÷ 0.4 = $0.30: B is
+    # still dearer, so A's share stands and the bound is 4 × $0.125 × 100 = $50, A's
+    # replica: the optimum (B's replica is $120), proven. Without the share: the LP
+    # relaxation, 4 × $0.10 × 100 = $40.
+    s = load_scenario(write_csv(tmp_path / "s", scenario(
+        settings=H, gpus=[{"gpu": "A"}, {"gpu": "B"}],
+        offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 0.5},
+                {"region": "r1", "gpu": "B", "term": "on_demand", "usd_per_gpu_hour": 1.2}],
+        workloads=[{"workload": "w", "kind": "inference"}],
+        throughput=[{"workload": "w", "gpu": "A", "units_per_gpu": 5, "gpus_per_replica": 1},
+                    {"workload": "w", "gpu": "B", "units_per_gpu": 10, "gpus_per_replica": 1}],
+        demand=[{"workload": "w", "period": "2027-01", "amount": 4}])))
+    run = plan_scenario(s, time_limit=20, gap=1e-9, method="decompose")
+    whole = plan_scenario(s, time_limit=20, gap=1e-9, method="whole")
+    assert whole.plan.totals["objective_usd"] == pytest.approx(50)
+    assert run.result.bound == pytest.approx(50)
+    assert run.plan.totals["objective_usd"] == pytest.approx(50)
+    assert run.result.status == "optimal"
     assert check_plan(s, run.plan) == []

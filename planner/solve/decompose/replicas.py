@@ -10,8 +10,10 @@ fractional.
    then those of the model with these rows, still under every plan. A block of merged
    demand sites (planner.solve.decompose.kinds) takes the largest f of its members'
    pools. A block that left out a source the LP never needs (`blocks._arcs`: another
-   serves a unit no dearer) takes none: in whole replicas the source left out can be
-   the cheaper one, and lifting the one kept would lift the bound above the optimum.
+   serves a unit no dearer) takes none unless that source is still dearer a unit than
+   a dominator kept, each counted at its share (`_still_dominated`): in whole replicas
+   the source left out can be the cheaper one, and lifting the one kept would lift the
+   bound above the optimum.
 
 2. Whole replicas in a single-region workload's block (`whole_replica_gain`). Its block
    is its whole horizon on one (region, GPU type) pair, and at given capacity prices its
@@ -63,31 +65,53 @@ def small_load_fill(kinds: Kinds) -> Blocks:
     out = copy.copy(kinds.blocks)
     out.workloads = []
     for wb, members in zip(kinds.blocks.workloads, kinds.members):
-        if any(_pruned(kinds.original.workloads[w], site) for w, site in members):
-            # a source left out of the kind as the LP never needs it (`blocks._arcs`:
-            # another serves a unit no dearer) may need it in whole replicas: its
-            # replica can carry less (a spot-free market, 4 units: a 5-unit replica at
-            # $50 where the 10-unit one costs $100, the same per unit): its fill would
-            # lift the kept source above it, and the bound above the optimum
-            out.workloads.append(copy.copy(wb))
-            continue
         pools = sorted({kinds.original.workloads[w].pool for w, _ in members})
         # merged sites of several pools: the largest share, valid for each of them
         share = np.stack([np.max([loads[(p, source)] for p in pools], axis=0)
                           for source in wb.sources])
         wb = copy.copy(wb)
-        if ((share > 0) & (share < 1)).any():
-            wb.fill = np.where(share > 0, np.minimum(share, 1.0), 1.0)
+        fill = _share_to_fill(share)
+        if fill is not None and all(_still_dominated(kinds.original.workloads[w], site, wb,
+                                                     fill, loads) for w, site in members):
+            wb.fill = fill
         out.workloads.append(wb)
     return out
 
 
-def _pruned(wb: WorkloadBlocks, site: int | None) -> bool:
-    """Whether a source in reach of `site` (None: of any of its sites, a workload kept
-    whole) was left out of its arcs (`blocks._arcs`)."""
-    if site is None:
-        return bool((wb.reach & ~wb.arcs).any())
-    return bool((wb.reach[site] & ~wb.arcs[site]).any())
+def _share_to_fill(share: np.ndarray) -> np.ndarray | None:
+    """The fill of a share of one replica (1 where the share is 0 or 1 or more), or None
+    where no share is under 1."""
+    if not ((share > 0) & (share < 1)).any():
+        return None
+    return np.where(share > 0, np.minimum(share, 1.0), 1.0)
+
+
+def _still_dominated(wb: WorkloadBlocks, site: int | None, kind: WorkloadBlocks,
+                     fill: np.ndarray, loads: dict) -> bool:
+    """Whether every source that `wb` (an original workload) left out of its arcs at
+    `site` (None: at any of its sites, a workload kept whole) as the LP never needs it
+    (`blocks._arcs`: an uncapped on-demand source serves a unit no dearer) is still
+    dominated once small loads take whole replicas: a dominator kept in `kind`, usable
+    no later, costs no more a unit with its GPUs counted 1/fill times (`kind`'s `fill`)
+    than the source left out with its own pool's fill, in every month and segment.
+    Else the fill may not be taken: in whole replicas the source left out can be the
+    cheaper one (a spot-free market, 4 units: a 5-unit replica at $50 where the 10-unit
+    one costs $100, the same a unit), and lifting the kept source would lift the bound
+    above the optimum."""
+    free = (wb.committed_row < 0) & (wb.payg_row < 0) & ~wb.spot  # uncapped on-demand
+    sites = range(wb.reach.shape[0]) if site is None else [site]
+    for s in sites:
+        kept = np.flatnonzero(wb.arcs[s] & free)
+        for j in np.flatnonzero(wb.reach[s] & ~wb.arcs[s]).tolist():
+            own = _share_to_fill(loads[(wb.pool, wb.sources[j])])
+            lifted_j = (wb.price[j] * wb.gpus_per_unit[j] / (1.0 if own is None else own)
+                        + wb.egress[j])
+            if not any((wb.price[d] * wb.gpus_per_unit[d]
+                        / fill[kind.index_of[wb.sources[d]]] + wb.egress[d]
+                        <= lifted_j).all()
+                       for d in kept.tolist() if wb.first[d] <= wb.first[j]):
+                return False
+    return True
 
 
 def _pool_loads(blocks: Blocks) -> dict:
