@@ -70,6 +70,7 @@ from planner.solve.work import (
     blocks_s,
     construct_s,
     top_up_s,
+    top_up_scan_s,
     trim_s,
     whole_replicas_s,
 )
@@ -470,12 +471,14 @@ class _Run:
         beside them (planner.solve.decompose.topup), a (region, GPU type) at a time: the
         top-up signed, the replicas moved onto it, kept only if the plan is then cheaper
         (else every pool's plan is put back). No MIP: deterministic, and reckoned by the
-        cells it looks at."""
+        pools it scans and the cells it looks at."""
         cm = draft.b.commitments
         started = draft.running_cost()
+        self.budget.spend(top_up_scan_s(len(draft.pools)))
         for row, (payg, payers) in payg_beside_commitments(draft).items():
             onto_committed(draft, row, sorted(payers), payers)
             self.budget.spend(top_up_s(len(payg)))
+        self.budget.spend(top_up_scan_s(len(draft.pools)))
         for row, (payg, payers) in payg_beside_commitments(draft).items():
             adds = proposed_top_up(draft, row, payg)
             self.budget.spend(top_up_s(len(payg)))
