@@ -145,24 +145,39 @@ def test_commitments_are_topped_up_to_whole_replicas(tmp_path, idle, monthly, on
                 {"region": "r1", "gpu": "A", "term": "monthly", "usd_per_gpu_hour": monthly,
                  "commit_months": 1, "max_gpus": cap}],
         demand=[{"workload": "w", "period": "2027-01", "amount": 20 + on_demand}])))
+    blocks, n, draft = _two_committed(s, on_demand)
+    draft.add_commit(n, idle)
+    assert draft.cost() == pytest.approx((2 + idle) * monthly * 100
+                                         + 300.0 * np.ceil(on_demand / 10))
+    plan = _topped_up(s, blocks, draft)
+    assert draft.cost() == pytest.approx(cost)
+    assert plan.totals["objective_usd"] == pytest.approx(cost)
+
+
+def _two_committed(s, on_demand: float, months: int = 1):
+    """`s`'s blocks (one workload, GPU type A at r1), its commitment from month 0 and
+    a plan holding 2 GPUs on it that carry 20 units in each of `months` months, beside
+    `on_demand` units on demand."""
     blocks = Blocks(ModelBuilder(s, find_candidates(s, prune_dominated=False)))
     wb = blocks.workloads[0]
     j = {wb.sources[i][2] == "committed": i for i in range(len(wb.sources))}
     n = int(np.flatnonzero(blocks.commitments.start == 0)[0])
     commit = np.zeros(len(blocks.commitments.offer))
     commit[n] = 2
-    wanted = {0: tuple(np.array(col) for col in
-                       ([0, 0], [j[True], j[False]], [0, 0], [0, 0], [20.0, on_demand]))}
-    draft = construct(blocks, first_prices(blocks), commit, wanted, {})
-    draft.add_commit(n, idle)
-    assert draft.cost() == pytest.approx((2 + idle) * monthly * 100
-                                         + 300.0 * np.ceil(on_demand / 10))
+    wanted = {0: tuple(np.array(col) for col in (
+        [0] * 2 * months, [j[True], j[False]] * months, sorted(list(range(months)) * 2),
+        [0] * 2 * months, [20.0, on_demand] * months))}
+    return blocks, n, construct(blocks, first_prices(blocks), commit, wanted, {})
+
+
+def _topped_up(s, blocks, draft):
+    """`draft` with its commitments topped up (`_Run.top_up`), as a plan the checker
+    accepts."""
     _Run(blocks, Budget(10), None, None).top_up(draft)
-    assert draft.cost() == pytest.approx(cost)
     plan = extract_plan(blocks.builder, draft.solution(), SolveResult(
         "highs", "feasible", "", True, draft.cost(), None, None, 0.0))
     assert check_plan(s, plan) == []
-    assert plan.totals["objective_usd"] == pytest.approx(cost)
+    return plan
 
 
 def test_a_top_up_keeps_overlapping_terms_within_their_offers_cap(tmp_path):
@@ -180,22 +195,10 @@ def test_a_top_up_keeps_overlapping_terms_within_their_offers_cap(tmp_path):
                  "commit_months": 2, "max_gpus": 3}],
         demand=[{"workload": "w", "period": p, "amount": 35}
                 for p in ("2027-01", "2027-02")])))
-    blocks = Blocks(ModelBuilder(s, find_candidates(s, prune_dominated=False)))
-    wb = blocks.workloads[0]
-    j = {wb.sources[i][2] == "committed": i for i in range(len(wb.sources))}
-    n = int(np.flatnonzero(blocks.commitments.start == 0)[0])
-    commit = np.zeros(len(blocks.commitments.offer))
-    commit[n] = 2
-    wanted = {0: tuple(np.array(col) for col in
-                       ([0] * 4, [j[True], j[False]] * 2, [0, 0, 1, 1], [0] * 4,
-                        [20.0, 15.0] * 2))}
-    draft = construct(blocks, first_prices(blocks), commit, wanted, {})
+    blocks, _, draft = _two_committed(s, 15.0, months=2)
     assert draft.cost() == pytest.approx(2_000)
-    _Run(blocks, Budget(10), None, None).top_up(draft)
-    assert draft.cost() == pytest.approx(1_800)
-    plan = extract_plan(blocks.builder, draft.solution(), SolveResult(
-        "highs", "feasible", "", True, draft.cost(), None, None, 0.0))
-    assert check_plan(s, plan) == []
+    plan = _topped_up(s, blocks, draft)
+    assert plan.totals["objective_usd"] == pytest.approx(1_800)
 
 
 def test_spot_alone_serves_nothing_beyond_its_share_of_what_is_served(tmp_path):

@@ -156,21 +156,31 @@ def test_a_source_the_lp_never_needs_keeps_the_bound_under_the_optimum(tmp_path)
     # a source left out that its share would make the cheaper one (B's own share 0.8:
     # $0.125 a unit against A's $0.25) gets no share: the LP relaxation, $40. (A random
     # scenario of stop 47's sweep: the bound had been $100.)
+    run, optimum = _four_units(tmp_path, a=(1.0, 10), b=(0.5, 5))
+    assert optimum == pytest.approx(50)
+    assert run.result.bound == pytest.approx(40)
+    assert run.plan.totals["objective_usd"] == pytest.approx(50)
+
+
+def _four_units(tmp_path, a: tuple[float, float], b: tuple[float, float]):
+    """4 units of an inference workload on GPU types A and B on demand, each given as
+    (dollars a GPU-hour, units a GPU; one GPU a replica), 100 hours: the decomposition's
+    run (its plan checked) and the optimum HiGHS proves on the whole model."""
+    offers, throughput = [], []
+    for gpu, (price, units) in (("A", a), ("B", b)):
+        offers.append({"region": "r1", "gpu": gpu, "term": "on_demand",
+                       "usd_per_gpu_hour": price})
+        throughput.append({"workload": "w", "gpu": gpu, "units_per_gpu": units,
+                           "gpus_per_replica": 1})
     s = load_scenario(write_csv(tmp_path / "s", scenario(
-        settings=H, gpus=[{"gpu": "A"}, {"gpu": "B"}],
-        offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 1.0},
-                {"region": "r1", "gpu": "B", "term": "on_demand", "usd_per_gpu_hour": 0.5}],
-        workloads=[{"workload": "w", "kind": "inference"}],
-        throughput=[{"workload": "w", "gpu": "A", "units_per_gpu": 10, "gpus_per_replica": 1},
-                    {"workload": "w", "gpu": "B", "units_per_gpu": 5, "gpus_per_replica": 1}],
+        settings=H, gpus=[{"gpu": "A"}, {"gpu": "B"}], offers=offers,
+        workloads=[{"workload": "w", "kind": "inference"}], throughput=throughput,
         demand=[{"workload": "w", "period": "2027-01", "amount": 4}])))
     run = plan_scenario(s, time_limit=20, gap=1e-9, method="decompose")
     whole = plan_scenario(s, time_limit=20, gap=1e-9, method="whole")
     assert whole.result.status == "optimal"
-    assert whole.plan.totals["objective_usd"] == pytest.approx(50)
-    assert run.result.bound == pytest.approx(40)
-    assert run.plan.totals["objective_usd"] == pytest.approx(50)
     assert check_plan(s, run.plan) == []
+    return run, whole.plan.totals["objective_usd"]
 
 
 def test_a_source_left_out_that_stays_dearer_keeps_the_share(tmp_path):
@@ -180,18 +190,8 @@ def test_a_source_left_out_that_stays_dearer_keeps_the_share(tmp_path):
     # still dearer, so A's share stands and the bound is 4 × $0.125 × 100 = $50, A's
     # replica: the optimum (B's replica is $120), proven. Without the share: the LP
     # relaxation, 4 × $0.10 × 100 = $40.
-    s = load_scenario(write_csv(tmp_path / "s", scenario(
-        settings=H, gpus=[{"gpu": "A"}, {"gpu": "B"}],
-        offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 0.5},
-                {"region": "r1", "gpu": "B", "term": "on_demand", "usd_per_gpu_hour": 1.2}],
-        workloads=[{"workload": "w", "kind": "inference"}],
-        throughput=[{"workload": "w", "gpu": "A", "units_per_gpu": 5, "gpus_per_replica": 1},
-                    {"workload": "w", "gpu": "B", "units_per_gpu": 10, "gpus_per_replica": 1}],
-        demand=[{"workload": "w", "period": "2027-01", "amount": 4}])))
-    run = plan_scenario(s, time_limit=20, gap=1e-9, method="decompose")
-    whole = plan_scenario(s, time_limit=20, gap=1e-9, method="whole")
-    assert whole.plan.totals["objective_usd"] == pytest.approx(50)
+    run, optimum = _four_units(tmp_path, a=(0.5, 5), b=(1.2, 10))
+    assert optimum == pytest.approx(50)
     assert run.result.bound == pytest.approx(50)
     assert run.plan.totals["objective_usd"] == pytest.approx(50)
     assert run.result.status == "optimal"
-    assert check_plan(s, run.plan) == []

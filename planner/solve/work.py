@@ -82,9 +82,9 @@ def extract_s(rows: int) -> float:
     """A solution turned into the plan's tables of about `rows` rows. Measured at pace
     0.77 (2026-11-27, stop 48): the default scenario 0.046 s for 6.3 k rows, 50x40x24
     0.089 s for 27 k, 200x40x24 0.37 s for 135 k, 1000x100x36 2.07 s for 731 k,
-    reckoned 1.09-1.27 times that (the rate before, 0.05 s and 14 µs a row, fitted when
+    reckoned 1.09-1.27 times that. The rate before, 0.05 s and 14 µs a row, fitted when
     the tables took 5.2 s for 370 k rows, reckoned them 2.3-3.8 times: a stochastic
-    solve of the default scenario's size 0.3 s long of its 1.3)."""
+    solve of the default scenario's size, 1.3 s, was reckoned 0.3 s too long."""
     return 0.04 + 4.0e-6 * rows
 
 

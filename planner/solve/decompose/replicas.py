@@ -98,17 +98,17 @@ def _still_dominated(wb: WorkloadBlocks, site: int | None, kind: WorkloadBlocks,
     cheaper one (a spot-free market, 4 units: a 5-unit replica at $50 where the 10-unit
     one costs $100, the same a unit), and lifting the kept source would lift the bound
     above the optimum."""
+    def unit_cost(j: int, fill_j) -> np.ndarray:  # [M, K] a unit from source j
+        return wb.price[j] * wb.gpus_per_unit[j] / fill_j + wb.egress[j]
+
     free = (wb.committed_row < 0) & (wb.payg_row < 0) & ~wb.spot  # uncapped on-demand
     sites = range(wb.reach.shape[0]) if site is None else [site]
     for s in sites:
         kept = np.flatnonzero(wb.arcs[s] & free)
         for j in np.flatnonzero(wb.reach[s] & ~wb.arcs[s]).tolist():
             own = _share_to_fill(loads[(wb.pool, wb.sources[j])])
-            lifted_j = (wb.price[j] * wb.gpus_per_unit[j] / (1.0 if own is None else own)
-                        + wb.egress[j])
-            if not any((wb.price[d] * wb.gpus_per_unit[d]
-                        / fill[kind.index_of[wb.sources[d]]] + wb.egress[d]
-                        <= lifted_j).all()
+            left_out = unit_cost(j, 1.0 if own is None else own)
+            if not any((unit_cost(d, fill[kind.index_of[wb.sources[d]]]) <= left_out).all()
                        for d in kept.tolist() if wb.first[d] <= wb.first[j]):
                 return False
     return True
