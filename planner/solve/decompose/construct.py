@@ -34,6 +34,15 @@ from planner.solve.decompose.blocks import Blocks
 from planner.solve.decompose.pricing import pair_range, unit_costs
 
 EPS = 1e-9
+# A change to a plan (a pool planned again, replicas moved, commitments topped up) is
+# kept only where it is cheaper by more than this share of the cost: below it the
+# difference is the float sums' noise, and keeping it would make plans depend on it.
+CHEAPER = 1e-7
+
+
+def cheaper(after: float, before: float) -> bool:
+    """Whether a plan costing `after` is cheaper than one costing `before` (CHEAPER)."""
+    return after < before - CHEAPER * max(1.0, before)
 
 
 @dataclass

@@ -28,7 +28,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from planner.solve.decompose.construct import Draft, PoolPlan
+from planner.solve.decompose.construct import Draft, PoolPlan, cheaper
 from planner.solve.highs import new_highs
 from planner.solve.work import pool_mip_s
 
@@ -113,7 +113,7 @@ def replan_pool(draft: Draft, pool: str, m: int, k: int, choices: int = CHOICES[
     touched = sorted({row for row, _ in mip.instances.values()})
     before = current.cost + draft.idle_instances(touched, m, k)
     draft.set(pool, m, k, plan)
-    if plan.cost + draft.idle_instances(touched, m, k) >= before - 1e-7 * max(1.0, before):
+    if not cheaper(plan.cost + draft.idle_instances(touched, m, k), before):
         draft.set(pool, m, k, current)
         return False, proved, mip.work_s
     return True, proved, mip.work_s

@@ -45,7 +45,7 @@ from planner.model.solution import Solution
 from planner.solve.budget import Budget
 from planner.solve.decompose.ascent import Ascent
 from planner.solve.decompose.blocks import Blocks
-from planner.solve.decompose.construct import Draft, construct, fill_unmet
+from planner.solve.decompose.construct import Draft, cheaper, construct, fill_unmet
 from planner.solve.decompose.dual import DualBound, first_prices, lagrangian
 from planner.solve.decompose.improve import CHOICES, POOL_GAPS, Tried, replan_pool
 from planner.solve.decompose.kinds import merge
@@ -493,7 +493,7 @@ class _Run:
             for n, gpus in adds.items():
                 draft.add_commit(n, gpus)
             onto_committed(draft, row, cells, payers)
-            if draft.running_cost() >= before - 1e-7 * max(1.0, before):
+            if not cheaper(draft.running_cost(), before):
                 for n, gpus in adds.items():
                     draft.add_commit(n, -gpus)
                 for (m, k, pool), plan in kept.items():

@@ -37,7 +37,7 @@ from collections import defaultdict
 import numpy as np
 
 from planner.model.builder import COMMITTED
-from planner.solve.decompose.construct import EPS, Draft, PoolPlan
+from planner.solve.decompose.construct import EPS, Draft, PoolPlan, cheaper
 from planner.solve.highs import new_highs
 
 
@@ -169,7 +169,7 @@ def onto_committed(draft: Draft, row: int, cells, payers: dict) -> None:
             new.cost = draft.pool_cost(pool, m, k, new)
             before = draft.running_cost()
             draft.set(pool, m, k, new)
-            if draft.running_cost() >= before - 1e-7 * max(1.0, before):
+            if not cheaper(draft.running_cost(), before):
                 draft.set(pool, m, k, old)
 
 
