@@ -45,7 +45,7 @@ from planner.model.solution import Solution
 from planner.solve.budget import Budget
 from planner.solve.decompose.ascent import Ascent
 from planner.solve.decompose.blocks import Blocks
-from planner.solve.decompose.construct import Draft, cheaper, construct, fill_unmet
+from planner.solve.decompose.construct import Draft, construct, fill_unmet
 from planner.solve.decompose.dual import DualBound, first_prices, lagrangian
 from planner.solve.decompose.improve import CHOICES, POOL_GAPS, Tried, replan_pool
 from planner.solve.decompose.kinds import merge
@@ -63,6 +63,7 @@ from planner.solve.decompose.topup import (
     onto_committed,
     payg_beside_commitments,
     proposed_top_up,
+    sign_if_cheaper,
 )
 from planner.solve.whole import honest_gap, status_of
 from planner.solve.work import (
@@ -438,9 +439,9 @@ class _Run:
             if not self.more("improve", end - 2.0 * self.longest_pool):
                 ended = True
                 break
-            cheaper = self._replan(draft, m, k, pool, choices, gap)
-            found |= cheaper
-            if cheaper and self.fixed is None and self.enough(draft):
+            saved = self._replan(draft, m, k, pool, choices, gap)
+            found |= saved
+            if saved and self.fixed is None and self.enough(draft):
                 ended = True
                 break
             if self.done.improve % 50 == 0:
@@ -453,17 +454,16 @@ class _Run:
         self.planned(draft.cost(), f"improving, {self.done.improve} pools")
         return found, ended
 
-
     def _replan(self, draft: Draft, m: int, k: int, pool: str, choices: int,
                 gap: float) -> bool:
         """One pool's MIP (planner.solve.decompose.improve), counted: whether its plan
         got cheaper."""
-        cheaper, proved, took = replan_pool(draft, pool, m, k, choices, gap)
+        saved, proved, took = replan_pool(draft, pool, m, k, choices, gap)
         self.budget.spend(took)
         self.longest_pool = max(self.longest_pool, took)
         self.done.improve += 1
-        self.tried.solved(m, k, pool, choices, cheaper, proved)
-        return cheaper
+        self.tried.solved(m, k, pool, choices, saved, proved)
+        return saved
 
     def top_up(self, draft: Draft) -> None:
         """Pay-as-you-go replicas moved onto idle committed GPUs of the same region and
@@ -472,7 +472,6 @@ class _Run:
         top-up signed, the replicas moved onto it, kept only if the plan is then cheaper
         (else every pool's plan is put back). No MIP: deterministic, and reckoned by the
         pools it scans and the cells it looks at."""
-        cm = draft.b.commitments
         started = draft.running_cost()
         self.budget.spend(top_up_scan_s(len(draft.pools)))
         for row, (payg, payers) in payg_beside_commitments(draft).items():
@@ -482,22 +481,8 @@ class _Run:
         for row, (payg, payers) in payg_beside_commitments(draft).items():
             adds = proposed_top_up(draft, row, payg)
             self.budget.spend(top_up_s(len(payg)))
-            if not adds:
-                continue
-            months = set().union(*(range(int(cm.start[n]), int(cm.start[n] + cm.months[n]))
-                                   for n in adds))
-            cells = sorted(cell for cell in payers if cell[0] in months)
-            before = draft.running_cost()
-            kept = {(m, k, pool): draft.pools[(m, k, pool)] for m, k in cells
-                    for pool in sorted(payers[(m, k)]) if (m, k, pool) in draft.pools}
-            for n, gpus in adds.items():
-                draft.add_commit(n, gpus)
-            onto_committed(draft, row, cells, payers)
-            if not cheaper(draft.running_cost(), before):
-                for n, gpus in adds.items():
-                    draft.add_commit(n, -gpus)
-                for (m, k, pool), plan in kept.items():
-                    draft.set(pool, m, k, plan)
+            if adds:
+                sign_if_cheaper(draft, row, adds, payers)
         if draft.running_cost() < started:
             self.tried.commitments_cut()  # the room the pools have changed
         self.planned(draft.cost(), "commitments topped up")

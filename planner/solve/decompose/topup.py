@@ -21,7 +21,7 @@ x, in whole instances
 (rounded down; below an offer's minimum, none), is a proposal only: it is signed, the
 pools' pay-as-you-go replicas there move onto the committed room it makes (`onto_committed`:
 the dearest sources first, as much of each as fits), and it stays only if the plan is then
-cheaper (planner.solve.decompose.method, `_Run.top_up`).
+cheaper (`sign_if_cheaper`; run by planner.solve.decompose.method, `_Run.top_up`).
 
 Measured on 200x40x24's plan after 45 s (stop 47): the LP offered $0.63 M at one pair;
 planned again by the pools' MIPs (over 30 sources a site: 2,076 of them, 40 s) the top-up
@@ -141,6 +141,29 @@ def _solve(cost: list[float], upper: list[float], rows: list[list[tuple[int, flo
     return np.asarray(h.getSolution().col_value)
 
 
+def sign_if_cheaper(draft: Draft, row: int, adds: dict[int, float], payers: dict) -> None:
+    """Sign `adds` (commitment n → GPUs, `proposed_top_up`) at committed pair `row`,
+    move the pay-as-you-go replicas of the months they cover onto them
+    (`onto_committed`), and keep all that only if the plan is then cheaper; else the
+    commitments and every pool's plan there are put back. `payers`: (month, segment) →
+    the pools paying for pay-as-you-go GPUs there."""
+    cm = draft.b.commitments
+    months = set().union(*(range(int(cm.start[n]), int(cm.start[n] + cm.months[n]))
+                           for n in adds))
+    cells = sorted(cell for cell in payers if cell[0] in months)
+    before = draft.running_cost()
+    kept = {(m, k, pool): draft.pools[(m, k, pool)] for m, k in cells
+            for pool in sorted(payers[(m, k)]) if (m, k, pool) in draft.pools}
+    for n, gpus in adds.items():
+        draft.add_commit(n, gpus)
+    onto_committed(draft, row, cells, payers)
+    if not cheaper(draft.running_cost(), before):
+        for n, gpus in adds.items():
+            draft.add_commit(n, -gpus)
+        for (m, k, pool), plan in kept.items():
+            draft.set(pool, m, k, plan)
+
+
 def onto_committed(draft: Draft, row: int, cells, payers: dict) -> None:
     """Pay-as-you-go replicas at committed pair `row`'s region and GPU type moved onto its
     committed GPUs left idle, in each (month, segment) of `cells`: a pool's source at a
@@ -190,7 +213,7 @@ def _moved(draft: Draft, plan, key: tuple, room: float):
         wb = b.workloads[w]
         if wb.sources[j] not in (key, committed):
             continue
-        c = _source_index(wb, committed)
+        c = wb.index_of.get(committed)
         if c is None or not draft.allowed[w][c]:
             return None
         gpr = int(wb.gpus_per_replica[c])
@@ -226,11 +249,3 @@ def _moved(draft: Draft, plan, key: tuple, room: float):
     if math.ceil(left - 1e-9) > 0:
         replicas[key] = math.ceil(left - 1e-9)
     return PoolPlan(replicas=replicas, served=served, unmet=dict(plan.unmet))
-
-
-def _source_index(wb, source: tuple) -> int | None:
-    """Index of `source` among the workload's sources (None: not one of them)."""
-    try:
-        return wb.sources.index(source)
-    except ValueError:
-        return None
