@@ -90,31 +90,35 @@ class Block:
         h.addRows(len(rows), model.kept_lower[rows], model.kept_upper[rows], sub.nnz,
                   sub.indptr[:-1].astype(np.int32), sub.indices.astype(np.int32), sub.data)
         self.linking = model.linking[:, columns]
+        self.whole = True  # False: solved as an LP (its value is still under its MIP's)
 
-    def solve(self, prices: np.ndarray, seconds: float, serve: bool = True):
-        """(proven value, incumbent value, incumbent) at the prices; serve=False keeps
-        every column that serves demand at 0 (all unmet: feasible under any capacity)."""
+    def solve(self, prices: np.ndarray, seconds: float, serve: bool = True,
+              whole: bool | None = None):
+        """(proven value, incumbent value, incumbent) at the prices, as a MIP if `whole`
+        (default: the block's own `whole`); serve=False keeps every column that serves
+        demand at 0 (all unmet: feasible under any capacity)."""
         h, n = self.highs, len(self.columns)
+        whole = self.whole if whole is None else whole
         every = np.arange(n, dtype=np.int32)
         if not serve:
             upper = self.model.upper[self.columns].copy()
             upper[[self.model.names[j].startswith(SERVES) for j in self.columns]] = 0.0
             h.changeColsBounds(n, every, self.model.lower[self.columns], upper)
         h.changeColsCost(n, every, self.model.cost[self.columns] - self.linking.T @ prices)
-        h.setOptionValue("time_limit", seconds)
+        h.setOptionValue("time_limit", seconds if whole else INF)  # an LP stopped proves nothing
+        h.setOptionValue("solve_relaxation", not whole)
         h.run()
         info = h.getInfo()
         x = np.array(h.getSolution().col_value)
-        proven = info.mip_dual_bound
+        proven = info.mip_dual_bound if whole else info.objective_function_value
+        found = info.primal_solution_status == 2  # a feasible plan of the block
+        incumbent = info.objective_function_value if found else INF
         if not np.isfinite(proven):  # stopped before its root LP: the LP is the bound
-            h.setOptionValue("solve_relaxation", True)
-            h.run()
-            proven = h.getInfo().objective_function_value
-            h.setOptionValue("solve_relaxation", False)
+            proven = self.solve(prices, seconds, serve, whole=False)[0]
         if not serve:
             h.changeColsBounds(n, every, self.model.lower[self.columns],
                                self.model.upper[self.columns])
-        return proven, info.objective_function_value, x
+        return proven, incumbent, x
 
 
 class Master:
@@ -156,7 +160,9 @@ class Master:
     def solve(self):
         """(value, the priced rows' duals ≤ 0, the convexity rows' duals, box in use)."""
         h = self.highs
-        h.run()
+        if h.run() != highspy.HighsStatus.kOk:  # a hot start can fail (24x12x12): cold
+            h.clearSolver()
+            h.run()
         assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal, h.getModelStatus()
         duals = np.array(h.getSolution().row_dual)
         rows = len(self.model.priced)
@@ -186,6 +192,9 @@ def main() -> None:
     parser.add_argument("--block-seconds", type=float, default=0.5,
                         help="each block MIP's limit (its proven bound is what counts)")
     parser.add_argument("--block-gap", type=float, default=1e-5)
+    parser.add_argument("--integer-up-to", type=int, default=None,
+                        help="keep whole replicas only in blocks of at most this many "
+                             "columns; larger blocks are solved as LPs (still a valid bound)")
     parser.add_argument("--width", type=float, default=0.02,
                         help="the box's half-width, a share of each price (+1 %% of the mean)")
     args = parser.parse_args()
@@ -193,6 +202,7 @@ def main() -> None:
     model = Model(args.model)
     for block in model.blocks:
         block.highs.setOptionValue("mip_rel_gap", args.block_gap)
+        block.whole = args.integer_up_to is None or len(block.columns) <= args.integer_up_to
     lp, duals = lp_relaxation(args.model)
     centre = np.minimum(0.0, duals[model.priced])
     print(f"{len(model.blocks)} blocks, {len(model.commitments)} commitments, "
@@ -246,11 +256,8 @@ def where_lifted(model: Model, prices: np.ndarray, seconds: float) -> None:
     less its LP value there, the largest first, and how many blocks hold most of it."""
     lifts = []
     for block in model.blocks:
-        proven = block.solve(prices, seconds)[0]
-        block.highs.setOptionValue("solve_relaxation", True)
-        block.highs.run()
-        lifts.append(proven - block.highs.getInfo().objective_function_value)
-        block.highs.setOptionValue("solve_relaxation", False)
+        lifts.append(block.solve(prices, seconds, whole=True)[0]
+                     - block.solve(prices, seconds, whole=False)[0])
     lifts = np.sort(np.maximum(np.array(lifts), 0.0))[::-1]
     total = lifts.sum()
     held = np.cumsum(lifts) / max(total, 1e-9)
