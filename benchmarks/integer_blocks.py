@@ -29,6 +29,8 @@ import numpy as np
 from scipy.sparse import csc_matrix, csr_matrix
 from scipy.sparse.csgraph import connected_components
 
+from planner.solve.highs import new_highs
+
 INF = highspy.kHighsInf
 PRICED = ("committed_capacity", "offer_capacity")  # the rows linking the blocks
 SERVES = ("supply", "flow", "replicas")  # columns that serve demand (0: all unmet)
@@ -38,10 +40,10 @@ class Model:
     """The exported model's arrays, its priced rows and its blocks."""
 
     def __init__(self, path: str):
-        h = quiet()
+        self.highs = h = new_highs()  # the whole model, for its LP relaxation
         h.readModel(path)
         lp = h.getLp()
-        self.path, self.names = path, list(lp.col_names_)
+        self.names = list(lp.col_names_)
         m, n = lp.num_row_, lp.num_col_
         a = lp.a_matrix_
         matrix = csc_matrix((np.array(a.value_), np.array(a.index_), np.array(a.start_)),
@@ -83,7 +85,7 @@ class Block:
         self.model, self.columns = model, columns
         rows = np.unique(kept[:, columns].tocoo().row)
         sub = kept[rows][:, columns].tocsr()
-        self.highs = h = quiet()
+        self.highs = h = new_highs()
         n = len(columns)
         h.addVars(n, model.lower[columns], model.upper[columns])
         h.changeColsIntegrality(n, np.arange(n, dtype=np.int32), model.integer[columns])
@@ -128,7 +130,7 @@ class Master:
     min(0, centre_i + width)."""
 
     def __init__(self, model: Model):
-        self.model, self.highs = model, quiet()
+        self.model, self.highs = model, new_highs()
         h, rows, blocks = self.highs, len(model.priced), len(model.blocks)
         empty = (np.zeros(1, np.int32), np.zeros(0, np.int32), np.zeros(0))
         h.addRows(rows, np.full(rows, -INF), model.capacity, 0, *empty)
@@ -171,15 +173,9 @@ class Master:
                 np.minimum(0.0, duals[:rows]), duals[rows:], in_use)
 
 
-def quiet() -> highspy.Highs:
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
-    return h
-
-
-def lp_relaxation(path: str) -> tuple[float, np.ndarray]:
-    h = quiet()
-    h.readModel(path)
+def lp_relaxation(model: Model) -> tuple[float, np.ndarray]:
+    """The whole model's LP relaxation: its value and its rows' duals."""
+    h = model.highs
     h.setOptionValue("solve_relaxation", True)
     h.run()
     return h.getInfo().objective_function_value, np.array(h.getSolution().row_dual)
@@ -203,7 +199,7 @@ def main() -> None:
     for block in model.blocks:
         block.highs.setOptionValue("mip_rel_gap", args.block_gap)
         block.whole = args.integer_up_to is None or len(block.columns) <= args.integer_up_to
-    lp, duals = lp_relaxation(args.model)
+    lp, duals = lp_relaxation(model)
     centre = np.minimum(0.0, duals[model.priced])
     print(f"{len(model.blocks)} blocks, {len(model.commitments)} commitments, "
           f"{len(model.priced)} priced rows; LP relaxation ${lp:,.2f}", flush=True)
