@@ -90,6 +90,62 @@ def test_the_lagrangian_by_hand(tmp_path):
     assert dual.best == pytest.approx(500)
 
 
+def _cover_case(tmp_path, second_gpu: bool, penalty: float = 1000.0):
+    """15 units of one workload in one month of 100 hours: GPU A at $1/h delivers 10
+    units; with `second_gpu`, GPU B at $0.45/h delivers 4; unmet at `penalty` a
+    unit-hour."""
+    gpus, offers = [{"gpu": "A"}], [
+        {"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 1}]
+    throughput = [{"workload": "w", "gpu": "A", "units_per_gpu": 10}]
+    if second_gpu:
+        gpus.append({"gpu": "B"})
+        offers.append({"region": "r1", "gpu": "B", "term": "on_demand",
+                       "usd_per_gpu_hour": 0.45})
+        throughput.append({"workload": "w", "gpu": "B", "units_per_gpu": 4})
+    return load_scenario(write_csv(tmp_path / "s", scenario(
+        settings=H, gpus=gpus, offers=offers, throughput=throughput,
+        workloads=[{"workload": "w", "kind": "inference",
+                    "unmet_penalty_usd_per_unit_hour": penalty}],
+        demand=[{"workload": "w", "period": "2027-01", "amount": 15}])))
+
+
+@pytest.mark.parametrize("second_gpu, penalty, lp, bound, optimum", [
+    (False, 1000.0, 150.0, 200.0, 200.0), (True, 1000.0, 150.0, 156.25, 180.0),
+    (False, 0.12, 150.0, 160.0, 160.0)])
+def test_cover_cuts_lift_the_bound_by_hand(tmp_path, second_gpu, penalty, lp, bound,
+                                           optimum):
+    """One GPU type: the LP relaxation runs 1.5 replicas of A ($150); the cover cut
+    (R = 15 / 10 = 1.5, f = 0.5) says replicas + unmet / 5 ≥ 2: the bound is $200, the
+    optimum. With B as well (ρ_B = 4 / 10, its coefficient min(0.4, 0.5) / 0.5 = 0.8):
+    the LP still serves on A ($10 a unit against B's $11.25), $150; with the cut
+    (a + 0.8 b ≥ 2 beside 10 a + 4 b ≥ 15) a = 1, b = 1.25: $100 + $56.25 = $156.25;
+    the optimum is 4 replicas of B, $180 (2 of A $200, 1 of A and 2 of B $190). With
+    unmet demand at $0.12 a unit-hour ($12 a unit, A's $10): the LP serves all ($150);
+    with the cut (10 a + u ≥ 15, a + u / 5 ≥ 2) a = 1, u = 5: $100 + $60 = $160, the
+    optimum (2 replicas $200, all unmet $180) — a cut without its unmet term would
+    have said $200. The master's round, then the LP with cover cuts': two bound rounds;
+    a replay of the first alone keeps the LP relaxation's bound."""
+    s = _cover_case(tmp_path, second_gpu, penalty)
+    run = decompose(ModelBuilder(s, find_candidates(s)), Budget(20.0), gap=1e-9)
+    assert run.bound == pytest.approx(bound)
+    assert run.objective == pytest.approx(optimum)
+    assert run.rounds.bound == 2
+    replay = decompose(ModelBuilder(s, find_candidates(s)), Budget(0.0), gap=1e-9,
+                       rounds=Rounds(bound=1, improve=run.rounds.improve))
+    assert replay.bound == pytest.approx(lp)
+    again = decompose(ModelBuilder(s, find_candidates(s)), Budget(0.0), gap=1e-9,
+                      rounds=run.rounds)
+    assert again.bound == run.bound and again.solution == run.solution
+
+
+def test_cover_cuts_wait_for_the_lp_relaxation_and_a_small_model(tmp_path, monkeypatch):
+    s = _cover_case(tmp_path, False)
+    monkeypatch.setattr(method_module, "COVER_CELLS", 0)
+    run = decompose(ModelBuilder(s, find_candidates(s)), Budget(20.0), gap=1e-9)
+    assert run.bound == pytest.approx(150.0)
+    assert run.rounds.bound == 1
+
+
 @pytest.mark.parametrize("loads, region, cost", [((3.0, 2.0), "r1", 200.0),
                                                  ((2.0, 3.0), "r2", 210.0)])
 def test_a_pools_small_loads_share_one_replica(tmp_path, loads, region, cost):
@@ -332,6 +388,29 @@ def test_the_bound_is_below_the_optimum_and_the_plan_above(tmp_path_factory, tab
     if proven:
         assert parts.result.bound <= optimum + 1e-6 * max(1.0, optimum)
         assert optimum <= plan_cost + 1e-6 * max(1.0, optimum)
+
+
+@SETTINGS
+@given(tables=scenarios())
+def test_the_bound_of_pooled_workloads_is_below_the_optimum(tmp_path_factory, tables):
+    """As above with every workload in one pool (the replicas a cover cut counts are the
+    pool's, which its other workloads may fill)."""
+    per_replica: dict[str, int] = {}
+    for row in tables["throughput"]:
+        row["gpus_per_replica"] = per_replica.setdefault(row["gpu"],
+                                                         row.get("gpus_per_replica", 1))
+    for row in tables["workloads"]:
+        row["pool"] = "shared"
+    folder = write_csv(tmp_path_factory.mktemp("pool"), tables)
+    s = load_scenario(folder)
+    whole = plan_scenario(s, time_limit=60, gap=1e-9, method="whole")
+    parts = plan_scenario(s, time_limit=60, gap=1e-9, method="decompose")
+    assert check_plan(s, parts.plan) == []
+    plan_cost = parts.plan.totals["objective_usd"]
+    assert parts.result.bound <= plan_cost + 1e-6 * max(1.0, plan_cost)
+    if whole.result.status == "optimal":
+        optimum = whole.plan.totals["objective_usd"]
+        assert parts.result.bound <= optimum + 1e-6 * max(1.0, optimum)
 
 
 @SETTINGS

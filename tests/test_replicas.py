@@ -52,21 +52,36 @@ def test_whole_replicas_lift_a_training_runs_bound_to_its_optimum(tmp_path):
     assert out.bound == pytest.approx(800)  # the LP relaxation's $500, lifted
 
 
-def test_without_the_lift_the_bound_is_the_lp_relaxation(tmp_path, monkeypatch):
+@pytest.mark.parametrize("cover_cells, bound", [(0, 500.0), (None, 570.0)])
+def test_without_the_lift_the_bound_is_the_lp_relaxation(tmp_path, monkeypatch,
+                                                         cover_cells, bound):
+    """With cover cuts (planner.model.covers) but no lift: 50 units need 1.25 of A's
+    replicas of 40 (f = 0.25; B's of 10 count min(0.25, 0.25) / 0.25 = 1), so
+    replicas of A and B ≥ 2 beside 40 a + 10 b ≥ 50: a = b = 1, $400 + $170 = $570."""
     monkeypatch.setattr(method_module, "whole_replica_gain", lambda *a: 0.0)
+    if cover_cells is not None:
+        monkeypatch.setattr(method_module, "COVER_CELLS", cover_cells)
     s, builder = _training(tmp_path)
     out = decompose(builder, Budget(20))
-    assert out.objective == pytest.approx(800) and out.bound == pytest.approx(500)
+    assert out.objective == pytest.approx(800) and out.bound == pytest.approx(bound)
 
 
-def test_a_workload_sharing_its_pool_keeps_its_lp_value(tmp_path):
-    # w and v share A's replicas: 60 units fit 2 replicas (80 units, $800) and the LP
-    # relaxation prices 6 GPUs ($600). The lift leaves w alone: w's second replica can
-    # carry v's load, so rounding w up alone would overstate the bound.
+@pytest.mark.parametrize("cover_cells, bound", [(0, 600.0), (None, 1940 / 3)])
+def test_a_workload_sharing_its_pool_keeps_its_lp_value(tmp_path, monkeypatch,
+                                                        cover_cells, bound):
+    """w and v share A's replicas: 60 units fit 2 replicas (80 units, $800) and the LP
+    relaxation prices 6 GPUs ($600). The lift leaves w alone: w's second replica can
+    carry v's load, so rounding w up alone would overstate the bound. The cover cuts
+    count the pool's replicas: w's (A + B ≥ 2) and v's (A ≥ 1); with t of w's units
+    on B the LP pays 400 (60 − t) / 40 + 170 t / 10 = 600 + 7 t, and the first cut
+    needs (60 − t) / 40 + t / 10 ≥ 2, t ≥ 20 / 3: $646.67 (an idle half replica of B
+    would cost $685)."""
+    if cover_cells is not None:
+        monkeypatch.setattr(method_module, "COVER_CELLS", cover_cells)
     s, builder = _training(tmp_path, pool="p", other=True)
     out = decompose(builder, Budget(20))
     assert out.objective == pytest.approx(800)
-    assert out.bound == pytest.approx(600)
+    assert out.bound == pytest.approx(bound)
 
 
 @pytest.mark.parametrize("penalty, floor", [
@@ -137,28 +152,38 @@ def test_a_pools_loads_fill_their_replica_together(tmp_path):
     assert out.objective == pytest.approx(400) and out.bound == pytest.approx(400)
 
 
-def test_merged_sites_of_two_pools_take_the_larger_share(tmp_path):
-    # u (pool p, 10 units: 0.25 of a replica) and v (pool q, 30 units: 0.75) are one kind
-    # of demand site, merged for the bound. Each pool needs its own replica: $800. The
-    # merged block's 40 units are bounded at the larger share, 40 × $10 ÷ 0.75 = $533.33
-    # (at the smaller, 40 × $40 = $1,600 would be above the plan).
+@pytest.mark.parametrize("cover_cells, bound", [(0, 40 * 10 / 0.75), (None, 800.0)])
+def test_merged_sites_of_two_pools_take_the_larger_share(tmp_path, monkeypatch,
+                                                         cover_cells, bound):
+    """u (pool p, 10 units: 0.25 of a replica) and v (pool q, 30 units: 0.75) are one
+    kind of demand site, merged for the bound. Each pool needs its own replica: $800.
+    The merged block's 40 units are bounded at the larger share, 40 × $10 ÷ 0.75 =
+    $533.33 (at the smaller, 40 × $40 = $1,600 would be above the plan). Each site's
+    cover cut (planner.model.covers) holds its own pool to a whole replica: $800."""
+    if cover_cells is not None:
+        monkeypatch.setattr(method_module, "COVER_CELLS", cover_cells)
     s, builder = _small_loads(tmp_path, [("u", "p", 10), ("v", "q", 30)])
     out = decompose(builder, Budget(20))
     assert out.objective == pytest.approx(800)
-    assert out.bound == pytest.approx(40 * 10 / 0.75)
+    assert out.bound == pytest.approx(bound)
 
 
-def test_a_source_the_lp_never_needs_keeps_the_bound_under_the_optimum(tmp_path):
-    # 4 units; GPU type A at $1/h carries 10 units a GPU, B at $0.5/h 5: the same $0.10
-    # a unit, so the LP keeps A alone (B is dominated: `blocks._arcs`). In whole
-    # replicas B's ($50 for 100 h) beats A's ($100): the optimum is $50. A's share
-    # (0.4) would bound the kind at 4 × $0.10 × 100 ÷ 0.4 = $100, above it; a kind with
-    # a source left out that its share would make the cheaper one (B's own share 0.8:
-    # $0.125 a unit against A's $0.25) gets no share: the LP relaxation, $40. (A random
-    # scenario of stop 47's sweep: the bound had been $100.)
+@pytest.mark.parametrize("cover_cells, bound", [(0, 40.0), (None, 50.0)])
+def test_a_source_the_lp_never_needs_keeps_the_bound_under_the_optimum(
+        tmp_path, monkeypatch, cover_cells, bound):
+    """4 units; GPU type A at $1/h carries 10 units a GPU, B at $0.5/h 5: the same
+    $0.10 a unit, so the LP keeps A alone (B is dominated: `blocks._arcs`). In whole
+    replicas B's ($50 for 100 h) beats A's ($100): the optimum is $50. A's share (0.4)
+    would bound the kind at 4 × $0.10 × 100 ÷ 0.4 = $100, above it; a kind with a
+    source left out that its share would make the cheaper one (B's own share 0.8:
+    $0.125 a unit against A's $0.25) gets no share: the LP relaxation, $40. (A random
+    scenario of stop 47's sweep: the bound had been $100.) The site's cover cut (R =
+    0.4 of A's replica, B's counting min(0.5, 0.4) / 0.4 = 1) says A + B ≥ 1: $50."""
+    if cover_cells is not None:
+        monkeypatch.setattr(method_module, "COVER_CELLS", cover_cells)
     run, optimum = _four_units(tmp_path, a=(1.0, 10), b=(0.5, 5))
     assert optimum == pytest.approx(50)
-    assert run.result.bound == pytest.approx(40)
+    assert run.result.bound == pytest.approx(bound)
     assert run.plan.totals["objective_usd"] == pytest.approx(50)
 
 

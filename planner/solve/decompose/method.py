@@ -8,7 +8,9 @@
 1. bound: column generation on the master LP (planner.solve.decompose.dual); every round's
    Lagrangian bound (by workload at capacity prices, by pair at demand prices) is
    valid, the best is kept. Until the LP relaxation is reached, or
-   the bound's share of the budget is spent.
+   the bound's share of the budget is spent. Where it is reached on a model of up to
+   COVER_CELLS supply cells, one more round: the whole model's LP with cover cuts on
+   whole replicas (planner.solve.decompose.covered), a bound above the LP relaxation.
 2. choice: each single-region workload is held to the (region, GPU type) its LP weighs
    most, and the master goes on as the LP of that choice.
 3. plan: the master's commitments rounded, its arcs turned into whole replicas within
@@ -46,6 +48,7 @@ from planner.solve.budget import Budget
 from planner.solve.decompose.ascent import Ascent
 from planner.solve.decompose.blocks import Blocks
 from planner.solve.decompose.construct import Draft, construct, fill_unmet
+from planner.solve.decompose.covered import covered_bound
 from planner.solve.decompose.dual import DualBound, first_prices, lagrangian
 from planner.solve.decompose.improve import CHOICES, POOL_GAPS, Tried, replan_pool
 from planner.solve.decompose.kinds import merge
@@ -70,6 +73,7 @@ from planner.solve.work import (
     ascent_s,
     blocks_s,
     construct_s,
+    cover_s,
     top_up_s,
     top_up_scan_s,
     trim_s,
@@ -104,6 +108,12 @@ ASCENT_WORTH = 0.2
 STALL = 1e-4
 STALL_ROUNDS = 3
 STALL_SHARE = 0.02
+# Supply cells up to which the bound's last round is the whole model's LP with cover
+# cuts (planner.solve.decompose.covered), once the master has reached the LP relaxation:
+# the default scenario (40 k cells) builds it in 1.4 s and solves it in 3.3 s (its LP
+# alone 2.6 s), lifting the bound from $26.30 M (the master's LP lifted by whole
+# replicas) to $26.37 M; 50x40x24's 312 k cells take some 60 s for the LP alone.
+COVER_CELLS = 100_000
 
 
 @dataclass
@@ -247,6 +257,7 @@ class _Run:
         self.bound = -np.inf
         self.best_prices = self.prices  # where the best bound was found
         self.lifted = -np.inf  # the best bound lifted by whole replicas (`lift`)
+        self.covered = -np.inf  # the LP with cover cuts' bound (`cover`)
         self.lifted_at = None  # the prices it was lifted at last
         self.plan: float | None = None  # the cheapest whole plan's cost so far
         self.keep = 0.0  # seconds kept back after the master's rounds
@@ -276,8 +287,8 @@ class _Run:
     @property
     def proven(self) -> float:
         """The bound proven so far: the best of the Lagrangian function (`bound`, an LP
-        relaxation's) and of it lifted by whole replicas."""
-        return max(self.bound, self.lifted)
+        relaxation's), of it lifted by whole replicas and of the LP with cover cuts."""
+        return max(self.bound, self.lifted, self.covered)
 
     def lift(self) -> None:
         """The best bound lifted by whole replicas in single-region workloads' blocks
@@ -308,6 +319,14 @@ class _Run:
             return getattr(self.done, step) < getattr(self.fixed, step)
         return self.budget.elapsed() < until and not self.budget.out_of_time()
 
+    def _round_starts(self, step: str, until: float) -> bool:
+        """Whether a master round of `step` may start (`more`); on the clock, only if a
+        round as long as the last (of either step) would end before `until`, else its
+        time is left to what follows (1000x100x36, 560 s: round 3 ended at 390 s after
+        129 s, round 4 was cut at 476 s, 86 s lost)."""
+        return self.more(step, until) and (
+            self.fixed is not None or self.budget.elapsed() + self.last_round_s <= until)
+
     def greedy(self) -> Draft:
         """A plan at first prices alone, whole replicas within capacity: it seeds the
         master with arcs that serve the demand, and stands if no LP-guided plan does
@@ -336,20 +355,42 @@ class _Run:
         dual = DualBound(self.lp, self.prices, self.kinds.merged_seed(greedy.arcs()))
         self.budget.spend(dual.work_s)
         self.column_generation(dual, "bound", BOUND_SHARE)
+        self.cover(dual)
         return dual
+
+    def cover(self, dual: DualBound) -> None:
+        """Where the master reached the LP relaxation of a model of up to COVER_CELLS
+        supply cells, one more bound round within BOUND_SHARE of the budget: the whole
+        model's LP with cover cuts (planner.solve.decompose.covered). Counted only when
+        solved to its optimum (a replay then solves it to the end); not started where
+        it is reckoned not to fit (`cover_s`: the default scenario at 8 s had spent the
+        time of its plan's improvement on an LP stopped short)."""
+        if not dual.converged or self.blocks.cells > COVER_CELLS:
+            return
+        until = min(BOUND_SHARE * self.budget.seconds, self.budget.seconds - self.keep)
+        if not self.more("bound", until) or (
+                self.fixed is None
+                and self.budget.elapsed() + cover_s(self.blocks.cells) > until):
+            return
+        seconds = wall = None
+        if self.fixed is None:
+            seconds = until - self.budget.elapsed()
+            wall = self.budget.wall_until(until)
+        covered = covered_bound(self.blocks.builder, seconds, wall)
+        self.budget.spend(covered.work_s)
+        if covered.bound is None:
+            return
+        self.covered = max(self.covered, covered.bound)
+        self.done.bound += 1
+        self.tell(f"LP with {covered.cuts:,} cover cuts", dual)
 
     def column_generation(self, dual: DualBound, step: str, share: float) -> None:
         """Master rounds, counted as `step`, until the LP relaxation or `share` of the
         budget; a round the clock stops is not counted."""
         until = min(share * self.budget.seconds, self.budget.seconds - self.keep)
         seen = []  # (master value, bound, seconds into the budget) after each round
-        while not dual.converged and self.more(step, until):
+        while not dual.converged and self._round_starts(step, until):
             if self.fixed is None and _stalled(seen, STALL_SHARE * self.budget.seconds):
-                break
-            # a round as long as the last (of either step) would not end before `until`:
-            # not started, its time left to what follows (1000x100x36, 560 s: round 3
-            # ended at 390 s after 129 s, round 4 was cut at 476 s, 86 s lost)
-            if self.fixed is None and self.budget.elapsed() + self.last_round_s > until:
                 break
             seconds = wall = None
             if self.fixed is None:
