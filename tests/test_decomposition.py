@@ -146,6 +146,25 @@ def test_cover_cuts_wait_for_the_lp_relaxation_and_a_small_model(tmp_path, monke
     assert run.rounds.bound == 1
 
 
+@pytest.mark.parametrize("spent, held", [(0.0, 1), (100.0, 0)])
+def test_a_pair_is_held_only_where_a_round_follows(tmp_path, spent, held):
+    """A single-region workload is held to its pair only where a round of the choice's
+    LP can follow (on the clock): a replay counts rounds, not holds, and a hold the
+    clock left without a round had made a replay's termination differ."""
+    s = load_scenario(write_csv(tmp_path / "s", scenario(
+        settings=H, offers=[{"region": "r1", "gpu": "A", "term": "on_demand",
+                             "usd_per_gpu_hour": 1}],
+        workloads=[{"workload": "w", "kind": "training"}],
+        demand=[{"workload": "w", "period": "2027-01", "amount": 15}])))
+    run = _Run(Blocks(ModelBuilder(s, find_candidates(s))), Budget.of_work(20.0), None,
+               None)
+    dual = run.master(run.greedy())
+    assert dual.converged and not dual.pairs
+    run.budget.spend(spent)
+    run.hold_pairs(dual)
+    assert len(dual.pairs) == held and run.done.choice == held
+
+
 @pytest.mark.parametrize("loads, region, cost", [((3.0, 2.0), "r1", 200.0),
                                                  ((2.0, 3.0), "r2", 210.0)])
 def test_a_pools_small_loads_share_one_replica(tmp_path, loads, region, cost):

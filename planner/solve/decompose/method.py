@@ -417,10 +417,14 @@ class _Run:
         """Hold single-region workloads to their pair, a pair at a time (two that both
         want one pair would not fit: the default scenario's pay-as-you-go variant left
         both training runs unmet), each time going on with the LP of the choices so
-        far. The bound keeps pricing every pair: it stays valid."""
-        while self.fixed is None or self.done.choice < self.fixed.choice:
+        far. The bound keeps pricing every pair: it stays valid. A pair is held only
+        where a round of the choice's LP follows: a replay, which counts rounds, holds
+        no more than the run did (a hold the clock left without a round had ended the
+        run's LP short of the choice's relaxation, the replay's not)."""
+        until = min(CHOICE_SHARE * self.budget.seconds, self.budget.seconds - self.keep)
+        while True:
             pairs = master_pairs(dual)
-            if not pairs:
+            if not pairs or not self._round_starts("choice", until):
                 break
             dual.hold_pairs(pairs)
             self.column_generation(dual, "choice", CHOICE_SHARE)
