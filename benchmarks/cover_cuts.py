@@ -9,9 +9,10 @@ cut is another road: a valid inequality of whole replicas added to the LP moves 
 optimum and its duals at once, without rounds. Two families, both mixed-integer
 rounding (MIR) of rows every plan satisfies:
 
-* site: a demand cell's cover cut (planner.model.covers, which the decomposition's
-  last bound round adds on small models): its replicas in reach at least its level
-  rounded up, in the largest replica in reach, or unmet demand;
+* site and pair: the cover cuts of planner.model.covers, which the decomposition's last
+  bound round adds on small models: a demand cell's replicas in reach at least its
+  level rounded up, in the largest replica in reach, or unmet demand; for a
+  single-region workload, the same on each (region, GPU type) pair, times its choice;
 * envelope: a pool's replicas at one source in a month and segment, whose load can be at
   most Lj replicas (its demand in reach), k = ⌊Lj⌋: replicas ≥ k + (load − k) / (Lj − k),
   the convex hull of replicas ≥ ⌈load⌉ on [0, Lj] (k = 0: the small-load rows the
@@ -36,7 +37,7 @@ import numpy as np
 from planner.io.validate import load_scenario
 from planner.model.builder import ModelBuilder
 from planner.model.candidates import find_candidates
-from planner.model.covers import LEAST_FRACTION, site_cuts
+from planner.model.covers import LEAST_FRACTION, pair_cuts, site_cuts
 from planner.model.graph import Transit
 from planner.solve.highs import BulkHiGHS
 
@@ -93,7 +94,7 @@ def _solve(h) -> tuple[float, float, int]:
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("scenario")
-    p.add_argument("--families", default="site,envelope")
+    p.add_argument("--families", default="site,pair,envelope")
     p.add_argument("--mip", type=float, default=0.0,
                    help="then branch and bound on the whole model for this many seconds")
     a = p.parse_args()
@@ -115,7 +116,7 @@ def main() -> None:
     lp += constant
     print(f"LP relaxation                   {lp:,.0f}  ({secs:.1f} s, {its:,} iterations)",
           flush=True)
-    found = {"site": site_cuts, "envelope": envelope_cuts}
+    found = {"site": site_cuts, "envelope": envelope_cuts, "pair": pair_cuts}
     basis = h.getBasis()
     for name in families + (["+".join(families)] if len(families) > 1 else []):
         h.clearModel()

@@ -9,6 +9,7 @@ from scenarios import scenario, write_csv
 
 from planner.check import check_plan
 from planner.io.validate import load_scenario
+from planner.model import covers as covers_module
 from planner.model.builder import ModelBuilder
 from planner.model.candidates import find_candidates
 from planner.solve.budget import Budget
@@ -52,32 +53,44 @@ def test_whole_replicas_lift_a_training_runs_bound_to_its_optimum(tmp_path):
     assert out.bound == pytest.approx(800)  # the LP relaxation's $500, lifted
 
 
-@pytest.mark.parametrize("cover_cells, bound", [(0, 500.0), (None, 570.0)])
-def test_without_the_lift_the_bound_is_the_lp_relaxation(tmp_path, monkeypatch,
-                                                         cover_cells, bound):
-    """With cover cuts (planner.model.covers) but no lift: 50 units need 1.25 of A's
-    replicas of 40 (f = 0.25; B's of 10 count min(0.25, 0.25) / 0.25 = 1), so
-    replicas of A and B ≥ 2 beside 40 a + 10 b ≥ 50: a = b = 1, $400 + $170 = $570."""
+def _cover_cuts(monkeypatch, cuts: str) -> None:
+    """Cover cuts (planner.model.covers) in the bound: "none", "site" only, or "all"."""
+    if cuts == "none":
+        monkeypatch.setattr(method_module, "COVER_CELLS", 0)
+    elif cuts == "site":
+        monkeypatch.setattr(covers_module, "pair_cuts", lambda *a: iter(()))
+
+
+@pytest.mark.parametrize("cuts, bound", [("none", 500.0), ("site", 570.0),
+                                         ("all", 800.0)])
+def test_without_the_lift_the_bound_is_the_lp_relaxation(tmp_path, monkeypatch, cuts,
+                                                         bound):
+    """With cover cuts but no lift. The site's: 50 units need 1.25 of A's replicas of 40
+    (f = 0.25; B's of 10 count min(0.25, 0.25) / 0.25 = 1), so replicas of A and B ≥ 2
+    beside 40 a + 10 b ≥ 50: a = b = 1, $400 + $170 = $570. The pairs': on A chosen
+    (share t) 2 t replicas of A, on B 5 (1 − t) whole ones ($850 a run): 800 t + 850
+    (1 − t) ≥ $800, the optimum."""
     monkeypatch.setattr(method_module, "whole_replica_gain", lambda *a: 0.0)
-    if cover_cells is not None:
-        monkeypatch.setattr(method_module, "COVER_CELLS", cover_cells)
+    _cover_cuts(monkeypatch, cuts)
     s, builder = _training(tmp_path)
     out = decompose(builder, Budget(20))
     assert out.objective == pytest.approx(800) and out.bound == pytest.approx(bound)
 
 
-@pytest.mark.parametrize("cover_cells, bound", [(0, 600.0), (None, 1940 / 3)])
-def test_a_workload_sharing_its_pool_keeps_its_lp_value(tmp_path, monkeypatch,
-                                                        cover_cells, bound):
+@pytest.mark.parametrize("cuts, bound", [("none", 600.0), ("site", 1940 / 3),
+                                         ("all", 800.0)])
+def test_a_workload_sharing_its_pool_keeps_its_lp_value(tmp_path, monkeypatch, cuts,
+                                                        bound):
     """w and v share A's replicas: 60 units fit 2 replicas (80 units, $800) and the LP
     relaxation prices 6 GPUs ($600). The lift leaves w alone: w's second replica can
     carry v's load, so rounding w up alone would overstate the bound. The cover cuts
     count the pool's replicas: w's (A + B ≥ 2) and v's (A ≥ 1); with t of w's units
     on B the LP pays 400 (60 − t) / 40 + 170 t / 10 = 600 + 7 t, and the first cut
     needs (60 − t) / 40 + t / 10 ≥ 2, t ≥ 20 / 3: $646.67 (an idle half replica of B
-    would cost $685)."""
-    if cover_cells is not None:
-        monkeypatch.setattr(method_module, "COVER_CELLS", cover_cells)
+    would cost $685). With w's pair cuts as well (A chosen at share t: the pool's A
+    replicas ≥ 2 t), the LP pays 400 · max(2 t, (50 t + 10) / 40, 1) + 850 (1 − t):
+    $800 at t = 1, the optimum."""
+    _cover_cuts(monkeypatch, cuts)
     s, builder = _training(tmp_path, pool="p", other=True)
     out = decompose(builder, Budget(20))
     assert out.objective == pytest.approx(800)

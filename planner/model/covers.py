@@ -14,9 +14,20 @@ f = frac(R) > 0,
 
     Σ_j (⌊ρ_j⌋ + min(frac ρ_j, f) / f) · replicas_j + unmet / (c · f) ≥ ⌈R⌉.
 
-With these rows the LP relaxation of the default scenario rises 0.41 % (1,323 rows);
-HiGHS's own cuts at its root node, some 0.7 % in 170 s (benchmarks/README.md,
-benchmarks/cover_cuts.py).
+A single-region workload runs on the one (region, GPU type) pair it chooses; per pair,
+the same cut over that pair's sources holds where the pair is chosen, so its right-hand
+side is multiplied by the pair's choice (0 or 1):
+
+    Σ_{j on the pair} (…) · replicas_j + unmet / (c · f) ≥ ⌈R⌉ · choose_pair
+
+In the LP relaxation the choice splits over pairs, each part still paying whole
+replicas: what the decomposition's lift per pair (planner.solve.decompose.replicas) sees
+at one price, in the LP itself.
+
+With these rows the LP relaxation of the default scenario rises 0.57 % (5,127 rows);
+HiGHS's own cuts at its root node, some 0.7 % in 170 s; a generated 24×12×12 market's
+1.67 %, near the 2.0 % HiGHS proves in 20 minutes of branch and bound
+(benchmarks/README.md, benchmarks/cover_cuts.py).
 """
 
 from __future__ import annotations
@@ -31,10 +42,16 @@ from collections.abc import Iterator
 LEAST_FRACTION = 0.01
 
 
-def site_cuts(builder, model) -> Iterator[tuple[list, float]]:
-    """One cover cut per demand cell of `model` (built by `builder`) whose level is a
-    fraction of the largest replica in its reach: (terms [(variable, coefficient)],
+def cover_cuts(builder, model) -> Iterator[tuple[list, float]]:
+    """Every cover cut of `model` (built by `builder`): (terms [(variable, coefficient)],
     right-hand side) of a ≥ row."""
+    yield from site_cuts(builder, model)
+    yield from pair_cuts(builder, model)
+
+
+def site_cuts(builder, model) -> Iterator[tuple[list, float]]:
+    """One cut per demand cell whose level is a fraction of the largest replica in its
+    reach."""
     pool_of = {w.workload: w.pool_name for w in builder.s.workloads}
     sources = defaultdict(list)  # (workload, month, segment) → its sources (r, g, src)
     for (w, r, g, src, m, k) in model.supply:
@@ -43,19 +60,46 @@ def site_cuts(builder, model) -> Iterator[tuple[list, float]]:
         unmet = model.unmet.get((w, site, m, k))
         near = builder.c.regions_for_site.get((w, site))
         reach = [j for j in sources[(w, m, k)] if near is None or j[0] in near]
-        if level <= 0 or unmet is None or not reach:
+        if level > 0 and unmet is not None and reach:
+            yield from _cut(builder, model, pool_of[w], w, level, unmet, reach, m, k)
+
+
+def pair_cuts(builder, model) -> Iterator[tuple[list, float]]:
+    """A single-region workload's demand cell: one cut per (region, GPU type) pair in its
+    reach, its right-hand side times the pair's choice."""
+    pool_of = {w.workload: w.pool_name for w in builder.s.workloads}
+    pairs = defaultdict(lambda: defaultdict(list))  # (w, m, k) → (r, g) → its sources
+    for (w, r, g, src, m, k) in model.supply:
+        if (w, r, g) in model.choose:
+            pairs[(w, m, k)][(r, g)].append((r, g, src))
+    for (w, site, m, k), level in builder.level.items():
+        unmet = model.unmet.get((w, site, m, k))
+        near = builder.c.regions_for_site.get((w, site))
+        if level <= 0 or unmet is None:
             continue
-        size = {j: builder.per_replica(w, j[1], j[2]) for j in reach}
-        largest = max(size.values())
-        need = level / largest
-        f = need - math.floor(need)
-        if not LEAST_FRACTION <= f <= 1.0 - LEAST_FRACTION:
-            continue
-        terms = []
-        for j in reach:
-            rho = size[j] / largest
-            whole = math.floor(rho + 1e-12)
-            terms.append((model.replicas[(pool_of[w], *j, m, k)],
-                          whole + min(rho - whole, f) / f))
-        terms.append((unmet, 1.0 / (largest * f)))
+        for (r, g), reach in pairs.get((w, m, k), {}).items():
+            if near is None or r in near:
+                yield from _cut(builder, model, pool_of[w], w, level, unmet, reach, m, k,
+                                choose=model.choose[(w, r, g)])
+
+
+def _cut(builder, model, pool, w, level, unmet, reach, m, k, choose=None):
+    """The cover cut of `level` units of `w` served from sources `reach` ((r, g, src)),
+    or none where the level is within LEAST_FRACTION of whole replicas; with `choose`,
+    its right-hand side times that variable."""
+    size = {j: builder.per_replica(w, j[1], j[2]) for j in reach}
+    largest = max(size.values())
+    need = level / largest
+    f = need - math.floor(need)
+    if not LEAST_FRACTION <= f <= 1.0 - LEAST_FRACTION:
+        return
+    terms = []
+    for j in reach:
+        rho = size[j] / largest
+        whole = math.floor(rho + 1e-12)
+        terms.append((model.replicas[(pool, *j, m, k)], whole + min(rho - whole, f) / f))
+    terms.append((unmet, 1.0 / (largest * f)))
+    if choose is None:
         yield terms, float(math.ceil(need))
+    else:
+        yield terms + [(choose, -float(math.ceil(need)))], 0.0

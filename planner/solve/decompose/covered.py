@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from planner.model.covers import site_cuts
+from planner.model.covers import cover_cuts
 from planner.solve.highs import BulkHiGHS
 from planner.solve.work import build_s, lp_iterations_within, lp_s, wall_stop_s
 
@@ -44,7 +44,7 @@ def covered_bound(builder, seconds: float | None = None,
     h = prob.solverModel
     h.setOptionValue("random_seed", 0)
     cuts = 0
-    for terms, rhs in site_cuts(builder, model):
+    for terms, rhs in cover_cuts(builder, model):
         index = np.array([v.index for v, _ in terms], dtype=np.int32)
         h.addRow(rhs, highspy.kHighsInf, len(index), index,
                  np.array([a for _, a in terms], dtype=float))
