@@ -110,9 +110,9 @@ STALL_ROUNDS = 3
 STALL_SHARE = 0.02
 # Supply cells up to which the bound's last round is the whole model's LP with cover
 # cuts (planner.solve.decompose.covered), once the master has reached the LP relaxation:
-# the default scenario (40 k cells) builds it in 1.4 s and solves it in 3.3 s (its LP
+# the default scenario (40 k cells) builds it in 1.4 s and solves it in 3.5 s (its LP
 # alone 2.6 s), lifting the bound from $26.30 M (the master's LP lifted by whole
-# replicas) to $26.37 M; 50x40x24's 312 k cells take some 60 s for the LP alone.
+# replicas) to $26.41 M; 50x40x24's 312 k cells take 50 s to build and solve the LP.
 COVER_CELLS = 100_000
 
 
