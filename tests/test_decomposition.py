@@ -324,9 +324,7 @@ def test_the_ascent_bounds_below_the_lp_and_its_runs_replay(tmp_path, seed, monk
     """A market taken as if too large for the master to start with every arc: the
     ascent runs first. Its bound rises from first prices and stays below the LP
     relaxation (weak duality); the plan passes the checker; the same rounds rebuild the
-    same plan without a clock. (The Lagrangian function here unlifted by whole replicas,
-    which may take it above the LP relaxation.)"""
-    monkeypatch.setattr(dual_module, "whole_replica_gain", lambda *a: 0.0)
+    same plan without a clock."""
     generate(tmp_path / "g", 8, 6, 3, seed)
     s = load_scenario(tmp_path / "g")
     builder = ModelBuilder(s, find_candidates(s))
@@ -537,7 +535,7 @@ def _as_lp(monkeypatch) -> None:
     """The master and the Lagrangian function as the LP relaxation's: single-region
     plans not in whole replicas (`pricing.in_whole_replicas`), no lift by them
     (`replicas.whole_replica_gain`): for the tests of column generation against the LP."""
-    monkeypatch.setattr(dual_module, "whole_replica_gain", lambda *a: 0.0)
+    monkeypatch.setattr(method_module, "whole_replica_gain", lambda *a: 0.0)
     monkeypatch.setattr(pricing_module, "in_whole_replicas", lambda wb, b, rows, plan: plan)
 
 

@@ -13,7 +13,6 @@ from planner.model import covers as covers_module
 from planner.model.builder import ModelBuilder
 from planner.model.candidates import find_candidates
 from planner.solve.budget import Budget
-from planner.solve.decompose import dual as dual_module
 from planner.solve.decompose import method as method_module
 from planner.solve.decompose import pricing as pricing_module
 from planner.solve.decompose.blocks import Blocks
@@ -89,7 +88,7 @@ def test_without_the_lift_the_bound_is_the_lp_relaxation(tmp_path, monkeypatch, 
     beside 40 a + 10 b ≥ 50: a = b = 1, $400 + $170 = $570. The pairs': on A chosen
     (share t) 2 t replicas of A, on B 5 (1 − t) whole ones ($850 a run): 800 t + 850
     (1 − t) ≥ $800, the optimum."""
-    monkeypatch.setattr(dual_module, "whole_replica_gain", lambda *a: 0.0)
+    monkeypatch.setattr(method_module, "whole_replica_gain", lambda *a: 0.0)
     monkeypatch.setattr(pricing_module, "in_whole_replicas", lambda wb, b, rows, plan: plan)
     _cover_cuts(monkeypatch, cuts)
     s, builder = _training(tmp_path)

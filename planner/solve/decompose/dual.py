@@ -39,8 +39,7 @@ from planner.solve.decompose.pricing import (
     single_region_columns,
     unit_costs,
 )
-from planner.solve.decompose.replicas import whole_replica_gain
-from planner.solve.work import master_start_s, pricing_s, whole_replicas_s
+from planner.solve.work import master_start_s, pricing_s
 
 # Arcs (demand cells × sources in reach) up to which the master starts with all of them:
 # its LP is then the LP relaxation, solved at once (the default scenario: 33 k arcs, 2 s;
@@ -155,9 +154,7 @@ class Point:
 def evaluate(blocks: Blocks, commitment_part: CommitmentPart, rows: Rows,
              y_payg: np.ndarray, y_committed: np.ndarray) -> Point:
     """L(y), a lower bound on every plan for any prices y ≥ 0 (planner.solve.decompose.master),
-    lifted by whole replicas in single-region workloads' blocks (planner.solve.decompose.
-    replicas: a bound at any y, so at every point the bound is taken; measured at the
-    best point alone it had missed most of it), with a subgradient (of L unlifted)."""
+    with a subgradient."""
     b = blocks
     value, usage = b.constant, np.zeros(rows.count)
     for wb in b.workloads:
@@ -167,7 +164,6 @@ def evaluate(blocks: Blocks, commitment_part: CommitmentPart, rows: Rows,
     signing, q = commitment_part.optimum(y_committed)
     value += (signing - float((y_payg * b.payg_cap[:, None, None]).sum())
               - float((y_committed.sum(axis=2) * b.existing).sum()))
-    value += whole_replica_gain(b, y_payg, y_committed)
     g_payg = usage[:rows.payg].reshape(y_payg.shape) - b.payg_cap[:, None, None]
     g_committed = (usage[rows.payg:].reshape(y_committed.shape)
                    - commitment_part.supply(q, b.existing)[:, :, None])
@@ -226,8 +222,7 @@ class DualBound:
                 parts.append(seeded[w][:4])
             arcs = tuple(np.concatenate([p[i] for p in parts]) for i in range(4))
             self.master.add_arcs(w, *_unique_arcs(wb, blocks, *arcs))
-        self.work_s = master_start_s(blocks.cells, self.master.n_cols) + whole_replicas_s(
-            blocks.single_region_pairs)
+        self.work_s = master_start_s(blocks.cells, self.master.n_cols)
 
     def lagrangian(self, y_payg: np.ndarray, y_committed: np.ndarray) -> float:
         return evaluate(self.blocks, self.commitment_part, self.rows, y_payg,
@@ -265,15 +260,12 @@ class DualBound:
                     SMOOTHING * self.prices[1] + (1 - SMOOTHING) * completed[1])
         for point in (y, completed, smoothed):
             self._keep_best(self.lagrangian(*point), point)
-        lifts = 3
         if added and self._far():
             # short of the LP, the bound still far under it: the bound split by pair,
             # and L at the prices it finds
             split, split_prices = pair_split(self.blocks, self.rows, m, y)
             self._keep_best(split, split_prices)
             self._keep_best(self.lagrangian(*split_prices), split_prices)
-            lifts += 1
-        self.work_s += lifts * whole_replicas_s(self.blocks.single_region_pairs)
         if added == 0:
             self.converged = True  # the master's LP is the LP relaxation
         return True
