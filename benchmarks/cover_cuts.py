@@ -32,13 +32,13 @@ import time
 from collections import defaultdict
 
 import highspy
-import numpy as np
 
 from planner.io.validate import load_scenario
 from planner.model.builder import ModelBuilder
 from planner.model.candidates import find_candidates
 from planner.model.covers import LEAST_FRACTION, pair_cuts, site_cuts
 from planner.model.graph import Transit
+from planner.solve.decompose.covered import add_cuts, relaxed_highs
 from planner.solve.highs import BulkHiGHS
 
 
@@ -72,16 +72,6 @@ def envelope_cuts(builder, model):
         yield [(n, 1.0)] + [(x, -a / d) for x, a in load], k_ - k_ / d
 
 
-def _add(h, cuts) -> int:
-    count = 0
-    for terms, rhs in cuts:
-        idx = np.array([v.index for v, _ in terms], dtype=np.int32)
-        val = np.array([a for _, a in terms])
-        h.addRow(rhs, highspy.kHighsInf, len(idx), idx, val)
-        count += 1
-    return count
-
-
 def _solve(h) -> tuple[float, float, int]:
     t = time.perf_counter()
     h.run()
@@ -105,11 +95,7 @@ def main() -> None:
     model = builder.build()
     prob = model.prob
     constant = prob.objective.constant
-    cmd = BulkHiGHS(msg=False, threads=1, mip=False)
-    cmd.createAndConfigureSolver(prob)
-    cmd.buildSolverModel(prob)
-    h = prob.solverModel
-    h.setOptionValue("random_seed", 0)
+    h = relaxed_highs(prob)
     print(f"{a.scenario}: {builder.cell_count:,} supply cells, {len(model.replicas):,} "
           f"replica counts; built in {time.perf_counter() - t:.1f} s", flush=True)
     lp, secs, its = _solve(h)
@@ -119,10 +105,9 @@ def main() -> None:
     found = {"site": site_cuts, "envelope": envelope_cuts, "pair": pair_cuts}
     basis = h.getBasis()
     for name in families + (["+".join(families)] if len(families) > 1 else []):
-        h.clearModel()
-        cmd.buildSolverModel(prob)
+        h = relaxed_highs(prob)
         h.setBasis(basis)
-        count = sum(_add(h, found[f](builder, model)) for f in name.split("+"))
+        count = sum(add_cuts(h, found[f](builder, model)) for f in name.split("+"))
         value, secs, its = _solve(h)
         value += constant
         print(f"LP with {name + ' cuts':<26}{value:,.0f}  ({value / lp - 1:+.3%}; "

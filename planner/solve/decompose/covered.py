@@ -38,17 +38,8 @@ def covered_bound(builder, seconds: float | None = None,
     model = builder.build()
     prob = model.prob
     work = build_s(builder.cell_count)
-    solver = BulkHiGHS(msg=False, threads=1, mip=False)
-    solver.createAndConfigureSolver(prob)
-    solver.buildSolverModel(prob)
-    h = prob.solverModel
-    h.setOptionValue("random_seed", 0)
-    cuts = 0
-    for terms, rhs in cover_cuts(builder, model):
-        index = np.array([v.index for v, _ in terms], dtype=np.int32)
-        h.addRow(rhs, highspy.kHighsInf, len(index), index,
-                 np.array([a for _, a in terms], dtype=float))
-        cuts += 1
+    h = relaxed_highs(prob)
+    cuts = add_cuts(h, cover_cuts(builder, model))
     nonzeros, columns, rows = h.getNumNz(), h.getNumCol(), h.getNumRow()
     if seconds is not None:
         h.setOptionValue("simplex_iteration_limit", lp_iterations_within(
@@ -63,3 +54,28 @@ def covered_bound(builder, seconds: float | None = None,
         return Covered(None, cuts, work if seconds is None else max(work, seconds))
     bound = h.getInfo().objective_function_value + prob.objective.constant
     return Covered(bound, cuts, work)
+
+
+def relaxed_highs(prob):
+    """A PuLP model handed to a HiGHS instance (`prob.solverModel`) as its LP
+    relaxation, one thread, a fixed seed; a variable's column is its `index`."""
+    solver = BulkHiGHS(msg=False, threads=1, mip=False)
+    solver.createAndConfigureSolver(prob)
+    solver.buildSolverModel(prob)
+    h = prob.solverModel
+    h.setOptionValue("random_seed", 0)
+    return h
+
+
+def add_cuts(h, cuts) -> int:
+    """Add ≥ rows (terms [(variable, coefficient)], right-hand side) to `h`, a model
+    from `relaxed_highs`; how many."""
+    import highspy
+
+    count = 0
+    for terms, rhs in cuts:
+        index = np.array([v.index for v, _ in terms], dtype=np.int32)
+        h.addRow(rhs, highspy.kHighsInf, len(index), index,
+                 np.array([a for _, a in terms], dtype=float))
+        count += 1
+    return count

@@ -319,6 +319,11 @@ class _Run:
             return getattr(self.done, step) < getattr(self.fixed, step)
         return self.budget.elapsed() < until and not self.budget.out_of_time()
 
+    def _share_end(self, share: float) -> float:
+        """Seconds into the budget where a step given `share` of it ends, the time kept
+        back after the master's rounds (`keep`) left to what follows."""
+        return min(share * self.budget.seconds, self.budget.seconds - self.keep)
+
     def _round_starts(self, step: str, until: float) -> bool:
         """Whether a master round of `step` may start (`more`); on the clock, only if a
         round as long as the last (of either step) would end before `until`, else its
@@ -367,7 +372,7 @@ class _Run:
         time of its plan's improvement on an LP stopped short)."""
         if not dual.converged or self.blocks.cells > COVER_CELLS:
             return
-        until = min(BOUND_SHARE * self.budget.seconds, self.budget.seconds - self.keep)
+        until = self._share_end(BOUND_SHARE)
         if not self.more("bound", until) or (
                 self.fixed is None
                 and self.budget.elapsed() + cover_s(self.blocks.cells) > until):
@@ -387,7 +392,7 @@ class _Run:
     def column_generation(self, dual: DualBound, step: str, share: float) -> None:
         """Master rounds, counted as `step`, until the LP relaxation or `share` of the
         budget; a round the clock stops is not counted."""
-        until = min(share * self.budget.seconds, self.budget.seconds - self.keep)
+        until = self._share_end(share)
         seen = []  # (master value, bound, seconds into the budget) after each round
         while not dual.converged and self._round_starts(step, until):
             if self.fixed is None and _stalled(seen, STALL_SHARE * self.budget.seconds):
@@ -421,7 +426,7 @@ class _Run:
         where a round of the choice's LP follows: a replay, which counts rounds, holds
         no more than the run did (a hold the clock left without a round had ended the
         run's LP short of the choice's relaxation, the replay's not)."""
-        until = min(CHOICE_SHARE * self.budget.seconds, self.budget.seconds - self.keep)
+        until = self._share_end(CHOICE_SHARE)
         while True:
             pairs = master_pairs(dual)
             if not pairs or not self._round_starts("choice", until):
