@@ -193,6 +193,42 @@ def test_a_pools_small_loads_share_one_replica(tmp_path, loads, region, cost):
     assert draft.cost() == pytest.approx(cost)
 
 
+@pytest.mark.parametrize("hold, unmet, cost", [(True, 0.0, 1300.0),
+                                               (False, 10.0, 1100.0 + 10 * 100 * 50.0)])
+def test_the_lp_guided_plan_keeps_for_each_pool_the_capacity_the_lp_gave_it(
+        tmp_path, hold, unmet, cost):
+    """Capacity short, 100 hours, 10 units a GPU: A ($1/h) holds 2 GPUs, B ($2/h) 4, C
+    ($3/h) 1. a (35 units) runs on A or B, b (30 units) on A or C; the LP: b on A (2
+    GPUs) and C (1), a on B (3.5). a, with more load, is planned first: 3 replicas of
+    B from its arcs, and 5 units left over. Held for b, A's GPUs are not a's to take: a
+    runs a 4th replica of B (100 × (4 × $2 + 2 × $1 + $3) = $1,300), nothing unmet. Not
+    held, a takes the cheaper A for them, and 10 of b's units find no room: 100 × (3 ×
+    $2 + $1 + $1 + $3) = $1,100, and 10 units × 100 h at $50 unmet."""
+    gpus = [{"gpu": g} for g in "ABC"]
+    offers = [{"region": "r1", "gpu": g, "term": "on_demand", "usd_per_gpu_hour": usd,
+               "max_gpus": cap} for g, usd, cap in (("A", 1, 2), ("B", 2, 4), ("C", 3, 1))]
+    throughput = [{"workload": w, "gpu": g, "units_per_gpu": 10}
+                  for w, gs in (("a", "AB"), ("b", "AC")) for g in gs]
+    s = load_scenario(write_csv(tmp_path / "s", scenario(
+        settings=H, gpus=gpus, offers=offers, throughput=throughput,
+        workloads=[{"workload": w, "kind": "inference",
+                    "unmet_penalty_usd_per_unit_hour": 50} for w in "ab"],
+        demand=[{"workload": w, "period": "2027-01", "amount": n}
+                for w, n in (("a", 35), ("b", 30))])))
+    blocks = Blocks(ModelBuilder(s, find_candidates(s, prune_dominated=False)))
+    wanted = {}
+    for w, arcs in ((0, {"B": 35.0}), (1, {"A": 20.0, "C": 10.0})):
+        j = {src[1]: i for i, src in enumerate(blocks.workloads[w].sources)}
+        wanted[w] = tuple(np.array(col) for col in (
+            [0] * len(arcs), [j[g] for g in arcs], [0] * len(arcs), [0] * len(arcs),
+            list(arcs.values())))
+    draft = construct(blocks, first_prices(blocks), np.zeros(len(blocks.commitments.offer)),
+                      wanted, {}, hold=hold)
+    solution = draft.solution()
+    assert sum(solution.unmet.values()) == pytest.approx(unmet)
+    assert draft.cost() == pytest.approx(cost)
+
+
 @pytest.mark.parametrize("idle, monthly, on_demand, cap, cost", [
     (0, 2.0, 5.0, None, 600.0),  # topped up: 3 committed replicas, 3 × 2 × 100
     (1, 2.0, 5.0, None, 600.0),  # an idle committed GPU beside: the on-demand replica moves

@@ -76,6 +76,10 @@ class Draft:
         self.used_committed = np.zeros((len(b.committed_pairs), b.months, b.segments))
         # GPUs in use on each offer sold in whole instances (capped or not)
         self.used_instances = np.zeros((len(b.instance_offers), b.months, b.segments))
+        # GPUs of each capacity row held, in the (month, segment) being constructed, for
+        # the pools not yet planned there (`hold`); zero outside construction
+        self.held_payg = np.zeros(len(b.payg_offers))
+        self.held_committed = np.zeros(len(b.committed_pairs))
         self.pools: dict[tuple[int, int, str], PoolPlan] = {}
         self.pools_cost = 0.0  # their costs' sum, kept as they change (running_cost)
         self.priced: dict[int, np.ndarray] = {}  # workload → [J, M, K] cost at the prices
@@ -94,24 +98,69 @@ class Draft:
 
     # -- capacity ----------------------------------------------------------------------------
     def room(self, wb, j: int, m: int, k: int) -> float:
-        """GPUs source j of `wb` has left in (m, k) (inf: no limit)."""
+        """GPUs source j of `wb` has left in (m, k), less those held for other pools
+        (inf: no limit)."""
         if wb.committed_row[j] >= 0:
             row = wb.committed_row[j]
-            return self.committed[row, m] - self.used_committed[row, m, k]
+            return (self.committed[row, m] - self.used_committed[row, m, k]
+                    - self.held_committed[row])
         if wb.payg_row[j] >= 0:
             row = wb.payg_row[j]
-            return self.b.payg_cap[row] - self.used_payg[row, m, k]
+            return self.b.payg_cap[row] - self.used_payg[row, m, k] - self.held_payg[row]
         return math.inf
 
     def rooms(self, wb, m: int, k: int) -> np.ndarray:
-        """[J] GPUs each source of `wb` has left in (m, k) (inf: no limit)."""
+        """[J] GPUs each source of `wb` has left in (m, k), less those held for other
+        pools (inf: no limit)."""
         out = np.full(len(wb.sources), math.inf)
-        c = wb.committed_row >= 0
-        out[c] = (self.committed[wb.committed_row[c], m]
-                  - self.used_committed[wb.committed_row[c], m, k])
-        p = wb.payg_row >= 0
-        out[p] = self.b.payg_cap[wb.payg_row[p]] - self.used_payg[wb.payg_row[p], m, k]
+        c, row = wb.committed_row >= 0, wb.committed_row
+        out[c] = (self.committed[row[c], m] - self.used_committed[row[c], m, k]
+                  - self.held_committed[row[c]])
+        p, row = wb.payg_row >= 0, wb.payg_row
+        out[p] = (self.b.payg_cap[row[p]] - self.used_payg[row[p], m, k]
+                  - self.held_payg[row[p]])
         return out
+
+    def hold(self, wanted: dict, m: int, k: int) -> dict:
+        """Hold for each pool the GPUs its wanted arcs take of each capacity row in
+        (m, k) (scaled down where they add up to more than the row's room): pool →
+        (payg GPUs, committed GPUs) per row, to `release` when the pool is planned."""
+        b = self.b
+        holds = {}
+        for w in sorted(wanted):
+            wb = b.workloads[w]
+            j = np.array([j for _, j, _ in wanted[w]], dtype=np.int64)
+            gpus = np.array([u for *_, u in wanted[w]]) * wb.gpus_per_unit[j]
+            payg, committed = holds.setdefault(wb.pool, (
+                np.zeros_like(self.held_payg), np.zeros_like(self.held_committed)))
+            on = wb.payg_row[j] >= 0
+            np.add.at(payg, wb.payg_row[j][on], gpus[on])
+            on = wb.committed_row[j] >= 0
+            np.add.at(committed, wb.committed_row[j][on], gpus[on])
+        self.held_payg = sum((h[0] for h in holds.values()), np.zeros_like(self.held_payg))
+        self.held_committed = sum((h[1] for h in holds.values()),
+                                  np.zeros_like(self.held_committed))
+        room_payg = b.payg_cap - self.used_payg[:, m, k]
+        room_committed = self.committed[:, m] - self.used_committed[:, m, k]
+        scale_payg = _scale(self.held_payg, room_payg)
+        scale_committed = _scale(self.held_committed, room_committed)
+        for pool, (payg, committed) in holds.items():
+            payg *= scale_payg
+            committed *= scale_committed
+        self.held_payg *= scale_payg
+        self.held_committed *= scale_committed
+        return holds
+
+    def release(self, holds: dict, pool: str) -> None:
+        """The GPUs held for `pool` are its own to plan with (or, at the end of the
+        (month, segment), no pool's: every hold released)."""
+        if pool in holds:
+            payg, committed = holds.pop(pool)
+            self.held_payg -= payg
+            self.held_committed -= committed
+        if not holds:
+            self.held_payg[:] = 0.0
+            self.held_committed[:] = 0.0
 
     def _use(self, pool: str, plan: PoolPlan, m: int, k: int, sign: float) -> None:
         b = self.b
@@ -294,11 +343,16 @@ class Draft:
 
 
 def construct(blocks: Blocks, prices, commit: np.ndarray, wanted: dict, pairs: dict,
-              sign_wanted: bool = False) -> Draft:
+              sign_wanted: bool = False, hold: bool = False) -> Draft:
     """The plan of the wanted arcs (workload index → arrays (site, source, month,
     segment, units)) with `commit` signed (more where it takes that to serve demand;
     with `sign_wanted`, wherever the arcs want committed GPUs: when no LP chose the
-    commitments). `pairs`: the single-region workloads' (region, GPU type) pairs."""
+    commitments). `pairs`: the single-region workloads' (region, GPU type) pairs.
+    `hold`: the arcs are an LP's, within capacity; in each (month, segment) the
+    capacity they give a pool is held for it until it is planned (200x40x24's
+    cheapest-single-GPU-type plan, capacity short in its first month: pools planned
+    first took, for what their arcs left over, the GPUs the LP gave later ones, which
+    were then left unmet: 627 k units, its plan 13 % above its bound)."""
     draft = Draft(blocks, commit, pairs)
     priced = draft.priced = {w: unit_costs(wb, blocks, *prices)[1]
                              for w, wb in enumerate(blocks.workloads)}
@@ -316,7 +370,9 @@ def construct(blocks: Blocks, prices, commit: np.ndarray, wanted: dict, pairs: d
             wanted_here = by_cell.get((m, k), {})
             load = {p: sum(u for w in draft.members[p] for *_, u in wanted_here.get(w, ()))
                     for p in pools}
+            holds = draft.hold(wanted_here, m, k) if hold else {}
             for p in sorted(pools, key=lambda p: (flexibility[p], -load[p], p)):
+                draft.release(holds, p)
                 plan = _plan_pool(draft, priced, p, m, k, wanted_here, sign_wanted)
                 if plan.served or plan.unmet:
                     draft.set(p, m, k, plan)
@@ -544,6 +600,11 @@ def _spot_beyond_share(draft: Draft, served: dict, m: int, k: int) -> list:
             if cut <= 1e-12:
                 break
     return out
+
+
+def _scale(wanted: np.ndarray, room: np.ndarray) -> np.ndarray:
+    """Per row, the share of what is wanted that fits in the room (1 where all of it)."""
+    return np.where(wanted > room, np.maximum(room, 0.0) / np.maximum(wanted, EPS), 1.0)
 
 
 def _whole(room: float, gpr: int) -> float:

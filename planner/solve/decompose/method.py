@@ -197,7 +197,7 @@ def decompose(builder: ModelBuilder, budget: Budget, rounds: Rounds | None = Non
         run.hold_pairs(dual)
         lp_arcs = run.kinds.original_arcs(master_arcs(dual))
         guided = construct(run.blocks, dual.prices, rounded_commitments(dual), lp_arcs,
-                           run.kinds.original_pairs(all_pairs(dual)))
+                           run.kinds.original_pairs(all_pairs(dual)), hold=True)
         run.budget.spend(construct_s(len(guided.pools)))
         if guided.cost() <= greedy.cost():
             draft = guided
