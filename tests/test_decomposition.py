@@ -34,7 +34,7 @@ from planner.solve.decompose import method as method_module
 from planner.solve.decompose.ascent import Ascent
 from planner.solve.decompose.blocks import Blocks, Commitments
 from planner.solve.decompose.by_pair import pair_split
-from planner.solve.decompose.construct import construct
+from planner.solve.decompose.construct import Draft, construct
 from planner.solve.decompose.dual import DualBound, first_prices, lagrangian, plan_pair
 from planner.solve.decompose.master import CommitmentPart, arc_key
 from planner.solve.decompose.method import Rounds, _Run, _stalled, decompose
@@ -226,6 +226,37 @@ def test_the_lp_guided_plan_keeps_for_each_pool_the_capacity_the_lp_gave_it(
                       wanted, {}, hold=hold)
     solution = draft.solution()
     assert sum(solution.unmet.values()) == pytest.approx(unmet)
+    assert draft.cost() == pytest.approx(cost)
+
+
+@pytest.mark.parametrize("give_way, unmet, cost", [(True, 0.0, 1_200.0),
+                                                   (False, 10.0, 800.0 + 50_000.0)])
+def test_a_later_commitment_gives_way_to_one_needed_before_it(tmp_path, monkeypatch,
+                                                               give_way, unmet, cost):
+    """Three months of 10, 20 and 20 units (10 a GPU, one GPU a replica, 100 hours); a
+    2-month reserved offer alone at $2/h, minimum order 2 GPUs, max_gpus 2 (prorated:
+    a term from the last month counts its one month inside the horizon). The LP's
+    rounded commitments: 2 GPUs from month 1, which leave the cap no room for month 0's
+    minimum order. Month 1's term gives way (nothing of it is planned yet): 2 GPUs from
+    month 0 (2 × 2 × $200 = $800) and 2 from month 2 ($400): $1,200, all served. Not
+    giving way, month 0's 10 units are unmet: 10 × 100 h × $50 beside month 1's $800."""
+    if not give_way:
+        monkeypatch.setattr(Draft, "_give_way", lambda *a: None)
+    s = load_scenario(write_csv(tmp_path / "s", scenario(
+        settings={**H, "horizon_months": 3, "tail_policy": "prorate"},
+        offers=[{"region": "r1", "gpu": "A", "term": "reserved", "usd_per_gpu_hour": 2,
+                 "commit_months": 2, "min_gpus": 2, "max_gpus": 2}],
+        workloads=[{"workload": "w", "kind": "inference",
+                    "unmet_penalty_usd_per_unit_hour": 50}],
+        demand=[{"workload": "w", "period": p, "amount": n}
+                for p, n in (("2027-01", 10), ("2027-02", 20), ("2027-03", 20))])))
+    blocks = Blocks(ModelBuilder(s, find_candidates(s, prune_dominated=False)))
+    cm = blocks.commitments
+    commit = np.where(cm.start == 1, 2.0, 0.0)
+    wanted = {0: tuple(np.array(col) for col in (
+        [0, 0, 0], [0, 0, 0], [0, 1, 2], [0, 0, 0], [10.0, 20.0, 20.0]))}
+    draft = construct(blocks, first_prices(blocks), commit, wanted, {}, hold=True)
+    assert sum(draft.solution().unmet.values()) == pytest.approx(unmet)
     assert draft.cost() == pytest.approx(cost)
 
 

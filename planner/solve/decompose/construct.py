@@ -205,10 +205,15 @@ class Draft:
         for n in active[np.lexsort((active, cm.cost[active] / useful))].tolist():
             room = cm.upper[n] - self.commit[n]
             end = min(int(cm.start[n] + cm.months[n]), self.b.months)
+            step = cm.step[n]  # whole instances
             if cm.cap_row[n] >= 0:  # the offer's max_gpus in every month it is active
                 c = cm.cap_row[n]
+                wanted = max(math.ceil(gpus / step - 1e-9) * step,
+                             cm.min_gpus[n] if self.commit[n] == 0 else 0.0)
+                short = wanted - (cm.caps[c] - self.signed[c, int(cm.start[n]):end].max())
+                if short > 0:
+                    self._give_way(n, m, short)
                 room = min(room, cm.caps[c] - self.signed[c, int(cm.start[n]):end].max())
-            step = cm.step[n]  # whole instances
             room = math.floor(room / step + 1e-9) * step
             add = min(math.ceil(gpus / step - 1e-9) * step, room)
             if add > 0 and self.commit[n] == 0 and add < cm.min_gpus[n]:
@@ -219,6 +224,35 @@ class Draft:
             gpus -= add
             if gpus <= 0:
                 return
+
+    def _give_way(self, n: int, m: int, gpus: float) -> None:
+        """Make room for `gpus` more on commitment n's capped offer by signing fewer on
+        its commitments that start after month m and overlap n, the latest first, as far
+        as their GPUs are idle (in construction, months after m are not planned yet); a
+        minimum order stays whole or goes entirely. (1000x100x36's cheapest-single-GPU-
+        type plan: a month-12 commitment rounded up to the offer's whole max_gpus left
+        the months before it no room for their minimum order: their demand went unmet.)"""
+        cm, b = self.b.commitments, self.b
+        end = min(int(cm.start[n] + cm.months[n]), b.months)
+        later = np.flatnonzero((cm.cap_row == cm.cap_row[n]) & (cm.start > m)
+                               & (cm.start < end) & (self.commit > cm.lower))
+        for other in sorted(later.tolist(), key=lambda o: (-int(cm.start[o]), o)):
+            if gpus <= 0:
+                return
+            row, step = cm.committed_row[other], cm.step[other]
+            months = slice(int(cm.start[other]),
+                           min(int(cm.start[other] + cm.months[other]), b.months))
+            idle = float((self.committed[row, months]
+                          - self.used_committed[row, months].max(axis=1)).min())
+            have = self.commit[other] - cm.lower[other]
+            cut = min(math.ceil(gpus / step - 1e-9) * step,
+                      math.floor(min(idle, have) / step + 1e-9) * step)
+            if 0 < self.commit[other] - cut < cm.min_gpus[other]:
+                cut = self.commit[other] if idle >= self.commit[other] else (
+                    self.commit[other] - cm.min_gpus[other])
+            if cut > 0:
+                self.add_commit(other, -cut)
+                gpus -= cut
 
     def trim_commitments(self) -> int:
         """Sign no GPU that is idle in every month its commitment is active: the latest
