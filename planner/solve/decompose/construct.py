@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import chain, repeat
 
@@ -183,21 +182,6 @@ class Draft:
         if not holds:
             self.held_payg[:] = 0.0
             self.held_committed[:] = 0.0
-
-    @property
-    def holding(self) -> bool:
-        """Whether GPUs are held for pools not yet planned (`hold`)."""
-        return bool(self.held_payg.any() or self.held_committed.any())
-
-    @contextmanager
-    def unheld(self):
-        """Room as if nothing were held, within the block."""
-        held = self.held_payg, self.held_committed
-        self.held_payg, self.held_committed = np.zeros_like(held[0]), np.zeros_like(held[1])
-        try:
-            yield
-        finally:
-            self.held_payg, self.held_committed = held
 
     def _use(self, pool: str, plan: PoolPlan, m: int, k: int, sign: float) -> None:
         b = self.b
@@ -520,19 +504,6 @@ def _plan_pool(draft: Draft, priced, pool: str, m: int, k: int, wanted,
             if units > EPS:
                 units = _place(draft, priced, pool, w, site, units, m, k, plan, carried,
                                served, used, sign)
-        if units > EPS and draft.holding and b.workloads[w].single_region:
-            # a single-region workload has its pair's sources alone: the room held for
-            # pools planned later is its own before its demand is left unmet (50x40x24:
-            # a training run on its pair's one capped offer, planned first, found the
-            # room its 2nd replica needed held for two pools of 20 sources each: 14 k
-            # units unmet, the plan $159.6 M against $56.2 M). Not for other pools:
-            # 200x40x24's single-GPU-type plan, capacity short, went back to 13.2 %
-            # over its bound
-            with draft.unheld():
-                for sign in (False, True):
-                    if units > EPS:
-                        units = _place(draft, priced, pool, w, site, units, m, k, plan,
-                                       carried, served, used, sign)
         if units > EPS:
             plan.unmet[(w, site)] = plan.unmet.get((w, site), 0.0) + units
     # spot beyond its share of what is served (demand left unmet shrinks what is
