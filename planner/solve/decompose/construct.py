@@ -80,6 +80,7 @@ class Draft:
         # the pools not yet planned there (`hold`); zero outside construction
         self.held_payg = np.zeros(len(b.payg_offers))
         self.held_committed = np.zeros(len(b.committed_pairs))
+        self.held_cells = 0  # (month, segment)s in which capacity was held (`construct`)
         self.pools: dict[tuple[int, int, str], PoolPlan] = {}
         self.pools_cost = 0.0  # their costs' sum, kept as they change (running_cost)
         self.priced: dict[int, np.ndarray] = {}  # workload → [J, M, K] cost at the prices
@@ -433,6 +434,7 @@ def construct(blocks: Blocks, prices, commit: np.ndarray, wanted: dict, pairs: d
             level = sum(float(wb.level[:, m, k].sum()) for wb in blocks.workloads)
             short = level - sum(load.values()) > 1e-6 * max(level, 1.0)
             holds = draft.hold(wanted_here, order, m, k) if hold and short else {}
+            draft.held_cells += bool(holds)
             for p in order:
                 draft.release(holds, p)
                 plan = _plan_pool(draft, priced, p, m, k, wanted_here, sign_wanted)
