@@ -31,6 +31,7 @@ from planner.solve.budget import Budget
 from planner.solve.decompose import ascent as ascent_module
 from planner.solve.decompose import dual as dual_module
 from planner.solve.decompose import method as method_module
+from planner.solve.decompose import pricing as pricing_module
 from planner.solve.decompose.ascent import Ascent
 from planner.solve.decompose.blocks import Blocks, Commitments
 from planner.solve.decompose.by_pair import pair_split
@@ -413,8 +414,7 @@ def test_the_ascent_bounds_below_the_lp_and_its_runs_replay(tmp_path, seed, monk
     rounds = Rounds(ascent=25, bound=1, choice=0, improve=10)
     first = decompose(ModelBuilder(s, find_candidates(s)), Budget(0.0), rounds=rounds)
     assert not first.converged and first.rounds == rounds
-    # the Lagrangian at the bound's prices is under the LP relaxation; whole replicas
-    # (planner.solve.decompose.replicas) may lift the bound above it, not above the plan
+    # the Lagrangian at the bound's prices is under the LP relaxation
     assert lagrangian(blocks, part, *first.prices) <= lp * (1 + 1e-9)
     assert first.bound <= first.objective
     again = decompose(ModelBuilder(s, find_candidates(s)), Budget(0.0),
@@ -595,6 +595,14 @@ def _column_generation(tmp_path, seed: int):
     return builder, blocks, dual
 
 
+def _as_lp(monkeypatch) -> None:
+    """The master and the Lagrangian function as the LP relaxation's: single-region
+    plans not in whole replicas (`pricing.in_whole_replicas`), no lift by them
+    (`replicas.whole_replica_gain`): for the tests of column generation against the LP."""
+    monkeypatch.setattr(method_module, "whole_replica_gain", lambda *a: 0.0)
+    monkeypatch.setattr(pricing_module, "in_whole_replicas", lambda wb, b, rows, plan: plan)
+
+
 @pytest.mark.parametrize("seed", [1, 4, 5])
 def test_column_generation_with_idle_arcs_leaving_reaches_the_lp_relaxation(
         tmp_path, seed, monkeypatch):
@@ -602,6 +610,7 @@ def test_column_generation_with_idle_arcs_leaving_reaches_the_lp_relaxation(
     of the basis for two solves leave the master; column generation still ends at the
     LP relaxation, and every arc the master lists is the column HiGHS holds there."""
     monkeypatch.setattr(dual_module, "ALL_ARCS", 0)
+    _as_lp(monkeypatch)
     builder, blocks, dual = _column_generation(tmp_path, seed)
     assert dual.converged and dual.dropped > 0
     assert dual.best == pytest.approx(_lp_relaxation(builder), rel=1e-6)
@@ -751,6 +760,7 @@ def test_column_generation_priced_at_any_smoothing_reaches_the_lp_relaxation(
     (1): where nothing prices out there, the master's duals are priced, so column
     generation ends at the LP relaxation either way."""
     monkeypatch.setattr(dual_module, "ALL_ARCS", 0)
+    _as_lp(monkeypatch)
     monkeypatch.setattr(dual_module, "PRICING_SMOOTHING", weight)
     monkeypatch.setattr(dual_module, "SPLIT_WORTH", -1.0)  # smoothed in every round
     builder, _, dual = _column_generation(tmp_path, 1)
@@ -766,6 +776,7 @@ def test_the_bound_split_by_pair_is_under_the_lp_and_reaches_it(tmp_path, seed,
     by pair, and the Lagrangian at its prices, are under the LP relaxation; at the
     LP's own duals the split reaches it (strong duality, pair by pair)."""
     monkeypatch.setattr(dual_module, "ALL_ARCS", 0)
+    _as_lp(monkeypatch)
     generate(tmp_path / "g", 8, 6, 3, seed)
     s = load_scenario(tmp_path / "g")
     builder = ModelBuilder(s, find_candidates(s))

@@ -14,7 +14,11 @@ from planner.model.builder import ModelBuilder
 from planner.model.candidates import find_candidates
 from planner.solve.budget import Budget
 from planner.solve.decompose import method as method_module
+from planner.solve.decompose import pricing as pricing_module
+from planner.solve.decompose.blocks import Blocks
+from planner.solve.decompose.dual import first_prices
 from planner.solve.decompose.method import decompose
+from planner.solve.decompose.pricing import Rows, single_region_column
 from planner.solve.decompose.replicas import _cell_floor
 from planner.solve.pipeline import plan_scenario
 
@@ -46,6 +50,20 @@ def _training(tmp_path, pool=None, other=False):
     return s, ModelBuilder(s, find_candidates(s))
 
 
+@pytest.mark.parametrize("pool, cost", [(None, 800.0), ("p", 500.0)])
+def test_a_training_runs_master_column_is_in_whole_replicas(tmp_path, pool, cost):
+    """At first prices its cheapest pair is A (the LP: 5 GPUs, $500); the column the
+    master weighs rounds its 1.25 replicas up to 2 (8 GPUs, $800). Sharing its pool (v
+    on A as well), its replicas may carry v's load: the column stays the LP's."""
+    s, builder = _training(tmp_path, pool=pool, other=pool is not None)
+    blocks = Blocks(builder)
+    w = next(i for i, wb in enumerate(blocks.workloads) if wb.name == "w")
+    plan = single_region_column(blocks.workloads[w], blocks, Rows(blocks),
+                                *first_prices(blocks))
+    assert float(plan.cost[0]) == pytest.approx(cost)
+    assert float(plan.cell_units.sum()) == pytest.approx(50.0)  # the same units served
+
+
 def test_whole_replicas_lift_a_training_runs_bound_to_its_optimum(tmp_path):
     s, builder = _training(tmp_path)
     out = decompose(builder, Budget(20))
@@ -71,6 +89,7 @@ def test_without_the_lift_the_bound_is_the_lp_relaxation(tmp_path, monkeypatch, 
     (share t) 2 t replicas of A, on B 5 (1 − t) whole ones ($850 a run): 800 t + 850
     (1 − t) ≥ $800, the optimum."""
     monkeypatch.setattr(method_module, "whole_replica_gain", lambda *a: 0.0)
+    monkeypatch.setattr(pricing_module, "in_whole_replicas", lambda wb, b, rows, plan: plan)
     _cover_cuts(monkeypatch, cuts)
     s, builder = _training(tmp_path)
     out = decompose(builder, Budget(20))
