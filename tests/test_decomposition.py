@@ -226,6 +226,7 @@ def test_the_lp_guided_plan_keeps_for_each_pool_the_capacity_the_lp_gave_it(
             list(arcs.values())))
     draft = construct(blocks, first_prices(blocks), np.zeros(len(blocks.commitments.offer)),
                       wanted, {}, hold=hold)
+    assert draft.held_cells == int(hold)  # the LP leaves 5 units unmet: capacity held
     solution = draft.solution()
     assert sum(solution.unmet.values()) == pytest.approx(unmet)
     assert draft.cost() == pytest.approx(cost)
@@ -258,6 +259,7 @@ def test_a_later_commitment_gives_way_to_one_needed_before_it(tmp_path, monkeypa
     wanted = {0: tuple(np.array(col) for col in (
         [0, 0, 0], [0, 0, 0], [0, 1, 2], [0, 0, 0], [10.0, 20.0, 20.0]))}
     draft = construct(blocks, first_prices(blocks), commit, wanted, {}, hold=True)
+    assert draft.held_cells == 0  # the LP serves all: nothing held
     assert sum(draft.solution().unmet.values()) == pytest.approx(unmet)
     assert draft.cost() == pytest.approx(cost)
 
