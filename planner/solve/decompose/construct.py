@@ -124,14 +124,13 @@ class Draft:
 
     def hold(self, wanted: dict, order: list, m: int, k: int) -> dict:
         """Hold for each pool, in the order they are planned, the GPUs its wanted arcs
-        take of each capacity row in (m, k) in the whole replicas step 1 will run (those
-        each source's load fills, at least one), as far as the row has room beside the
-        pools before it: pool → ({payg row: GPUs}, {committed row: GPUs}), to `release`
-        when the pool is planned. Holding the LP's own GPUs instead, 1000x100x36's
-        single-GPU-type plan (the master in whole replicas) held 3 GPUs for a training
-        run's 0.4 of an 8-GPU replica and left it none: 36 k units unmet, $2.299 B
-        against $2.225 B; holding every fraction as a whole replica, 200x40x24's was
-        3.05 % over its bound, 1.73 % so."""
+        take of each capacity row in (m, k) in the whole replicas each source's load
+        fills (what step 1 of `_plan_pool` runs; the fractions go where there is room),
+        as far as the row has room beside the pools before it: pool → ({payg row: GPUs},
+        {committed row: GPUs}), to `release` when the pool is planned. (200x40x24's
+        single-GPU-type plan, held in every cell: holding the LP's own GPUs 2.75 % over
+        its bound, every fraction as a whole replica 3.05 %, the whole replicas filled
+        1.78 %.)"""
         b = self.b
         room_payg = {}
         room_committed = {}
@@ -152,8 +151,6 @@ class Draft:
             payg: dict = defaultdict(float)
             committed: dict = defaultdict(float)
             for (p, c, gpr), n in sorted(replicas.items()):
-                # the whole replicas step 1 takes there (at least one; the fractions
-                # go where there is room, `_plan_pool`)
                 gpus = math.floor(n + 1e-6) * gpr
                 if p >= 0:
                     room = room_payg.setdefault(p, b.payg_cap[p] - self.used_payg[p, m, k])
@@ -409,7 +406,7 @@ def construct(blocks: Blocks, prices, commit: np.ndarray, wanted: dict, pairs: d
     planned (`Draft.hold`). 200x40x24's cheapest-single-GPU-type plan, capacity short
     in its first month: pools planned first took, for what their arcs left over, the
     GPUs the LP gave later ones, which were then left unmet: 627 k units, its plan
-    13.1 % above its bound; held, 1.78 %. Not where the LP serves all: there a pool
+    13.1 % above its bound; held, 1.54 %. Not where the LP serves all: there a pool
     that finds no room goes to a dearer source, not unmet, and holding made the
     LP-guided plan dearer (50x40x24 $56.16 M → $56.35 M, 200x40x24 $260.63 M →
     $261.10 M)."""
