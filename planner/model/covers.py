@@ -52,35 +52,38 @@ def cover_cuts(builder, model) -> Iterator[tuple[list, float]]:
 def site_cuts(builder, model) -> Iterator[tuple[list, float]]:
     """One cut per demand cell whose level is a fraction of the largest replica in its
     reach."""
-    pool_of = {w.workload: w.pool_name for w in builder.s.workloads}
     sources = defaultdict(list)  # (workload, month, segment) → its sources (r, g, src)
     for (w, r, g, src, m, k) in model.supply:
         sources[(w, m, k)].append((r, g, src))
-    for (w, site, m, k), level in builder.level.items():
-        unmet = model.unmet.get((w, site, m, k))
-        near = builder.c.regions_for_site.get((w, site))
+    for pool, w, m, k, level, unmet, near in _demand_cells(builder, model):
         reach = [j for j in sources[(w, m, k)] if near is None or j[0] in near]
-        if level > 0 and unmet is not None and reach:
-            yield from _cut(builder, model, pool_of[w], w, level, unmet, reach, m, k)
+        if reach:
+            yield from _cut(builder, model, pool, w, level, unmet, reach, m, k)
 
 
 def pair_cuts(builder, model) -> Iterator[tuple[list, float]]:
     """A single-region workload's demand cell: one cut per (region, GPU type) pair in its
     reach, its right-hand side times the pair's choice."""
-    pool_of = {w.workload: w.pool_name for w in builder.s.workloads}
     pairs = defaultdict(lambda: defaultdict(list))  # (w, m, k) → (r, g) → its sources
     for (w, r, g, src, m, k) in model.supply:
         if (w, r, g) in model.choose:
             pairs[(w, m, k)][(r, g)].append((r, g, src))
-    for (w, site, m, k), level in builder.level.items():
-        unmet = model.unmet.get((w, site, m, k))
-        near = builder.c.regions_for_site.get((w, site))
-        if level <= 0 or unmet is None:
-            continue
+    for pool, w, m, k, level, unmet, near in _demand_cells(builder, model):
         for (r, g), reach in pairs.get((w, m, k), {}).items():
             if near is None or r in near:
-                yield from _cut(builder, model, pool_of[w], w, level, unmet, reach, m, k,
+                yield from _cut(builder, model, pool, w, level, unmet, reach, m, k,
                                 choose=model.choose[(w, r, g)])
+
+
+def _demand_cells(builder, model):
+    """Each demand cell with demand and an unmet variable: (pool, workload, month,
+    segment, level, unmet variable, regions within its SLO (None: any))."""
+    pool_of = {w.workload: w.pool_name for w in builder.s.workloads}
+    for (w, site, m, k), level in builder.level.items():
+        unmet = model.unmet.get((w, site, m, k))
+        if level > 0 and unmet is not None:
+            yield (pool_of[w], w, m, k, level, unmet,
+                   builder.c.regions_for_site.get((w, site)))
 
 
 def _cut(builder, model, pool, w, level, unmet, reach, m, k, choose=None):

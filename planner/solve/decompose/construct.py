@@ -132,8 +132,7 @@ class Draft:
         its bound, every fraction as a whole replica 3.05 %, the whole replicas filled
         1.78 %.)"""
         b = self.b
-        room_payg = {}
-        room_committed = {}
+        left = {}  # (payg row, committed row) → GPUs not yet held there
         holds = {}
         for pool in order:
             # replicas the pool's load fills at each capped source: (its payg row, its
@@ -152,15 +151,12 @@ class Draft:
             committed: dict = defaultdict(float)
             for (p, c, gpr), n in sorted(replicas.items()):
                 gpus = math.floor(n + 1e-6) * gpr
-                if p >= 0:
-                    room = room_payg.setdefault(p, b.payg_cap[p] - self.used_payg[p, m, k])
-                    payg[p] += min(gpus, max(room, 0.0))
-                    room_payg[p] = room - gpus
-                else:
-                    room = room_committed.setdefault(
-                        c, self.committed[c, m] - self.used_committed[c, m, k])
-                    committed[c] += min(gpus, max(room, 0.0))
-                    room_committed[c] = room - gpus
+                room = left.setdefault((p, c), (
+                    b.payg_cap[p] - self.used_payg[p, m, k] if p >= 0
+                    else self.committed[c, m] - self.used_committed[c, m, k]))
+                held, row = (payg, p) if p >= 0 else (committed, c)
+                held[row] += min(gpus, max(room, 0.0))
+                left[(p, c)] = room - gpus
             holds[pool] = (payg, committed)
             for p, gpus in payg.items():
                 self.held_payg[p] += gpus
@@ -419,6 +415,8 @@ def construct(blocks: Blocks, prices, commit: np.ndarray, wanted: dict, pairs: d
             by_cell[(int(month[i]), int(segment[i]))][w].append(
                 (int(site[i]), int(source[i]), float(units[i])))
     pools = sorted(draft.members)
+    # [M, K] units of demand, to tell where the arcs leave some unmet (`hold`)
+    level = sum(wb.level.sum(axis=0) for wb in blocks.workloads) if hold else None
     # the least flexible pools first: fewest sources they may use
     flexibility = {p: min(int(draft.allowed[w].sum()) for w in draft.members[p])
                    for p in pools}
@@ -428,9 +426,9 @@ def construct(blocks: Blocks, prices, commit: np.ndarray, wanted: dict, pairs: d
             load = {p: sum(u for w in draft.members[p] for *_, u in wanted_here.get(w, ()))
                     for p in pools}
             order = sorted(pools, key=lambda p: (flexibility[p], -load[p], p))
-            level = sum(float(wb.level[:, m, k].sum()) for wb in blocks.workloads)
-            short = level - sum(load.values()) > 1e-6 * max(level, 1.0)
-            holds = draft.hold(wanted_here, order, m, k) if hold and short else {}
+            short = hold and (float(level[m, k]) - sum(load.values())
+                              > 1e-6 * max(float(level[m, k]), 1.0))
+            holds = draft.hold(wanted_here, order, m, k) if short else {}
             draft.held_cells += bool(holds)
             for p in order:
                 draft.release(holds, p)
