@@ -15,6 +15,16 @@ import networkx as nx
 from planner.io.scenario import Scenario
 
 TOL = 1e-5
+# Sums of a plan's units and GPUs are checked against whole numbers (replicas, GPUs)
+# within an absolute tolerance and, for very large plans, this share of the number: the
+# rounding of a sum of floats grows with its size (a load of 7.9 billion replicas summed
+# from its flows came to 7,947,138,888.000002 against 7,947,138,888 replicas).
+REL = 1e-12
+
+
+def _over(x: float, limit: float, abs_: float = 1e-6) -> bool:
+    """Whether `x` exceeds `limit` by more than rounding (abs_, or REL of the limit)."""
+    return x > limit + max(abs_, REL * abs(limit))
 
 
 def _close(a: float, b: float, rel: float = 1e-6, abs_: float = 1e-3) -> bool:
@@ -197,7 +207,7 @@ class _Checker:
                 self.fail(f"not a whole number of replicas: {key} {u.replicas}")
             if (u.pool, u.gpu) not in size or u.gpus != u.replicas * size[(u.pool, u.gpu)]:
                 self.fail(f"GPUs {u.gpus} are not whole replicas of {u.pool} on {u.gpu}")
-            if self.load.get(key, 0.0) > u.replicas + 1e-6:
+            if _over(self.load.get(key, 0.0), u.replicas):
                 self.fail(f"load {self.load[key]:.6f} exceeds {u.replicas} replicas at {key}")
             src = (u.region, u.gpu, "committed") if u.source == "committed" else u.source
             self.gpus_in_use[(src, u.month, u.segment)] += u.gpus
@@ -237,7 +247,7 @@ class _Checker:
         for (src, m, k), gpus in self.gpus_in_use.items():
             if isinstance(src, tuple):
                 r, g, _ = src
-                if gpus > self.active.get((r, g, m), 0) + 1e-6:
+                if _over(gpus, self.active.get((r, g, m), 0)):
                     self.fail(f"committed GPUs in use at {r}/{g} month {m} segment {k}: "
                               f"{gpus} > {self.active.get((r, g, m), 0)} active")
 
@@ -252,7 +262,7 @@ class _Checker:
             if isinstance(src, str):
                 o = self.offers[src]
                 gpus = self._paid_gpus(o, gpus)
-                if o.max_gpus is not None and gpus > o.max_gpus + 1e-6:
+                if o.max_gpus is not None and _over(gpus, o.max_gpus):
                     self.fail(f"offer {src} uses {gpus} GPUs in month {m} segment {k}, "
                               f"max_gpus {o.max_gpus}")
         per_offer = defaultdict(float)
@@ -275,7 +285,7 @@ class _Checker:
                 spot[(x.workload, x.month, x.segment)] += x.units
         for key, units in spot.items():
             share = self.wl[key[0]].max_spot_share
-            if units > share * total[key] + 1e-5:
+            if _over(units, share * total[key], 1e-5):
                 self.fail(f"spot share of {key[0]} in month {key[1]} segment {key[2]}: "
                           f"{units / total[key]:.4f} > {share}")
 

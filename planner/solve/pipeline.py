@@ -187,7 +187,12 @@ def _whole(builder: ModelBuilder, solver: str, budget: Budget, gap: float,
     found = [Solution.of_model(model)] if raw.has_solution else []
     bound = raw.bound if raw.bound is not None else (
         raw.objective if raw.status == "optimal" else None)
-    if fallback and raw.status in ("feasible", "no_solution"):  # stopped by its limits
+    if raw.status in ("infeasible", "error"):
+        # the model always has a plan (demand may go unmet): branch and bound lost its
+        # way in the numbers (demand of 10^12 unit-hours: HiGHS saw a violation of 0.002
+        # in its rows and called the model infeasible), and its bound means nothing
+        bound = None
+    if fallback and raw.status != "optimal":  # stopped by its limits, or failed
         outcome, plan, _, _ = _decomposed(builder, budget, solver, threads, repair=False,
                                           gap=gap)
         found.append(plan)
@@ -201,8 +206,13 @@ def _whole(builder: ModelBuilder, solver: str, budget: Budget, gap: float,
         objective = min(raw.objective, objective)
     value = None if bound is None else honest_gap(objective, bound, builder.unservable_usd)
     status = status_of(value, gap)
-    termination = raw.termination if solution is found[0] and raw.has_solution else \
-        f"{raw.termination}; the decomposition's plan (branch and bound's was dearer)"
+    if not raw.has_solution:
+        termination = f"branch and bound: {raw.termination}; the decomposition's plan"
+    elif solution is found[0]:
+        termination = raw.termination
+    else:
+        termination = f"{raw.termination}; the decomposition's plan (branch and bound's " \
+            "was dearer)"
     result = SolveResult(
         solver=raw.solver, status=status, termination=termination, has_solution=True,
         objective=objective, bound=bound, gap=value, seconds=raw.seconds,
