@@ -161,6 +161,24 @@ def test_a_prepaid_commitment_and_a_free_contract_have_their_charges(tmp_path, p
             for r in existing] == [(f"2027-0{m}-01", 100, 0) for m in range(1, 4)]
 
 
+
+def test_an_existing_contract_of_no_gpus_bills_nothing(tmp_path):
+    # existing.gpus may be 0 (a contract run down to nothing): the command wrote no
+    # workbook, its FOCUS rows dividing the contract's cost by its GPUs (exit 1). It has
+    # no charges, and the plan is as without it: two GPUs on the 12-month build-to-order
+    # at $500 upfront each, $1,000 (on demand: 3 months × 2 GPUs × 100 h × $5 = $3,000).
+    tables = scenario(**{**PREPAID, "existing": [{**PREPAID["existing"][0], "gpus": 0}]})
+    folder = write_csv(tmp_path / "s", tables)
+    res = CliRunner().invoke(app, ["solve", str(folder), "-o", str(tmp_path / "p.xlsx"),
+                                   "--focus", str(tmp_path / "f.csv"), "--json",
+                                   "--no-baselines"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["total_cost_usd"] == pytest.approx(1000)
+    with (tmp_path / "f.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert rows and not [r for r in rows if r["CommitmentDiscountType"] == "existing contract"]
+    assert sum(float(r["EffectiveCost"]) for r in rows) == pytest.approx(1000)
+
 def test_idle_gpus_of_a_rented_instance_are_paid_not_consumed(tmp_path):
     # on-demand sold in 4-GPU instances at $1: 3 GPUs of work rent one instance, paid
     # 4 × 100 h = 400 GPU-hours ($400), of which 300 consumed

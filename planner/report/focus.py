@@ -123,7 +123,7 @@ def _contract_charges(out: _Charges, plan: Plan) -> None:
     for _, row in plan.contracts.iterrows():
         c = SimpleNamespace(**row)
         counted = counted_months(row, st)
-        if not counted:
+        if not counted or not c.gpus:  # an existing contract of no GPUs bills nothing
             continue
         first = counted[0]
         # the counted cost spread evenly over the counted months' GPU-hours
