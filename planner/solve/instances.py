@@ -170,13 +170,17 @@ def drop_part_instances(builder: ModelBuilder, solution: Solution) -> Solution:
 
 
 def cheapest(builder: ModelBuilder, solutions: list[Solution],
-             passes=None) -> tuple[Solution, float]:
+             passes=None, strict: bool = False) -> tuple[Solution, float] | None:
     """The plan of least objective among `solutions` (among those whose plan
-    `passes(plan)` accepts, where any does), with its objective."""
+    `passes(plan)` accepts, where any does; `strict`: None where none does), with its
+    objective."""
     provisional = SolveResult(solver="highs", status="feasible", termination="",
                               has_solution=True, objective=None, bound=None, gap=None,
                               seconds=0.0, unservable_usd=builder.unservable_usd)
     plans = sorted(((extract_plan(builder, x, provisional), i) for i, x in enumerate(solutions)),
                    key=lambda p: (p[0].totals["objective_usd"], p[1]))
-    plan, i = next((p for p in plans if passes is None or passes(p[0])), plans[0])
+    plan, i = next((p for p in plans if passes is None or passes(p[0])),
+                   (None, None) if strict else plans[0])
+    if plan is None:
+        return None
     return solutions[i], plan.totals["objective_usd"]
