@@ -162,6 +162,18 @@ def test_a_gap_stated_a_hair_over_the_one_asked_is_within_it():
     assert status_of(1.0001e-4, 1e-4) == "feasible"
 
 
+
+def test_a_plan_beside_trillions_of_unservable_penalty_keeps_its_gap():
+    # A generated market with a penalty of $10^9 a unit-hour: $8.24 T of demand no offer
+    # can serve, a plan of $1,811.42 over a bound of $1,785.09. Its gap, 1.45 %, was
+    # stated 0 (the plan counted as float noise beside the penalty) and "optimal".
+    from planner.solve.whole import honest_gap
+
+    unservable = 8241930000000.0
+    gap = honest_gap(unservable + 1811.42, unservable + 1785.09, unservable)
+    assert gap == pytest.approx(26.33 / 1811.42, rel=1e-3)
+    assert honest_gap(unservable, unservable, unservable) == 0.0  # nothing to change
+
 def test_a_file_that_cannot_be_read_is_one_problem_not_twelve(tmp_path):
     # a damaged workbook, a settings table saved as UTF-16: the right error came with
     # up to 11 false ones ("required table is missing", "required setting ... missing")
