@@ -139,9 +139,9 @@ def workers_for(jobs: int, scheduler: str | None, budget: Budget | None) -> int:
 def _solve_variant(args) -> tuple[Plan | None, str, float | None, float]:
     """Worker: one (policy, demand level): its plan, status, `Run.least_s` and the
     seconds of work its solve is reckoned to have taken (planner.solve.work)."""
-    scenario, policy, scale, per_workload, solver, time_limit, gap = args
+    scenario, policy, scale, per_workload, solver, time_limit, gap, stop_by = args
     budget = Budget.of_work(time_limit if time_limit is not None
-                            else scenario.settings.time_limit_s)
+                            else scenario.settings.time_limit_s, stop_by)
     run = plan_scenario(scale_demand(scenario, scale, per_workload), solver, gap=gap,
                         restrictions=Restrictions(terms=policy.terms), budget=budget)
     plan = run.plan
@@ -153,10 +153,13 @@ def _solve_variant(args) -> tuple[Plan | None, str, float | None, float]:
 
 def _stress_test(args) -> dict:
     """Worker: a policy's commitments kept, only pay-as-you-go re-optimised, demand scaled."""
-    scenario, policy, scale, per_workload, fixed, solver, time_limit, gap = args
+    scenario, policy, scale, per_workload, fixed, solver, time_limit, gap, stop_by = args
     payg = {t: None for t in policy.terms if t in PAY_AS_YOU_GO}
-    stressed = plan_scenario(scale_demand(scenario, scale, per_workload), solver, time_limit,
-                             gap, Restrictions(terms=payg, fixed_commitments=fixed))
+    stressed = plan_scenario(scale_demand(scenario, scale, per_workload), solver, gap=gap,
+                             restrictions=Restrictions(terms=payg, fixed_commitments=fixed),
+                             budget=Budget.of_work(time_limit if time_limit is not None
+                                                   else scenario.settings.time_limit_s,
+                                                   stop_by))
     if stressed.plan is None:
         return {"status": stressed.result.status}
     t = stressed.plan.totals
@@ -201,6 +204,8 @@ def run_whatif(scenario: Scenario, policies: list[Policy], demand_scales: list[f
             progress(v, count, total)
 
     until = None if budget is None else budget.last_moment
+    # every solve's safety stop comes by the budget's own, wherever it runs
+    stop_by = None if budget is None else budget.wall_end_epoch()
     with Runner(workers_for(jobs, scheduler, budget), scheduler, until=until) as runner:
         workers = runner.workers
         if budget is not None:
@@ -212,8 +217,8 @@ def run_whatif(scenario: Scenario, policies: list[Policy], demand_scales: list[f
             time_limit = max(LEAST_LIMIT_S, share * left / len(variants))
             stress_limit = max(LEAST_LIMIT_S, (1 - share) * left / max(1, stress_count))
         results, why = _map(runner, _solve_variant, [
-            (scenario, v.policy, v.demand_scale, per_workload, solver, time_limit, gap)
-            for v in variants], variants, done)
+            (scenario, v.policy, v.demand_scale, per_workload, solver, time_limit, gap,
+             stop_by) for v in variants], variants, done)
         # what a commitment's saving is measured against: the pay-as-you-go offers in
         # reach, whatever the policy (a saving against spot or regions a workload may
         # not use had read -$500 a month where solve says +$250)
@@ -237,12 +242,14 @@ def run_whatif(scenario: Scenario, policies: list[Policy], demand_scales: list[f
         signed = {v.label: v.plan.signed() for v, _, _ in tasks}  # what each keeps
         if budget is not None:
             tasks = _that_fit(tasks, left - sum(v.work_s for v in variants))
+            if budget.out_of_time():  # the variants outran their reckoning: none is run
+                tasks = []
         size = workers if budget is not None else len(tasks)
         while tasks:
             batch, tasks = tasks[:size], tasks[size:]
             stressed, _ = _map(runner, _stress_test, [
                 (scenario, v.policy, v.demand_scale * x, per_workload, signed[v.label],
-                 solver, limit, gap) for v, x, limit in batch],
+                 solver, limit, gap, stop_by) for v, x, limit in batch],
                 [v for v, _, _ in batch], done, required=False)
             for (v, x, _), figures in zip(batch, stressed):
                 if figures is not None:

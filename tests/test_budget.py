@@ -191,3 +191,12 @@ def test_branch_and_bound_on_a_whole_model_leaves_the_decomposition_its_wall_clo
     pipeline.plan_scenario(_one_replica(tmp_path), budget=budget)
     assert len(walls) == 1
     assert walls[0] <= pipeline.WHOLE_SHARE * (SOLVE_WALL * 10.0 + 1.0) + 1e-6
+
+
+def test_a_solves_safety_stop_comes_by_the_commands_own():
+    # a worker's solve (perhaps in another process or on another machine) is handed the
+    # command's stop as a time.time(); its own stop (1.5 × 100 s + 1 s) comes no later
+    command = Budget(2.0).reckoned(0.0)
+    solve = Budget.of_work(100.0, command.wall_end_epoch())
+    assert solve.wall_left() == pytest.approx(command.wall_left(), abs=0.05)
+    assert Budget.of_work(100.0).wall_left() == pytest.approx(151.0, abs=0.05)

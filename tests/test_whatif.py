@@ -392,7 +392,7 @@ def test_the_variants_get_most_of_the_time(tmp_path, monkeypatch):
 
     class Recording(whatif.Runner):
         def map(self, fn, tasks, done=None):
-            limits.extend(t[-2] for t in tasks)
+            limits.extend(t[-3] for t in tasks)
             return super().map(fn, tasks, done)
 
     monkeypatch.setattr(whatif, "Runner", Recording)
@@ -615,3 +615,32 @@ def test_stress_tests_none_of_which_is_done_leave_the_variants_standing(tmp_path
     (v,) = whatif.run_whatif(s, POLICIES[:1], [1.0], stress_scales=(0.8, 1.2, 1.5))
     assert v.plan.totals["total_cost_usd"] == pytest.approx(2400)
     assert v.stress == {x: {"status": "not_run"} for x in (0.8, 1.2, 1.5)}
+
+
+def test_a_whatifs_solves_stop_by_the_commands_own_end(tmp_path, monkeypatch):
+    # Each solve has a safety stop of its own, 1.5 times its limit and a second; a
+    # what-if's four variants on a generated 12x7x5 market, each outrunning its
+    # reckoning to that stop (branch and bound's root node), ran 44.7 s at --time-limit
+    # 30. Here every solve outruns its reckoning to its stop: the variants still end by
+    # the budget's own, with plans, and no stress test starts after it.
+    import time
+
+    from planner import whatif
+    from planner.solve.budget import Budget
+
+    real = whatif.plan_scenario
+
+    def late(*args, budget=None, **kwargs):
+        while budget is not None and not budget.out_of_time():  # the wall clock runs,
+            time.sleep(0.01)  # the work clock does not
+        return real(*args, budget=budget, **kwargs)
+
+    monkeypatch.setattr(whatif, "plan_scenario", late)
+    s = load_scenario(write_csv(tmp_path / "scn", TABLES))
+    budget = Budget(3.0).reckoned(0.0)
+    started = time.perf_counter()
+    variants = run_whatif(s, POLICIES, [1.0], budget=budget)
+    took = time.perf_counter() - started
+    assert took < 3.0 + 1.0, took  # was 3 × (1.5 × 0.8 + 1) s and the stress tests after
+    assert all(v.plan is not None for v in variants)
+    assert all(x == {"status": "not_run"} for v in variants for x in v.stress.values())

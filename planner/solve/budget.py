@@ -64,14 +64,19 @@ class Budget:
         self.wall_end = self.last_moment if wall_end is None else wall_end
 
     @classmethod
-    def of_work(cls, seconds: float) -> "Budget":
+    def of_work(cls, seconds: float, stop_by: float | None = None) -> "Budget":
         """`seconds` of work from now, on a new work clock: one solve's, as a worker runs
         it. Its safety stop is SOLVE_WALL times as long and a second more: a solve's
         reckoning is off by 10-20 % either way, more beside another on the second core,
         and at 5 % the stop cut one of a stochastic command's solves in five runs short
-        (another EVPI); the command waits for its workers until its own last moment."""
-        return cls(seconds, work=Work(),
-                   wall_end=time.perf_counter() + SOLVE_WALL * seconds + 1.0)
+        (another EVPI); the command waits for its workers until its own last moment.
+        `stop_by` (a time.time(), `wall_end_epoch`): the command's own stop, which the
+        solve's comes no later than (a what-if's variants, each on its own stop, ran
+        44.7 s at --time-limit 30 where branch and bound outran its reckoning)."""
+        wall_end = time.perf_counter() + SOLVE_WALL * seconds + 1.0
+        if stop_by is not None:
+            wall_end = min(wall_end, time.perf_counter() + stop_by - time.time())
+        return cls(seconds, work=Work(), wall_end=wall_end)
 
     def reckoned(self, spent: float) -> "Budget":
         """This budget on a work clock that starts at `spent` seconds (what the command
@@ -116,6 +121,13 @@ class Budget:
     def work_left(self) -> float:
         """Seconds left on the work clock, whether or not its safety stop has passed."""
         return max(0.0, self.seconds - self.elapsed())
+
+    def wall_end_epoch(self) -> float:
+        """When this budget's wall clock ends (its safety stop, on a work clock), as a
+        time.time(): a stop handed to a worker, in another process or on another
+        machine, where perf_counter means another clock."""
+        end = self.deadline if self.work is None else self.wall_end
+        return time.time() + end - time.perf_counter()
 
     def wall_left(self) -> float:
         """Seconds to the wall clock's end (the safety stop, on a work clock): a solver's
