@@ -176,21 +176,25 @@ def test_branch_and_bound_on_a_whole_model_leaves_the_decomposition_its_wall_clo
         tmp_path, monkeypatch):
     # Its wall-clock stop was the whole budget's: a generated 5x3x1 market's root node
     # took all of --time-limit 3, and the plan was the decomposition's at first prices,
-    # 2.4 times the optimum it finds in 0.2 s. Now it stops at its share of the wall.
+    # 2.4 times the optimum it finds in 0.2 s. Now it stops at its share of the wall,
+    # and soon after its reckoning, as branch and bound after a plan does.
     from planner.solve import pipeline
+    from planner.solve.work import wall_stop_after_plan_s
 
-    walls = []
+    calls = []
     real = pipeline.solve_within
 
     def record(model, solver, seconds, wall, *args):
-        walls.append(wall)
+        calls.append((seconds, wall))
         return real(model, solver, seconds, wall, *args)
 
     monkeypatch.setattr(pipeline, "solve_within", record)
     budget = Budget.of_work(10.0)
     pipeline.plan_scenario(_one_replica(tmp_path), budget=budget)
-    assert len(walls) == 1
-    assert walls[0] <= pipeline.WHOLE_SHARE * (SOLVE_WALL * 10.0 + 1.0) + 1e-6
+    [(seconds, wall)] = calls
+    assert seconds == pytest.approx(pipeline.WHOLE_SHARE * 10.0, abs=0.1)
+    assert wall <= pipeline.WHOLE_SHARE * (SOLVE_WALL * 10.0 + 1.0) + 1e-6
+    assert wall <= wall_stop_after_plan_s(seconds) + 1e-6
 
 
 def test_a_solves_safety_stop_comes_by_the_commands_own():
