@@ -168,6 +168,12 @@ class _Stochastic:
         return results
 
     @property
+    def stop_by(self) -> float:
+        """When every solve stops, whatever its own limit: the steps' end on the wall
+        clock, as a time.time() (a worker's clock may be another)."""
+        return self.total.wall_end_epoch()
+
+    @property
     def budget(self) -> Budget:
         """What the steps have: the whole budget less one solve at the need once it is
         measured, kept for the plan of the mean forecast under the schedule (the command
@@ -199,7 +205,8 @@ class _Stochastic:
         tasks = [mean_forecast(self.scenario, self.scenarios), *self.apart]
         first = [0]  # the mean forecast
         solved = dict(zip(first, self._map(
-            solve_task, [(tasks[i], self.solver, measure, self.gap) for i in first])))
+            solve_task, [(tasks[i], self.solver, measure, self.gap, self.stop_by)
+                         for i in first])))
         # each task's own time beyond its limit (a fresh worker's imports are not a
         # solve's: they would make the limits depend on --jobs)
         self.overhead = max(0.0, max(solved[i]["task_s"] for i in first) - measure)
@@ -233,7 +240,7 @@ class _Stochastic:
                       self.budget.left() - self.evaluation_room(1))
             limits = _limits(len(rest), pot, self.need, limit, self.overhead)
             solved.update(zip(rest, self._map(
-                solve_task, [(tasks[i], self.solver, t, self.gap)
+                solve_task, [(tasks[i], self.solver, t, self.gap, self.stop_by)
                              for i, t in zip(rest, limits)])))
             # each task's own time beyond its limit (the wall clock's would shrink with
             # the workers, and the limits after it grow with them)
@@ -357,7 +364,8 @@ class _Stochastic:
     def _evaluations(self, c: Candidate, limit: float) -> list[tuple]:
         """evaluate_task's tasks for `c`: its commitments fixed, in every scenario."""
         commitments = tuple(sorted(c.commitments.items()))
-        return [(s, commitments, self.solver, limit, self.gap) for s in self.apart]
+        return [(s, commitments, self.solver, limit, self.gap, self.stop_by)
+                for s in self.apart]
 
     def steps(self, candidates: list[Candidate]) -> list[Candidate]:
         """5. Steps from the best schedule while the time holds: each commitment of any

@@ -72,8 +72,9 @@ def out_of_sample(result: StochasticResult, scenario: Scenario,
     fresh = fresh[:fits]
     limit = max(1.0, room / len(fresh) - result.overhead_s)
     commitments = tuple(sorted(result.chosen.commitments.items()))
-    results = runner.map(evaluate_task, [(apply(scenario, s), commitments, solver, limit, gap)
-                                         for s in fresh])
+    stop_by = budget.wall_end_epoch()
+    results = runner.map(evaluate_task, [(apply(scenario, s), commitments, solver, limit, gap,
+                                          stop_by) for s in fresh])
     budget.spend(sum(map(_work_of, results)))
     costs = np.array([r.get("objective_usd", math.inf) for r in results])
     probabilities = np.array([s.probability for s in fresh])

@@ -1,11 +1,13 @@
 """The solves of a stochastic plan, run on the cluster (planner.cluster): module-level,
 picklable, each returning plain data - a scenario planned alone (wait and see), its
-Lagrangian cut at a schedule, its recourse under fixed commitments."""
+Lagrangian cut at a schedule, its recourse under fixed commitments. A solve's safety
+stop comes by the command's own (`stop_by`, a time.time(): planner.solve.budget)."""
 
 from __future__ import annotations
 
 from planner.model.builder import ModelBuilder, Restrictions
 from planner.model.candidates import find_candidates
+from planner.solve.budget import Budget
 from planner.solve.decompose.cuts import Cut, commitment_space, cut_at, cut_with
 from planner.solve.pipeline import plan_scenario
 from planner.solve.work import model_index_s
@@ -36,8 +38,8 @@ def _summary(run) -> dict:
 def solve_task(args) -> dict:
     """One scenario planned alone (wait and see), with the commitments its model may
     sign ((offer key, start) -> (upper, cost))."""
-    scenario, solver, time_limit, gap = args
-    run = plan_scenario(scenario, solver, time_limit, gap)
+    scenario, solver, time_limit, gap, stop_by = args
+    run = plan_scenario(scenario, solver, gap=gap, budget=Budget.of_work(time_limit, stop_by))
     out = {**_summary(run), "space": commitment_space(run.builder), "prices": run.prices}
     out["task_s"] = run.work_s  # all of it, the cut included (reckoned)
     if run.plan is not None:
@@ -62,9 +64,10 @@ def cut_task(args) -> Cut:
 
 def evaluate_task(args) -> dict:
     """One scenario's recourse under fixed commitments."""
-    scenario, commitments, solver, time_limit, gap = args
-    return _summary(plan_scenario(scenario, solver, time_limit, gap,
-                                  Restrictions(fixed_commitments=dict(commitments))))
+    scenario, commitments, solver, time_limit, gap, stop_by = args
+    return _summary(plan_scenario(scenario, solver, gap=gap,
+                                  restrictions=Restrictions(fixed_commitments=dict(commitments)),
+                                  budget=Budget.of_work(time_limit, stop_by)))
 
 
 def _work_of(result) -> float:
