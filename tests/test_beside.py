@@ -127,6 +127,28 @@ def test_a_cheaper_comparison_plan_stands_as_the_plan(tmp_path, monkeypatch, bes
     assert (tmp_path / "plan.xlsx").exists()
 
 
+def test_a_comparison_plan_far_cheaper_stands_when_no_time_is_left(tmp_path, monkeypatch):
+    # as above, but with no time left to turn a second plan into tables: one cheaper by
+    # more than the gap asked stands all the same (a generated market of single-region
+    # burst workloads kept a plan of $786 M at --time-limit 30 beside a pay-as-you-go
+    # comparison plan of $8.5 M)
+    import planner.solve.pipeline
+    import planner.solve.work
+    from planner.solve.decompose.method import Rounds
+
+    solve = planner.solve.pipeline.plan_scenario
+
+    def at_first_prices(scenario, *args, restrictions=None, **kw):
+        if restrictions is None:
+            kw.update(rounds=Rounds(0, 0, 0, 0), method="decompose")
+        return solve(scenario, *args, restrictions=restrictions, **kw)
+
+    monkeypatch.setattr(planner.solve.pipeline, "plan_scenario", at_first_prices)
+    monkeypatch.setattr(planner.solve.work, "plan_tables_s", lambda plan: 1e9)
+    data, said = _solve(tmp_path, MONTH)
+    assert data["objective_usd"] == pytest.approx(200)
+    assert "'pay-as-you-go only' costs $1,600 less than the plan found" in said
+
 def test_a_comparison_plan_no_cheaper_leaves_the_plan(tmp_path):
     # the year of demand: the plan reserves ($1800), pay-as-you-go only costs $2400
     from planner.baselines import PAYG, cheaper_plan, solve_comparisons
