@@ -1126,3 +1126,40 @@ def test_a_decomposition_with_time_to_spare_lets_branch_and_bound_prove_it(tmp_p
     replay = plan_scenario(s, rounds=Rounds.parse(run.result.rounds))
     assert replay.plan.totals["objective_usd"] == pytest.approx(800)
     assert replay.result.bound == pytest.approx(300)
+
+
+# A training run held to one region for both its months, 20 GPUs a month (one unit a GPU,
+# 100 hours). Region a: 10 GPUs on demand at $1 an hour, and a monthly commitment of up
+# to 100 GPUs at $1 whose 2 days' lead time starts it in month 1; region b: on demand at
+# $3, no limit. At a, month 0 leaves 10 GPUs' demand unmet (10 × 100 h × $1,000 =
+# $1 M); at b: 20 GPUs × 2 months × 100 h × $3 = $12,000, the optimum.
+LATE_ROOM = scenario(
+    settings={**H, "horizon_months": 2},
+    regions=[{"region": "a", "provider": "p", "site": "s1"},
+             {"region": "b", "provider": "p", "site": "s1"}],
+    offers=[{"region": "a", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 1,
+             "max_gpus": 10},
+            {"region": "a", "gpu": "A", "term": "monthly", "usd_per_gpu_hour": 1,
+             "commit_months": 1, "lead_time_days": 2, "max_gpus": 100},
+            {"region": "b", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 3}],
+    workloads=[{"workload": "w", "kind": "training", "single_region": "true"}],
+    throughput=[{"workload": "w", "gpu": "A", "units_per_gpu": 1}],
+    demand=[{"workload": "w", "period": f"2027-0{m}", "amount": 20} for m in (1, 2)])
+
+
+def test_a_pair_whose_room_comes_too_late_is_not_chosen(tmp_path):
+    """`choose_pairs` weighs each month's room: a's 110 GPUs (10 on demand, 100
+    committed) are there from month 1 only, and month 0 needs 20 (its room had been
+    taken as the most in any month: a was chosen, and the plan at first prices left
+    half of month 0 unmet)."""
+    from planner.solve.decompose.primal import choose_pairs, pair_room, peak_gpus
+
+    s, blocks = _blocks(tmp_path, LATE_ROOM)
+    (w, wb), = list(enumerate(blocks.workloads))
+    a, b = (wb.pairs.index((r, "A")) for r in ("a", "b"))
+    assert list(pair_room(blocks, wb, a)) == [10, 110]
+    assert list(peak_gpus(wb, a)) == [20, 20]
+    assert choose_pairs(blocks, {w: [a, b]}) == {w: b}
+    run = plan_scenario(s, time_limit=30, gap=1e-9, method="decompose")
+    assert run.result.objective == pytest.approx(12_000)
+    assert check_plan(s, run.plan) == []

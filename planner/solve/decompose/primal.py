@@ -43,23 +43,28 @@ def master_arcs(dual: DualBound) -> dict:
 def choose_pairs(blocks, orders: dict[int, list[int]], claimed: dict | None = None
                  ) -> dict[int, int]:
     """Single-region workload index → its pair: the first in its order of preference
-    that still has room for its busiest month beside what the workloads chosen before it
-    (the most demand first) and `claimed` ((region, GPU type) → GPUs) hold there, else
-    the one with the most room left. Two runs that each fit a region alone are not both
-    put there (the default scenario's pay-as-you-go variant left both unmet)."""
-    claimed = dict(claimed or {})
+    that still has room in every month for its busiest segment then, beside what the
+    workloads chosen before it (the most demand first) and `claimed` ((region, GPU type)
+    → GPUs by month) hold there, else the one short least in its worst month. Two runs
+    that each fit a region alone are not both put there (the default scenario's
+    pay-as-you-go variant left both unmet); a pair whose room comes after the first
+    month (a commitment's lead time) is not chosen for a workload that needs it then (a
+    burst workload held to 128 GPUs of on-demand where it needed 268 in month 0, the
+    commitments there starting in month 1: $490 M of penalty)."""
+    claimed = {k: np.array(v, dtype=float) for k, v in (claimed or {}).items()}
     out = {}
     for w in sorted(orders, key=lambda w: (-float(blocks.workloads[w].level.sum()), w)):
         wb = blocks.workloads[w]
 
-        def left(p):
-            return pair_room(blocks, wb, p) - claimed.get(wb.pairs[p], 0.0)
+        def spare(p):  # [M] room left less what the workload needs, month by month
+            return (pair_room(blocks, wb, p) - claimed.get(wb.pairs[p], 0.0)
+                    - peak_gpus(wb, p))
 
         order = orders[w]
         if not order:
             continue
-        fit = [p for p in order if left(p) >= peak_gpus(wb, p)]
-        pair = fit[0] if fit else max(order, key=lambda p: (left(p), -p))
+        fit = [p for p in order if (spare(p) >= 0).all()]
+        pair = fit[0] if fit else max(order, key=lambda p: (float(spare(p).min()), -p))
         out[w] = pair
         claimed[wb.pairs[pair]] = claimed.get(wb.pairs[pair], 0.0) + peak_gpus(wb, pair)
     return out
@@ -85,7 +90,8 @@ def master_orders(dual: DualBound, workloads) -> dict[int, list[int]]:
 
 
 def held_claims(dual: DualBound) -> dict:
-    """(region, GPU type) → GPUs the held single-region workloads' busiest months take."""
+    """(region, GPU type) → GPUs by month the held single-region workloads' busiest
+    segments take."""
     claimed: dict = {}
     for w, pair in dual.pairs.items():
         wb = dual.blocks.workloads[w]
@@ -116,35 +122,42 @@ def all_pairs(dual: DualBound) -> dict:
             **choose_pairs(blocks, master_orders(dual, pending), held_claims(dual))}
 
 
-def pair_room(blocks, wb, pair: int) -> float:
-    """The most GPUs a single-region workload could have at `pair` in a month: its
-    capped offers' max_gpus, the existing GPUs and commitments' max_gpus there (inf
-    where an offer has no limit)."""
+def pair_room(blocks, wb, pair: int) -> np.ndarray:
+    """[M] the most GPUs a single-region workload could have at `pair` in each month:
+    its capped offers' max_gpus from their first month, the existing GPUs, and the
+    max_gpus of the commitment offers whose terms can be active then (inf where an offer
+    in use then has no limit)."""
     start, end = pair_range(wb, pair)
     cm = blocks.commitments
-    room = 0.0
+    months = np.arange(blocks.months)
+    room = np.zeros(blocks.months)
     for j in range(start, end):
         if wb.committed_row[j] >= 0:
             row = wb.committed_row[j]
-            mine = cm.committed_row == row
-            if (mine & (cm.cap_row < 0)).any():
-                return float("inf")
-            caps = np.unique(cm.cap_row[mine])
-            room += float(blocks.existing[row].max()) + float(cm.caps[caps].sum())
+            mine = np.flatnonzero(cm.committed_row == row)
+            active = (cm.start[mine, None] <= months) \
+                & (months < (cm.start[mine] + cm.months[mine])[:, None])  # [n, M]
+            room += blocks.existing[row]
+            room[active[cm.cap_row[mine] < 0].any(axis=0)] = np.inf
+            for cap in np.unique(cm.cap_row[mine][cm.cap_row[mine] >= 0]).tolist():
+                room += np.where(active[cm.cap_row[mine] == cap].any(axis=0),
+                                 float(cm.caps[cap]), 0.0)
         elif wb.payg_row[j] >= 0:
-            room += float(blocks.payg_cap[wb.payg_row[j]])
+            room += np.where(months >= wb.first[j], float(blocks.payg_cap[wb.payg_row[j]]),
+                             0.0)
         else:
-            return float("inf")
+            room[months >= wb.first[j]] = np.inf
     return room
 
 
-def peak_gpus(wb, pair: int) -> float:
-    """GPUs a single-region workload's busiest segment needs at `pair`, in whole
-    replicas of its most efficient source there."""
+def peak_gpus(wb, pair: int) -> np.ndarray:
+    """[M] GPUs a single-region workload's busiest segment of each month needs at
+    `pair`, in whole replicas of its most efficient source there."""
     start, end = pair_range(wb, pair)
-    peak = float(wb.level.sum(axis=0).max())
-    gpr = wb.gpus_per_replica[start:end]
-    return float((np.ceil(peak * wb.gpus_per_unit[start:end] / gpr - 1e-9) * gpr).min())
+    peak = wb.level.sum(axis=0).max(axis=1)  # [M]
+    gpr = wb.gpus_per_replica[start:end, None]
+    return (np.ceil(peak[None] * wb.gpus_per_unit[start:end, None] / gpr - 1e-9)
+            * gpr).min(axis=0)
 
 
 def rounded_commitments(dual: DualBound) -> np.ndarray:
