@@ -33,7 +33,7 @@ from planner.model.candidates import Candidates, find_candidates
 from planner.model.graph import Transit
 from planner.model.solution import Solution
 from planner.report.plan import Plan, extract_plan
-from planner.solve.budget import Budget, Work
+from planner.solve.budget import Budget
 from planner.solve.pipeline import Run, plan_scenario
 from planner.solve.whole import honest_gap, status_of
 
@@ -179,10 +179,10 @@ def solve_beside(scenario: Scenario, solver, gap, seconds: float,
 
 def _solve_until(scenario: Scenario, solver, gap, seconds: float, wall_end: float,
                  threads: int | None) -> tuple[list[dict], Cheapest | None]:
-    # the safety stop on the wall clock: the process's perf_counter starts anew
-    budget = Budget(seconds, work=Work(),
-                    wall_end=time.perf_counter() + (wall_end - time.time()))
-    return solve_comparisons(scenario, solver, gap, budget, threads)
+    # the safety stop on the wall clock, `wall_end` a time.time(): this process's
+    # perf_counter is another clock
+    return solve_comparisons(scenario, solver, gap, Budget.of_work(seconds, wall_end),
+                             threads)
 
 
 def without_plans(scenario: Scenario, candidates: Candidates,

@@ -136,12 +136,19 @@ def workers_for(jobs: int, scheduler: str | None, budget: Budget | None) -> int:
     return jobs
 
 
+def _solve_budget(scenario: Scenario, time_limit: float | None, stop_by: float | None
+                  ) -> Budget:
+    """A worker's solve: `time_limit` of work (None: the scenario's setting), stopped
+    by `stop_by` on the wall clock (planner.solve.budget.Budget.of_work)."""
+    return Budget.of_work(time_limit if time_limit is not None
+                          else scenario.settings.time_limit_s, stop_by)
+
+
 def _solve_variant(args) -> tuple[Plan | None, str, float | None, float]:
     """Worker: one (policy, demand level): its plan, status, `Run.least_s` and the
     seconds of work its solve is reckoned to have taken (planner.solve.work)."""
     scenario, policy, scale, per_workload, solver, time_limit, gap, stop_by = args
-    budget = Budget.of_work(time_limit if time_limit is not None
-                            else scenario.settings.time_limit_s, stop_by)
+    budget = _solve_budget(scenario, time_limit, stop_by)
     run = plan_scenario(scale_demand(scenario, scale, per_workload), solver, gap=gap,
                         restrictions=Restrictions(terms=policy.terms), budget=budget)
     plan = run.plan
@@ -157,9 +164,7 @@ def _stress_test(args) -> dict:
     payg = {t: None for t in policy.terms if t in PAY_AS_YOU_GO}
     stressed = plan_scenario(scale_demand(scenario, scale, per_workload), solver, gap=gap,
                              restrictions=Restrictions(terms=payg, fixed_commitments=fixed),
-                             budget=Budget.of_work(time_limit if time_limit is not None
-                                                   else scenario.settings.time_limit_s,
-                                                   stop_by))
+                             budget=_solve_budget(scenario, time_limit, stop_by))
     if stressed.plan is None:
         return {"status": stressed.result.status}
     t = stressed.plan.totals

@@ -200,19 +200,8 @@ def _whole(builder: ModelBuilder, solver: str, budget: Budget, gap: float,
     bound = raw.bound if raw.bound is not None else (
         raw.objective if raw.status == "optimal" else None)
     if raw.status in ("infeasible", "error"):
-        # the model always has a plan (demand may go unmet): branch and bound lost its
-        # way in the numbers, and its bound means nothing (demand of 10^12 unit-hours:
-        # HiGHS saw a violation of 0.002 in its rows and called the model infeasible;
-        # 10^11 replicas of one cell: a solve error), where the decomposition plans
-        bound = None
-    short = raw.status != "optimal"  # stopped by its limits, or failed
-    if fallback and raw.status == "optimal" and not _cheapest_valid(builder, found,
-                                                                     strict=True):
-        # within its gap, yet demand unmet beside room: where the objective is in the
-        # trillions (demand of billions of GPUs), units worth $11 k are within HiGHS's
-        # tolerances, and the checker refused the plan (exit 1)
-        short = True
-    if fallback and short:
+        bound = None  # lost in the numbers (`_falls_short`): its bound means nothing
+    if fallback and _falls_short(builder, raw, found):
         outcome, plan, _, _ = _decomposed(builder, budget, solver, threads, repair=False,
                                           gap=gap)
         found.append(plan)
@@ -238,6 +227,16 @@ def _whole(builder: ModelBuilder, solver: str, budget: Budget, gap: float,
         objective=objective, bound=bound, gap=value, seconds=raw.seconds,
         version=raw.version, unservable_usd=builder.unservable_usd)
     return solution, result
+
+
+def _falls_short(builder: ModelBuilder, raw: SolveResult, found: list[Solution]) -> bool:
+    """Whether branch and bound on a whole model leaves its plan to the decomposition:
+    stopped by its limits; failed or called the model infeasible (it always has a plan,
+    demand may go unmet: HiGHS lost its way in the numbers, with demand of 10^12
+    unit-hours a row violated by 0.002, 10^11 replicas of one cell a solve error); or
+    its "optimal" plan, within its gap, fails the checker (units worth $11 k left unmet
+    beside room in a $1.76 T objective, within HiGHS's tolerances: exit 1)."""
+    return raw.status != "optimal" or _cheapest_valid(builder, found, strict=True) is None
 
 
 def _decomposed(builder: ModelBuilder, budget: Budget, solver: str, threads: int | None,
