@@ -652,3 +652,23 @@ def test_the_time_limit_counts_from_the_command_start(tmp_path, monkeypatch):
     res = CliRunner().invoke(app, ["solve", str(folder), "--time-limit", "5",
                                    "--no-baselines", "-o", str(tmp_path / "p.xlsx")])
     assert res.exit_code == 0 and "leaves no time" not in res.output
+
+
+@pytest.mark.parametrize("method", ["whole", "decompose"])
+def test_billions_of_units_a_gpu_still_take_a_replica(tmp_path, method):
+    # 5e9 units a GPU in replicas of 8: a unit is 2.5e-11 of a replica, under the 1e-9
+    # HiGHS drops from its rows by default; the load went unpaid (served on no replica:
+    # the checker refused the plan, exit 1). 384,000 units take one replica, 8 GPUs ×
+    # $2 × 100 h = $1,600.
+    from planner.check import check_plan
+    from planner.io.validate import load_scenario
+    from planner.solve.pipeline import plan_scenario
+
+    tables = scenario(settings={"hours_per_month": 100},
+                      throughput=[{"workload": "w", "gpu": "A", "units_per_gpu": 5e9,
+                                   "gpus_per_replica": 8}],
+                      demand=[{"workload": "w", "period": "2027-01", "amount": 384_000}])
+    s = load_scenario(write_csv(tmp_path / "s", tables))
+    run = plan_scenario(s, time_limit=20, gap=1e-9, method=method)
+    assert check_plan(s, run.plan) == []
+    assert run.plan.totals["total_cost_usd"] == pytest.approx(1600)

@@ -40,6 +40,11 @@ def new_highs():
         os.dup2(saved, 1)
         os.close(saved)
     h.setOptionValue("output_flag", False)
+    # HiGHS drops matrix entries under 1e-9 by default: a workload of 4.4 billion units
+    # a GPU in replicas of 8 puts 2.3e-10 replicas a unit in its rows, and its load
+    # went unpaid (served with no replica: the checker refused the plan, exit 1); 1e-12
+    # is the least HiGHS allows
+    h.setOptionValue("small_matrix_value", 1e-12)
     return h
 
 
