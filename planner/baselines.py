@@ -33,7 +33,7 @@ from planner.model.candidates import Candidates, find_candidates
 from planner.model.graph import Transit
 from planner.model.solution import Solution
 from planner.report.plan import Plan, extract_plan
-from planner.solve.budget import Budget
+from planner.solve.budget import Budget, epoch_of
 from planner.solve.pipeline import Run, plan_scenario
 from planner.solve.whole import honest_gap, status_of
 
@@ -171,10 +171,8 @@ def solve_beside(scenario: Scenario, solver, gap, seconds: float,
     """The comparison plans solved in a process of their own, in `seconds` of work (a
     work clock of its own, planner.solve.budget) from now, safely stopped at `wall_end`
     (perf_counter; default: `seconds` from now and 5 %); its `result()` waits for them."""
-    now = time.perf_counter()
-    wall_end = now + 1.05 * seconds if wall_end is None else wall_end
-    return Beside(_solve_until, scenario, solver, gap, seconds,
-                  time.time() + (wall_end - now), threads)
+    wall_end = time.perf_counter() + 1.05 * seconds if wall_end is None else wall_end
+    return Beside(_solve_until, scenario, solver, gap, seconds, epoch_of(wall_end), threads)
 
 
 def _solve_until(scenario: Scenario, solver, gap, seconds: float, wall_end: float,

@@ -34,6 +34,12 @@ LEAST_LIMIT_S = 0.1
 SOLVE_WALL = 1.5  # see Budget.of_work
 
 
+def epoch_of(moment: float) -> float:
+    """A perf_counter `moment` as a time.time(): a moment handed to another process,
+    whose perf_counter is another clock."""
+    return time.time() + moment - time.perf_counter()
+
+
 class Work:
     """The work clock: seconds reckoned from the work done (`add`), the same on every
     run of the same steps."""
@@ -126,8 +132,7 @@ class Budget:
         """When this budget's wall clock ends (its safety stop, on a work clock), as a
         time.time(): a stop handed to a worker, in another process or on another
         machine, where perf_counter means another clock."""
-        end = self.deadline if self.work is None else self.wall_end
-        return time.time() + end - time.perf_counter()
+        return epoch_of(self.deadline if self.work is None else self.wall_end)
 
     def wall_left(self) -> float:
         """Seconds to the wall clock's end (the safety stop, on a work clock): a solver's

@@ -200,15 +200,16 @@ def _whole(builder: ModelBuilder, solver: str, budget: Budget, gap: float,
     bound = raw.bound if raw.bound is not None else (
         raw.objective if raw.status == "optimal" else None)
     if raw.status in ("infeasible", "error"):
-        bound = None  # lost in the numbers (`_falls_short`): its bound means nothing
-    if fallback and _falls_short(builder, raw, found):
+        bound = None  # lost in the numbers (`_standing_optimum`): its bound means nothing
+    standing = _standing_optimum(builder, raw, found) if fallback else None
+    if fallback and standing is None:
         outcome, plan, _, _ = _decomposed(builder, budget, solver, threads, repair=False,
                                           gap=gap)
         found.append(plan)
         bound = outcome.bound if bound is None else max(bound, outcome.bound)
     if not found:
         return Solution(), raw
-    solution, objective = _cheapest_valid(builder, found)
+    solution, objective = standing or _cheapest_valid(builder, found)
     if len(found) > 1:  # each turned into tables and checked
         budget.spend(solution_tables_s(solution, 2 * len(found)))
     if raw.has_solution and solution is found[0]:
@@ -229,14 +230,19 @@ def _whole(builder: ModelBuilder, solver: str, budget: Budget, gap: float,
     return solution, result
 
 
-def _falls_short(builder: ModelBuilder, raw: SolveResult, found: list[Solution]) -> bool:
-    """Whether branch and bound on a whole model leaves its plan to the decomposition:
-    stopped by its limits; failed or called the model infeasible (it always has a plan,
-    demand may go unmet: HiGHS lost its way in the numbers, with demand of 10^12
-    unit-hours a row violated by 0.002, 10^11 replicas of one cell a solve error); or
-    its "optimal" plan, within its gap, fails the checker (units worth $11 k left unmet
-    beside room in a $1.76 T objective, within HiGHS's tolerances: exit 1)."""
-    return raw.status != "optimal" or _cheapest_valid(builder, found, strict=True) is None
+def _standing_optimum(builder: ModelBuilder, raw: SolveResult, found: list[Solution]
+                      ) -> tuple[Solution, float] | None:
+    """Branch and bound's plan on a whole model, with its objective, where it stands
+    alone: proven within its gap, and passing the checker. None where it leaves its plan
+    to the decomposition: stopped by its limits; failed or called the model infeasible
+    (it always has a plan, demand may go unmet: HiGHS lost its way in the numbers, with
+    demand of 10^12 unit-hours a row violated by 0.002, 10^11 replicas of one cell a
+    solve error); or its "optimal" plan, within its gap, fails the checker (units worth
+    $11 k left unmet beside room in a $1.76 T objective, within HiGHS's tolerances:
+    exit 1)."""
+    if raw.status != "optimal":
+        return None
+    return _cheapest_valid(builder, found, strict=True)
 
 
 def _decomposed(builder: ModelBuilder, budget: Budget, solver: str, threads: int | None,

@@ -56,17 +56,17 @@ def choose_pairs(blocks, orders: dict[int, list[int]], claimed: dict | None = No
     for w in sorted(orders, key=lambda w: (-float(blocks.workloads[w].level.sum()), w)):
         wb = blocks.workloads[w]
 
-        def spare(p):  # [M] room left less what the workload needs, month by month
-            return (pair_room(blocks, wb, p) - claimed.get(wb.pairs[p], 0.0)
-                    - peak_gpus(wb, p))
-
         order = orders[w]
         if not order:
             continue
-        fit = [p for p in order if (spare(p) >= 0).all()]
-        pair = fit[0] if fit else max(order, key=lambda p: (float(spare(p).min()), -p))
+        need = {p: peak_gpus(wb, p) for p in order}
+        # [M] room left less what the workload needs, month by month
+        spare = {p: pair_room(blocks, wb, p) - claimed.get(wb.pairs[p], 0.0) - need[p]
+                 for p in order}
+        fit = [p for p in order if (spare[p] >= 0).all()]
+        pair = fit[0] if fit else max(order, key=lambda p: (float(spare[p].min()), -p))
         out[w] = pair
-        claimed[wb.pairs[pair]] = claimed.get(wb.pairs[pair], 0.0) + peak_gpus(wb, pair)
+        claimed[wb.pairs[pair]] = claimed.get(wb.pairs[pair], 0.0) + need[pair]
     return out
 
 
@@ -137,11 +137,11 @@ def pair_room(blocks, wb, pair: int) -> np.ndarray:
             mine = np.flatnonzero(cm.committed_row == row)
             active = (cm.start[mine, None] <= months) \
                 & (months < (cm.start[mine] + cm.months[mine])[:, None])  # [n, M]
+            caps = cm.cap_row[mine]  # each commitment's offer's cap row (−1: no cap)
             room += blocks.existing[row]
-            room[active[cm.cap_row[mine] < 0].any(axis=0)] = np.inf
-            for cap in np.unique(cm.cap_row[mine][cm.cap_row[mine] >= 0]).tolist():
-                room += np.where(active[cm.cap_row[mine] == cap].any(axis=0),
-                                 float(cm.caps[cap]), 0.0)
+            room[active[caps < 0].any(axis=0)] = np.inf
+            for cap in np.unique(caps[caps >= 0]).tolist():
+                room += np.where(active[caps == cap].any(axis=0), float(cm.caps[cap]), 0.0)
         elif wb.payg_row[j] >= 0:
             room += np.where(months >= wb.first[j], float(blocks.payg_cap[wb.payg_row[j]]),
                              0.0)
