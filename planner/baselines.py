@@ -39,8 +39,22 @@ from planner.solve.whole import honest_gap, status_of
 
 PAYG = "pay-as-you-go only"
 SINGLE_GPU = "cheapest single GPU type"
-# unmet unit-hours within which a comparison plan counts as serving the same demand
+# unmet unit-hours within which a comparison plan counts as serving the same demand,
+# absolute and relative: float sums of ~1e8 unit-hours in another order differ by more
+# than 1e-6
 SAME_DEMAND = 1e-6
+SAME_DEMAND_REL = 1e-9
+
+
+def no_more_unmet(unmet: float, than: float) -> bool:
+    """Whether a plan leaving `unmet` unit-hours leaves no more than one leaving `than`,
+    within float noise."""
+    return unmet <= than + SAME_DEMAND + SAME_DEMAND_REL * abs(than)
+
+
+def same_unmet(a: float, b: float) -> bool:
+    """Whether two plans leave the same unit-hours unmet, within float noise."""
+    return no_more_unmet(a, b) and no_more_unmet(b, a)
 
 
 def cheapest_gpu_per_workload(scenario: Scenario,
@@ -152,7 +166,7 @@ def against(entries: list[dict], plan: Plan) -> list[dict]:
     total = plan.totals["total_cost_usd"]
     return [dict(e, saving_usd=e["total_cost_usd"] - total
                  if e["total_cost_usd"] is not None
-                 and e["unmet_unit_hours"] <= unmet + SAME_DEMAND else None)
+                 and no_more_unmet(e["unmet_unit_hours"], unmet) else None)
             for e in entries]
 
 

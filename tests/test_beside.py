@@ -202,3 +202,46 @@ def test_a_comparison_plan_may_use_what_the_plan_would_prune(tmp_path):
     assert got == {"pay-as-you-go only": (pytest.approx(150), 0),
                    "cheapest single GPU type": (pytest.approx(150), 0),
                    "on-demand from p1 only": (pytest.approx(200), 0)}
+
+
+def test_a_comparison_plans_figures_are_rounded_as_the_plans(tmp_path):
+    # 1.12345 units a month on one GPU of 1 unit, max_gpus 1: 0.12345 units × 100 hours =
+    # 12.345 unit-hours unmet in the plan and in a comparison plan alike; rounded to
+    # cents the comparison plan's had shown 12.35 beside the plan's 12.345, as if it left
+    # more unmet where its saving was stated because it does not
+    from solving import solve_tables
+
+    from planner.baselines import PAYG, against
+    from planner.report.json_out import plan_json
+
+    plan = solve_tables(tmp_path, scenario(
+        settings={"hours_per_month": 100, "horizon_months": 1},
+        throughput=[{"workload": "w", "gpu": "A", "units_per_gpu": 1}],
+        demand=[{"workload": "w", "period": "2027-01", "amount": 1.12345}],
+        offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 5,
+                 "max_gpus": 1}]))
+    t = plan.totals
+    assert t["unmet_unit_hours"] == pytest.approx(12.345)
+    entry = dict(name=PAYG, status="optimal", mip_gap=0.0, total_cost_usd=t["total_cost_usd"],
+                 objective_usd=t["objective_usd"], unmet_unit_hours=t["unmet_unit_hours"],
+                 unmet_penalty_usd=t["unmet_penalty_usd"])
+    out = plan_json(plan, baselines=against([entry], plan))
+    [b] = out["baselines"]
+    assert b["saving_usd"] == 0.0
+    assert b["unmet_unit_hours"] == out["unmet_unit_hours"] == pytest.approx(12.345, abs=1e-6)
+
+
+def test_like_for_like_within_float_noise():
+    # 98,511,691.425 unit-hours summed in another order differ in the last bits: the same
+    # demand, a saving stated; a unit-hour more is not
+    from types import SimpleNamespace
+
+    from planner.baselines import against
+
+    unmet = 98_511_691.425
+    plan = SimpleNamespace(totals={"unmet_unit_hours": unmet, "total_cost_usd": 100.0})
+    entries = [{"name": "noise", "total_cost_usd": 90.0, "unmet_unit_hours": unmet + 1.5e-5},
+               {"name": "more", "total_cost_usd": 80.0, "unmet_unit_hours": unmet + 1.0}]
+    noise, more = against(entries, plan)
+    assert noise["saving_usd"] == -10.0
+    assert more["saving_usd"] is None

@@ -11,7 +11,7 @@ from openpyxl import Workbook
 from openpyxl.chart import BarChart, Reference
 from openpyxl.styles import Font
 
-from planner.baselines import SAME_DEMAND
+from planner.baselines import no_more_unmet, same_unmet
 from planner.io.scenario import Scenario
 from planner.report.plan import COST_KEYS, warning_lines
 from planner.report.workbook import (
@@ -187,7 +187,7 @@ def _comparison_row(v: Variant, scales: list[float], c) -> tuple[list, list[str]
         if x < 1:
             values.append(stressed.get("idle_committed_usd"))
             continue
-        short = (stressed.get("unmet_unit_hours") or 0) > t["unmet_unit_hours"] + SAME_DEMAND
+        short = not no_more_unmet(stressed.get("unmet_unit_hours") or 0, t["unmet_unit_hours"])
         if short:
             notes.append(f"top-up not stated: at {x:g}× demand its commitments with "
                          f"pay-as-you-go leave {stressed['unmet_unit_hours']:,.1f} "
@@ -223,7 +223,7 @@ def _savings(sh: Sheet, rows: list[tuple[Variant, int]], note: dict[int, list[st
             continue
         unmet = v.plan.totals["unmet_unit_hours"]
         alike = [(total, row) for total, left, row in payg
-                 if abs(left - unmet) <= SAME_DEMAND]
+                 if same_unmet(left, unmet)]
         if not alike:
             note[r].insert(0, f"no saving stated: it leaves {unmet:,.1f} unit-hours unmet, "
                               "pay-as-you-go only " + " or ".join(
