@@ -204,3 +204,38 @@ def test_a_solves_safety_stop_comes_by_the_commands_own():
     solve = Budget.of_work(100.0, command.wall_end_epoch())
     assert solve.wall_left() == pytest.approx(command.wall_left(), abs=0.05)
     assert Budget.of_work(100.0).wall_left() == pytest.approx(151.0, abs=0.05)
+
+
+def test_branch_and_bound_is_not_started_where_its_root_node_would_not_fit(tmp_path,
+                                                                           monkeypatch):
+    # HiGHS's root reduced-cost fixing walks each integer column's values, up to 1,000
+    # of them, and no time limit stops it: a 12x7x5 market under a plan's commitments,
+    # given 1.1 s, took 2.7 s. Where the root would not fit, the decomposition plans alone.
+    from scenarios import scenario, write_csv
+
+    from planner.check import check_plan
+    from planner.model.builder import ModelBuilder
+    from planner.model.candidates import find_candidates
+    from planner.model.graph import Transit
+    from planner.solve import pipeline, whole
+
+    def domain(amount):
+        # one workload, 1 unit a GPU, replicas of one GPU: one replica column whose upper
+        # bound is the month's whole load, `amount` replicas
+        s = load_scenario(write_csv(tmp_path / f"d{amount}", scenario(
+            settings={"hours_per_month": 100},
+            throughput=[{"workload": "w", "gpu": "A", "units_per_gpu": 1}],
+            demand=[{"workload": "w", "period": "2027-01", "amount": amount}])))
+        return whole.integer_domain(ModelBuilder(s, find_candidates(s, Transit(s))).build())
+
+    assert domain(7) == 7
+    assert domain(5000) == whole.DOMAIN_WALKED == 1000
+
+    s = _one_replica(tmp_path)
+    run = pipeline.plan_scenario(s, budget=Budget.of_work(10.0))
+    assert run.result.termination == "optimal"  # a root of 1 value fits its 7.5 s
+    monkeypatch.setattr(whole, "root_node_s", lambda domain: 8.0)  # over its 7.5 s
+    run = pipeline.plan_scenario(s, budget=Budget.of_work(10.0))
+    assert run.result.termination.startswith("branch and bound: not run")
+    assert run.plan.totals["objective_usd"] == pytest.approx(200.0)  # the decomposition's
+    assert check_plan(s, run.plan) == []

@@ -64,7 +64,7 @@ def whole_instances(builder: ModelBuilder, solution: Solution, solver: str,
         model = builder.build(cells=cells)
         budget.spend(build_s(len(cells)))
         raw = solve_after_plan(model, solver, max(budget.left(), 1.0), budget, 1e-4,
-                               threads)
+                               threads, only_way=not found)
         if raw.has_solution:
             found.append(Solution.of_model(model))
     if not found:

@@ -31,6 +31,8 @@ from planner.solve.whole import (
     SolveResult,
     _version,
     honest_gap,
+    not_run,
+    root_fits,
     solve_after_plan,
     solve_within,
     status_of,
@@ -194,7 +196,10 @@ def _whole(builder: ModelBuilder, solver: str, budget: Budget, gap: float,
     wall = budget.wall_left() * share
     if fallback:
         wall = min(wall, wall_stop_after_plan_s(seconds))
-    raw = solve_within(model, solver, seconds, wall, asked, threads)
+    if fallback and not root_fits(model, seconds):
+        raw = not_run(solver, seconds)  # the decomposition has the whole budget
+    else:
+        raw = solve_within(model, solver, seconds, wall, asked, threads)
     budget.spend(raw.work_s)
     found = [Solution.of_model(model)] if raw.has_solution else []
     bound = raw.bound if raw.bound is not None else (

@@ -20,6 +20,7 @@ from planner.solve.budget import LEAST_LIMIT_S
 from planner.solve.work import (
     branch_and_bound_s,
     nodes_within,
+    root_node_s,
     wall_stop_after_plan_s,
     wall_stop_s,
 )
@@ -97,12 +98,43 @@ def solve_within(model: PlanningModel, solver: str, seconds: float, wall: float,
     return raw
 
 
+# the most values of one integer column HiGHS's root reduced-cost fixing walks
+DOMAIN_WALKED = 1000
+
+
+def integer_domain(model: PlanningModel) -> float:
+    """The values `model`'s integer columns span in all, each counted up to
+    DOMAIN_WALKED (planner.solve.work.root_node_s)."""
+    return float(sum(min(DOMAIN_WALKED, (v.upBound if v.upBound is not None else math.inf)
+                         - (v.lowBound or 0.0))
+                     for v in model.prob.variables() if v.cat == pulp.LpInteger))
+
+
+def root_fits(model: PlanningModel, seconds: float) -> bool:
+    """Whether branch and bound given `seconds` would get through its root node: short of
+    it, its plan is at best a heuristic's and its stop may come seconds late
+    (planner.solve.work.root_node_s), where the decomposition plans in a fraction of
+    that."""
+    return root_node_s(integer_domain(model)) <= seconds
+
+
+def not_run(solver: str, seconds: float) -> SolveResult:
+    """Branch and bound not started: its root node would take longer than `seconds`."""
+    return SolveResult(solver=solver, status="no_solution", has_solution=False,
+                       termination=f"not run (its root node would take over {seconds:.1f} s)",
+                       objective=None, bound=None, gap=None, seconds=0.0)
+
+
 def solve_after_plan(model: PlanningModel, solver: str, seconds: float, budget,
-                     gap: float, threads: int | None) -> SolveResult:
+                     gap: float, threads: int | None, only_way: bool = False
+                     ) -> SolveResult:
     """`solve_within` for branch and bound that can only improve a plan made already
     (the instance repair, the whole model after the decomposition): stopped on the wall
     clock soon after its `seconds` (planner.solve.work.wall_stop_after_plan_s) or at
-    `budget`'s safety stop; its work is spent on `budget`."""
+    `budget`'s safety stop, not started where its root node would not fit (`root_fits`)
+    unless it is the `only_way` to a plan; its work is spent on `budget`."""
+    if not only_way and not root_fits(model, seconds):
+        return not_run(solver, seconds)
     raw = solve_within(model, solver, seconds,
                        min(budget.wall_left(), wall_stop_after_plan_s(seconds)), gap, threads)
     budget.spend(raw.work_s)
