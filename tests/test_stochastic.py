@@ -235,6 +235,29 @@ def test_no_fresh_sample_is_evaluated_past_the_time(tmp_path):
         assert out_of_sample(result, s, fresh, Budget(30), alone)["samples"] == 4
 
 
+def test_fresh_samples_are_evaluated_within_the_time_they_have(monkeypatch):
+    # 1.8 s of room, a solve needing 0.51 s and taking 0.05 s beyond its limit: counted at
+    # the need, three fit, but each evaluation is given at least EVALUATION_S (1 s), so
+    # one fits, at 1.75 s (three at 1 s had spent 3.15 s of the 1.8)
+    from types import SimpleNamespace
+
+    import planner.stochastic.result as result_module
+
+    monkeypatch.setattr(result_module, "apply", lambda scenario, fresh: fresh)
+
+    class Spent:
+        def map(self, fn, tasks):  # each evaluation takes its limit and the overhead
+            return [{"objective_usd": 1.0, "task_s": task[3] + 0.05} for task in tasks]
+
+    result = SimpleNamespace(need_s=0.51, overhead_s=0.05, alpha=0.9, expected_cost_usd=1.0,
+                             chosen=SimpleNamespace(commitments={}))
+    fresh = tuple(SimpleNamespace(probability=0.25) for _ in range(4))
+    budget = Budget.of_work(1.8)  # on the work clock: what the evaluations spent
+    check = out_of_sample(result, None, fresh, budget, Spent())
+    assert check["samples"] == 1
+    assert budget.left() >= -1e-9
+
+
 def test_later_solves_get_the_time_the_first_ones_needed_to_plan():
     # wait-and-see solves given 10 s would have made their plans from the LP with 3 s and
     # 8 s: later solves get more than 8 s; one that made none within its 10 s: more
