@@ -107,7 +107,7 @@ def integer_domain(model: PlanningModel) -> float:
     DOMAIN_WALKED (planner.solve.work.root_node_s)."""
     return float(sum(min(DOMAIN_WALKED, (v.upBound if v.upBound is not None else math.inf)
                          - (v.lowBound or 0.0))
-                     for v in model.prob.variables() if v.cat == pulp.LpInteger))
+                     for v in model.integer_variables() if v.cat != pulp.LpContinuous))
 
 
 def root_fits(model: PlanningModel, seconds: float) -> bool:
