@@ -488,3 +488,24 @@ def test_offers_take_the_scenarios_own_spelling_of_a_gpu_type(tmp_path, small_ca
     assert [r["gpu"] for r in _rows(scn / "gpus.csv")] == ["h100"]  # none added
     res = CliRunner().invoke(app, ["validate", str(scn)])
     assert "unknown gpu" not in res.output, res.output
+
+
+def test_a_price_read_again_on_a_later_date_is_said(tmp_path, small_catalog):
+    # the same catalog read a month later: no price moved, but every row imported is
+    # dated anew, and the command says so (it had said nothing had changed)
+    scn = tmp_path / "scn"
+    _write(scn / "market" / "regions.csv",
+           "cloud,catalog_region,region,site\nacme,east,acme-east,nyc\n")
+    _imported(scn, small_catalog)
+    res = CliRunner().invoke(app, ["market", "import", str(scn), "--catalog",
+                                   str(small_catalog), "--price-date", "2026-12-01"])
+    assert res.exit_code == 0, res.output
+    out = " ".join(res.output.split())
+    assert "the same price, dated anew (2):" in out
+    assert "acme-east/H100/on_demand 2026-11-01 → 2026-12-01" in out
+    assert "0 price(s) up, 0 down" in out
+    assert {r["price_date"] for r in _offers(scn).values()} == {"2026-12-01"}
+    # read again on the same date: nothing to say
+    res = CliRunner().invoke(app, ["market", "import", str(scn), "--catalog",
+                                   str(small_catalog), "--price-date", "2026-12-01"])
+    assert "dated anew" not in res.output

@@ -179,6 +179,7 @@ def market_import(
     for title, items in (("added", changes.added), ("removed", changes.removed),
                          ("price up", changes.price_up), ("price down", changes.price_down),
                          ("instance size", changes.resized),
+                         ("the same price, dated anew", changes.redated),
                          ("set by a rule", changes.ruled),
                          ("kept (your own row)", changes.kept_yours),
                          ("GPU types added", changes.gpus_added),

@@ -71,6 +71,7 @@ class Changes:
     regions_placed: list[str] = field(default_factory=list)
     resized: list[str] = field(default_factory=list)
     ruled: list[str] = field(default_factory=list)  # cells a rule changed
+    redated: list[str] = field(default_factory=list)  # the same price, read on a new date
 
 
 @dataclass
@@ -495,6 +496,9 @@ def _merge_offers(offers: _Table, fresh: dict[tuple, dict], changes: Changes,
             changes.price_up.append(f"{_label(row)} {old_price:g} → {price:g}")
         elif price < old_price - 1e-9:
             changes.price_down.append(f"{_label(row)} {old_price:g} → {price:g}")
+        elif (row.get("price_date") or "") != new["price_date"]:
+            changes.redated.append(f"{_label(row)} {row.get('price_date') or 'undated'} → "
+                                   f"{new['price_date']}")
         if new["gpus_per_instance"] != (row.get("gpus_per_instance") or "1"):
             changes.resized.append(f"{_label(row)} {row.get('gpus_per_instance') or '1'} → "
                                    f"{new['gpus_per_instance']} GPUs an instance")
