@@ -328,3 +328,29 @@ def test_the_saving_is_against_single_gpus_where_they_are_sold(tmp_path):
                  "commit_months": 3}]))
     [c] = plan_json(plan)["commitments"]
     assert c["gpus"] == 1 and c["monthly_saving_usd"] == pytest.approx(160)
+
+
+def test_the_json_gap_is_the_one_its_own_figures_state(tmp_path):
+    # SPEC §4 v2: mip_gap = (objective_usd − bound_usd) / (objective_usd −
+    # unservable_penalty_usd). The plan of the first test costs $1,700; a bound of
+    # $1,695.004999 is printed $1,695.00, so the gap stated is 5.00 / 1,700, not the
+    # 4.995001 / 1,700 its unrounded figures give (the fourth digit apart)
+    import dataclasses
+
+    from planner.solve.whole import honest_gap
+
+    plan = solve_tables(tmp_path, scenario(
+        settings=H, throughput=ONE, demand=demand(range(4)),
+        offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 5},
+                {"region": "r1", "gpu": "A", "term": "reserved", "usd_per_gpu_hour": 1,
+                 "commit_months": 12, "upfront_usd_per_gpu": 500}]))
+    objective = plan.totals["objective_usd"]
+    assert objective == pytest.approx(1700)
+    bound = objective - 4.995001
+    plan = dataclasses.replace(plan, result=dataclasses.replace(
+        plan.result, bound=bound, gap=honest_gap(objective, bound, 0.0)))
+    out = plan_json(plan)
+    assert out["bound_usd"] == 1695.0
+    assert out["mip_gap"] == (out["objective_usd"] - out["bound_usd"]) / (
+        out["objective_usd"] - out["unservable_penalty_usd"])
+    assert out["mip_gap"] == pytest.approx(5.0 / 1700, rel=1e-12)
