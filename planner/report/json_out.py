@@ -64,25 +64,26 @@ def plan_json(plan: Plan, seconds: float | None = None,
              units=_r(u.units), unit_hours=_r(u.unit_hours), reason=u.reason)
         for u in records(plan.unmet)
     ]
+    # the figures the gap is stated on, as printed
+    objective, unservable = _r(t["objective_usd"], 2), _r(t["unservable_penalty_usd"], 2)
+    bound = None if result.bound is None else _r(result.bound, 2)
     return {
         "scenario": plan.scenario.name,
         "input_hash": plan.scenario.content_hash(),
         "status": result.status,
         "termination": result.termination,
         "solver": result.solver,
-        "objective_usd": _r(t["objective_usd"], 2),
+        "objective_usd": objective,
         "total_cost_usd": _r(t["total_cost_usd"], 2),
         "discounted_total_cost_usd": _r(t["discounted_total_cost_usd"], 2),
         "cost_by_term_usd": {k: _r(t["cost_by_term_usd"][k], 2) for k in COST_KEYS},
         "egress_usd": _r(t["egress_usd"], 2),
         "unmet_unit_hours": _r(t["unmet_unit_hours"]),
         "unmet_penalty_usd": _r(t["unmet_penalty_usd"], 2),
-        "mip_gap": _gap(result, _r(t["objective_usd"], 2),
-                        None if result.bound is None else _r(result.bound, 2),
-                        _r(t["unservable_penalty_usd"], 2)),
-        "bound_usd": None if result.bound is None else _r(result.bound, 2),
+        "mip_gap": _gap(result, objective, bound, unservable),
+        "bound_usd": bound,
         "unservable_unit_hours": _r(t["unservable_unit_hours"]),
-        "unservable_penalty_usd": _r(t["unservable_penalty_usd"], 2),
+        "unservable_penalty_usd": unservable,
         "effective_savings_rate": None if savings["effective_savings_rate"] is None
         else _r(savings["effective_savings_rate"], 6),
         "on_demand_equivalent_usd": _r(savings["on_demand_equivalent_usd"], 2),
