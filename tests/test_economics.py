@@ -23,12 +23,17 @@ def demand(months, amount=1):
     return [{"workload": "w", "period": f"2027-{m + 1:02d}", "amount": amount} for m in months]
 
 
-def test_a_reservation_used_for_four_of_its_twelve_months(tmp_path):
-    plan = solve_tables(tmp_path, scenario(
+def _reserved_for_four_months(tmp_path):
+    """The module's case: one GPU reserved for 12 months, used in months 0-3 ($1,700)."""
+    return solve_tables(tmp_path, scenario(
         settings=H, throughput=ONE, demand=demand(range(4)),
         offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 5},
                 {"region": "r1", "gpu": "A", "term": "reserved", "usd_per_gpu_hour": 1,
                  "commit_months": 12, "upfront_usd_per_gpu": 500}]))
+
+
+def test_a_reservation_used_for_four_of_its_twelve_months(tmp_path):
+    plan = _reserved_for_four_months(tmp_path)
     out = plan_json(plan)
     [c] = out["commitments"]
     assert (c["start_month"], c["gpus"], c["obligation_usd"]) == ("2027-01", 1, 1700)
@@ -332,18 +337,14 @@ def test_the_saving_is_against_single_gpus_where_they_are_sold(tmp_path):
 
 def test_the_json_gap_is_the_one_its_own_figures_state(tmp_path):
     # SPEC §4 v2: mip_gap = (objective_usd − bound_usd) / (objective_usd −
-    # unservable_penalty_usd). The plan of the first test costs $1,700; a bound of
+    # unservable_penalty_usd). The module's plan costs $1,700; a bound of
     # $1,695.004999 is printed $1,695.00, so the gap stated is 5.00 / 1,700, not the
     # 4.995001 / 1,700 its unrounded figures give (the fourth digit apart)
     import dataclasses
 
     from planner.solve.whole import honest_gap
 
-    plan = solve_tables(tmp_path, scenario(
-        settings=H, throughput=ONE, demand=demand(range(4)),
-        offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 5},
-                {"region": "r1", "gpu": "A", "term": "reserved", "usd_per_gpu_hour": 1,
-                 "commit_months": 12, "upfront_usd_per_gpu": 500}]))
+    plan = _reserved_for_four_months(tmp_path)
     objective = plan.totals["objective_usd"]
     assert objective == pytest.approx(1700)
     bound = objective - 4.995001
