@@ -148,8 +148,8 @@ def sign_if_cheaper(draft: Draft, row: int, adds: dict[int, float], payers: dict
     commitments and every pool's plan there are put back. `payers`: (month, segment) →
     the pools paying for pay-as-you-go GPUs there."""
     cm = draft.b.commitments
-    months = set().union(*(range(int(cm.start[n]), int(cm.start[n] + cm.months[n]))
-                           for n in adds))
+    active = cm.active_months(draft.b.months, np.array(sorted(adds), dtype=int))
+    months = set(np.flatnonzero(active.any(axis=0)).tolist())
     cells = sorted(cell for cell in payers if cell[0] in months)
     before = draft.running_cost()
     kept = {(m, k, pool): draft.pools[(m, k, pool)] for m, k in cells
