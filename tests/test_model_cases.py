@@ -403,6 +403,13 @@ def test_a_plan_not_made_by_the_solver_asked_for_says_so(tmp_path, monkeypatch):
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, res.output
     assert "warning: the plan is highs's, not cbc's" in res.output
+    # a small model whose branch and bound is not started (its root would not fit): the
+    # decomposition's plan, HiGHS's too (it had been stated CBC's, though CBC never ran)
+    monkeypatch.undo()
+    monkeypatch.setattr("planner.solve.whole.root_node_s", lambda domain: 1e9)
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert "warning: the plan is highs's, not cbc's" in res.output
 
 
 def test_unmet_reasons_know_single_region_spot_share_and_gpu_types(tmp_path):

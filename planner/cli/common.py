@@ -113,14 +113,16 @@ def _load(path: Path):
 
 def _warn_solver(asked: str, used: str) -> None:
     """Say so when the solver asked for did not make the plan: CBC solves models of up
-    to WHOLE_CELLS supply cells whole; larger ones go through the decomposition, whose
+    to WHOLE_CELLS supply cells whole, where its branch and bound has the time for its
+    root node and its plan is the cheaper; else the plan is the decomposition's, whose
     LPs and MIPs HiGHS solves."""
     if asked != used:
         from planner.solve.pipeline import WHOLE_CELLS
 
-        warn(f"the plan is {used}'s, not {asked}'s: {asked} solves "
-             f"models of up to {WHOLE_CELLS:,} supply cells whole; this one is planned "
-             f"by the decomposition, whose LPs and MIPs {used} solves")
+        warn(f"the plan is {used}'s, not {asked}'s: {asked} solves models of up to "
+             f"{WHOLE_CELLS:,} supply cells whole, where its branch and bound has the time "
+             f"and makes the cheaper plan; this one is the decomposition's, whose LPs and "
+             f"MIPs {used} solves")
 
 
 def _check_solver_options(solver, time_limit, gap) -> None:

@@ -217,21 +217,24 @@ def _whole(builder: ModelBuilder, solver: str, budget: Budget, gap: float,
     solution, objective = standing or _cheapest_valid(builder, found)
     if len(found) > 1:  # each turned into tables and checked
         budget.spend(solution_tables_s(solution, 2 * len(found)))
-    if raw.has_solution and solution is found[0]:
+    stands = raw.has_solution and solution is found[0]  # branch and bound's plan
+    if stands:
         objective = min(raw.objective, objective)
     value = None if bound is None else honest_gap(objective, bound, builder.unservable_usd)
     status = status_of(value, gap)
     if not raw.has_solution:
         termination = f"branch and bound: {raw.termination}; the decomposition's plan"
-    elif solution is found[0]:
+    elif stands:
         termination = raw.termination
     else:
         termination = f"{raw.termination}; the decomposition's plan (branch and bound's " \
             "was dearer)"
+    # the solver that made the plan: the decomposition's LPs and MIPs are HiGHS's
     result = SolveResult(
-        solver=raw.solver, status=status, termination=termination, has_solution=True,
-        objective=objective, bound=bound, gap=value, seconds=raw.seconds,
-        version=raw.version, unservable_usd=builder.unservable_usd)
+        solver=raw.solver if stands else "highs", status=status, termination=termination,
+        has_solution=True, objective=objective, bound=bound, gap=value,
+        seconds=raw.seconds, version=raw.version if stands else _version("highs"),
+        unservable_usd=builder.unservable_usd)
     return solution, result
 
 
