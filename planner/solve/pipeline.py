@@ -31,8 +31,7 @@ from planner.solve.whole import (
     SolveResult,
     _version,
     honest_gap,
-    not_run,
-    root_fits,
+    short_of_root,
     solve_after_plan,
     solve_within,
     status_of,
@@ -196,10 +195,9 @@ def _whole(builder: ModelBuilder, solver: str, budget: Budget, gap: float,
     wall = budget.wall_left() * share
     if fallback:
         wall = min(wall, wall_stop_after_plan_s(seconds))
-    if fallback and not root_fits(model, seconds):
-        raw = not_run(solver, seconds)  # the decomposition has the whole budget
-    else:
-        raw = solve_within(model, solver, seconds, wall, asked, threads)
+    # where its root would not fit, the decomposition has the whole budget
+    raw = (short_of_root(model, solver, seconds) if fallback else None) \
+        or solve_within(model, solver, seconds, wall, asked, threads)
     budget.spend(raw.work_s)
     found = [Solution.of_model(model)] if raw.has_solution else []
     bound = raw.bound if raw.bound is not None else (

@@ -110,18 +110,17 @@ def integer_domain(model: PlanningModel) -> float:
                      for v in model.integer_variables() if v.cat != pulp.LpContinuous))
 
 
-def root_fits(model: PlanningModel, seconds: float) -> bool:
-    """Whether branch and bound given `seconds` would get through its root node: short of
-    it, its plan is at best a heuristic's and its stop may come seconds late
-    (planner.solve.work.root_node_s), where the decomposition plans in a fraction of
-    that."""
-    return root_node_s(integer_domain(model)) <= seconds
-
-
-def not_run(solver: str, seconds: float) -> SolveResult:
-    """Branch and bound not started: its root node would take longer than `seconds`."""
+def short_of_root(model: PlanningModel, solver: str, seconds: float) -> SolveResult | None:
+    """Branch and bound not started, where given `seconds` it would not get through its
+    root node (planner.solve.work.root_node_s): short of it, its plan is at best a
+    heuristic's and its stop may come seconds late, where the decomposition plans in a
+    fraction of that. None where the root fits."""
+    root = root_node_s(integer_domain(model))
+    if root <= seconds:
+        return None
     return SolveResult(solver=solver, status="no_solution", has_solution=False,
-                       termination=f"not run (its root node would take over {seconds:.1f} s)",
+                       termination=f"not run (its root node is reckoned at {root:.1f} s, "
+                                   f"over the {seconds:.1f} s it had)",
                        objective=None, bound=None, gap=None, seconds=0.0)
 
 
@@ -131,10 +130,12 @@ def solve_after_plan(model: PlanningModel, solver: str, seconds: float, budget,
     """`solve_within` for branch and bound that can only improve a plan made already
     (the instance repair, the whole model after the decomposition): stopped on the wall
     clock soon after its `seconds` (planner.solve.work.wall_stop_after_plan_s) or at
-    `budget`'s safety stop, not started where its root node would not fit (`root_fits`)
-    unless it is the `only_way` to a plan; its work is spent on `budget`."""
-    if not only_way and not root_fits(model, seconds):
-        return not_run(solver, seconds)
+    `budget`'s safety stop, not started where its root node would not fit
+    (`short_of_root`) unless it is the `only_way` to a plan; its work is spent on
+    `budget`."""
+    skipped = None if only_way else short_of_root(model, solver, seconds)
+    if skipped is not None:
+        return skipped
     raw = solve_within(model, solver, seconds,
                        min(budget.wall_left(), wall_stop_after_plan_s(seconds)), gap, threads)
     budget.spend(raw.work_s)
