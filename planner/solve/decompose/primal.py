@@ -135,8 +135,7 @@ def pair_room(blocks, wb, pair: int) -> np.ndarray:
         if wb.committed_row[j] >= 0:
             row = wb.committed_row[j]
             mine = np.flatnonzero(cm.committed_row == row)
-            active = (cm.start[mine, None] <= months) \
-                & (months < (cm.start[mine] + cm.months[mine])[:, None])  # [n, M]
+            active = cm.active_months(blocks.months, mine)  # [n, M]
             caps = cm.cap_row[mine]  # each commitment's offer's cap row (−1: no cap)
             room += blocks.existing[row]
             room[active[caps < 0].any(axis=0)] = np.inf
