@@ -40,6 +40,12 @@ def epoch_of(moment: float) -> float:
     return time.time() + moment - time.perf_counter()
 
 
+def moment_of(epoch: float) -> float:
+    """A time.time() `epoch` (from another process, `epoch_of`) as a moment on this
+    process's perf_counter."""
+    return time.perf_counter() + epoch - time.time()
+
+
 class Work:
     """The work clock: seconds reckoned from the work done (`add`), the same on every
     run of the same steps."""
@@ -81,7 +87,7 @@ class Budget:
         44.7 s at --time-limit 30 where branch and bound outran its reckoning)."""
         wall_end = time.perf_counter() + SOLVE_WALL * seconds + 1.0
         if stop_by is not None:
-            wall_end = min(wall_end, time.perf_counter() + stop_by - time.time())
+            wall_end = min(wall_end, moment_of(stop_by))
         return cls(seconds, work=Work(), wall_end=wall_end)
 
     def reckoned(self, spent: float) -> "Budget":
