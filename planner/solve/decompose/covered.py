@@ -12,6 +12,7 @@ $26.26 M, with its 5,127 cover cuts $26.41 M; 3.5 s of HiGHS).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,26 +33,37 @@ def covered_bound(builder, seconds: float | None = None,
                   wall: float | None = None) -> Covered:
     """The LP relaxation of `builder`'s whole model with its cover cuts, within `seconds`
     of work (None: to its optimum, as a replay) and `wall` seconds on the wall clock (a
-    safety stop): its optimum is a valid bound; an LP stopped short gives none."""
+    safety stop): its optimum is a valid bound; an LP stopped short gives none.
+
+    The LP is solved first without the cuts, then with them from its basis (the dual
+    simplex, the cuts' rows all that is infeasible there): the default scenario 48 k
+    iterations and then 3 k where the LP with its cuts from scratch took 63 k, in 9.5 s
+    against 22.8 s on a slower machine whose large LPs ran 3-5 times the project's."""
     import highspy
 
     model = builder.build()
     prob = model.prob
     work = build_s(builder.cell_count)
     h = relaxed_highs(prob)
-    cuts = add_cuts(h, cover_cuts(builder, model))
-    nonzeros, columns, rows = h.getNumNz(), h.getNumCol(), h.getNumRow()
     if seconds is not None:
-        h.setOptionValue("simplex_iteration_limit", lp_iterations_within(
-            max(0.0, seconds - work), nonzeros, columns, rows, False))
         wall = min(wall if wall is not None else float("inf"), wall_stop_s(seconds))
-    if wall is not None:
-        h.setOptionValue("time_limit", max(0.1, wall))
-    h.run()
-    iterations = h.getInfo().simplex_iteration_count
-    work += lp_s(iterations, nonzeros, columns, rows, False)
-    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-        return Covered(None, cuts, work if seconds is None else max(work, seconds))
+    cuts = 0
+    for solve in ("the LP", "the LP with its cuts"):
+        if solve != "the LP":
+            cuts = add_cuts(h, cover_cuts(builder, model))
+        size = h.getNumNz(), h.getNumCol(), h.getNumRow()
+        if seconds is not None:
+            h.setOptionValue("simplex_iteration_limit", lp_iterations_within(
+                max(0.0, seconds - work), *size, False))
+        if wall is not None:  # what the first solve left of the wall-clock stop
+            h.setOptionValue("time_limit", max(0.1, wall))
+        started = time.perf_counter()
+        h.run()
+        if wall is not None:
+            wall -= time.perf_counter() - started
+        work += lp_s(h.getInfo().simplex_iteration_count, *size, False)
+        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            return Covered(None, cuts, work if seconds is None else max(work, seconds))
     bound = h.getInfo().objective_function_value + prob.objective.constant
     return Covered(bound, cuts, work)
 
