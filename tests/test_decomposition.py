@@ -29,6 +29,7 @@ from planner.model.candidates import find_candidates
 from planner.report.plan import extract_plan
 from planner.solve.budget import Budget
 from planner.solve.decompose import ascent as ascent_module
+from planner.solve.decompose import covered as covered_module
 from planner.solve.decompose import dual as dual_module
 from planner.solve.decompose import method as method_module
 from planner.solve.decompose import pricing as pricing_module
@@ -137,6 +138,37 @@ def test_cover_cuts_lift_the_bound_by_hand(tmp_path, second_gpu, penalty, lp, bo
     again = decompose(ModelBuilder(s, find_candidates(s)), Budget(0.0), gap=1e-9,
                       rounds=run.rounds)
     assert again.bound == run.bound and again.solution == run.solution
+
+
+@pytest.mark.parametrize("stopped", ["the LP", "the LP with its cuts"])
+def test_a_cover_lp_stopped_in_either_solve_gives_no_bound(tmp_path, monkeypatch, stopped):
+    """The LP with cover cuts is solved in two: the LP, then its cuts added and solved
+    from the LP's basis. Either stopped short (no iterations left) gives no bound — the
+    LP's value alone would pass for the cuts' — and is charged all it was given; run to
+    the end it is $200, the optimum (`test_cover_cuts_lift_the_bound_by_hand`)."""
+    s = _cover_case(tmp_path, False)
+    assert covered_module.covered_bound(ModelBuilder(s, find_candidates(s))).bound == \
+        pytest.approx(200.0)
+    solves = []
+
+    def within(*args):
+        solves.append(len(solves))
+        return 0 if len(solves) == ["the LP", "the LP with its cuts"].index(stopped) + 1 \
+            else 10_000
+
+    monkeypatch.setattr(covered_module, "lp_iterations_within", within)
+    # no presolve: it would solve the one-column LP without a simplex iteration
+    presolved = covered_module.relaxed_highs
+    monkeypatch.setattr(covered_module, "relaxed_highs", lambda prob: _no_presolve(
+        presolved(prob)))
+    covered = covered_module.covered_bound(ModelBuilder(s, find_candidates(s)), 5.0)
+    assert covered.bound is None and covered.work_s == 5.0
+    assert len(solves) == (1 if stopped == "the LP" else 2)
+
+
+def _no_presolve(h):
+    h.setOptionValue("presolve", "off")
+    return h
 
 
 def test_cover_cuts_wait_for_the_lp_relaxation_and_a_small_model(tmp_path, monkeypatch):
