@@ -112,16 +112,20 @@ def _cover_case(tmp_path, second_gpu: bool, penalty: float = 1000.0):
 
 
 @pytest.mark.parametrize("second_gpu, penalty, lp, bound, optimum", [
-    (False, 1000.0, 150.0, 200.0, 200.0), (True, 1000.0, 150.0, 156.25, 180.0),
+    (False, 1000.0, 150.0, 200.0, 200.0), (True, 1000.0, 150.0, 2700 / 17, 180.0),
     (False, 0.12, 150.0, 160.0, 160.0)])
 def test_cover_cuts_lift_the_bound_by_hand(tmp_path, second_gpu, penalty, lp, bound,
                                            optimum):
     """One GPU type: the LP relaxation runs 1.5 replicas of A ($150); the cover cut
     (R = 15 / 10 = 1.5, f = 0.5) says replicas + unmet / 5 ≥ 2: the bound is $200, the
     optimum. With B as well (ρ_B = 4 / 10, its coefficient min(0.4, 0.5) / 0.5 = 0.8):
-    the LP still serves on A ($10 a unit against B's $11.25), $150; with the cut
+    the LP still serves on A ($10 a unit against B's $11.25), $150; with A's cut alone
     (a + 0.8 b ≥ 2 beside 10 a + 4 b ≥ 15) a = 1, b = 1.25: $100 + $56.25 = $156.25;
-    the optimum is 4 replicas of B, $180 (2 of A $200, 1 of A and 2 of B $190). With
+    B's cut (divisor 4: R = 3.75, f = 0.75; ρ_A = 2.5 gives 2 + 0.5 / 0.75) says
+    8/3 a + b ≥ 4, which that point misses (3.92): with both, a + 0.8 b = 2 and
+    8/3 a + b = 4 meet at a = 18/17, b = 20/17 (10 a + 4 b = 15.3), $1,800 / 17 +
+    $900 / 17 = $158.82; the other corners cost more ($180 at b = 4, $200 at a = 2).
+    The optimum is 4 replicas of B, $180 (2 of A $200, 1 of A and 2 of B $190). With
     unmet demand at $0.12 a unit-hour ($12 a unit, A's $10): the LP serves all ($150);
     with the cut (10 a + u ≥ 15, a + u / 5 ≥ 2) a = 1, u = 5: $100 + $60 = $160, the
     optimum (2 replicas $200, all unmet $180) — a cut without its unmet term would

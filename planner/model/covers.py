@@ -6,13 +6,19 @@ workload's, in a month and segment) needs a fraction of the largest replica in i
 reach, every plan pays for the rest of that replica, or for smaller ones that cover it,
 or leaves units unmet. Mixed-integer rounding (MIR) of the row that says so,
 
-    Σ_j ρ_j · replicas_j + unmet / c ≥ R,     c = max_j c_j,  ρ_j = c_j / c,  R = level / c
+    Σ_j ρ_j · replicas_j + unmet / c ≥ R,     ρ_j = c_j / c,  R = level / c
 
 (c_j: units of the workload one replica at source j in its reach delivers; the pool's
-replicas there, which its other workloads may fill too; whole replicas_j), gives, with
-f = frac(R) > 0,
+replicas there, which its other workloads may fill too; whole replicas_j; c > 0 any
+divisor), gives, with f = frac(R) > 0,
 
     Σ_j (⌊ρ_j⌋ + min(frac ρ_j, f) / f) · replicas_j + unmet / (c · f) ≥ ⌈R⌉.
+
+Each replica size in reach is a divisor, the largest first. A smaller one sees what the
+largest's cut does not: 15 units on replicas of A (10 units, $100) or B (4, $45), the
+largest's cut A + 0.8 B ≥ 2 leaves the LP at A = 1, B = 1.25 ($156.25); B's (R = 3.75,
+f = 0.75, ρ_A = 2.5) 8/3 A + B ≥ 4 cuts that point off: A = 18/17, B = 20/17,
+$2,700 / 17 = $158.82 (the optimum $180).
 
 A single-region workload runs on the one (region, GPU type) pair it chooses; per pair,
 the same cut over that pair's sources holds where the pair is chosen, so its right-hand
@@ -24,10 +30,11 @@ In the LP relaxation the choice splits over pairs, each part still paying whole
 replicas: what the decomposition's lift per pair (planner.solve.decompose.replicas) sees
 at one price, in the LP itself.
 
-With these rows the LP relaxation of the default scenario rises 0.57 % (5,127 rows);
-HiGHS's own cuts at its root node, some 0.7 % in 170 s; a generated 24×12×12 market's
-1.67 %, near the 2.0 % HiGHS proves in 20 minutes of branch and bound
-(benchmarks/README.md, benchmarks/cover_cuts.py).
+With these rows the LP relaxation of the default scenario rises 0.645 % (13,938 rows;
+0.571 % with the largest divisor alone, 5,127 rows); HiGHS's own cuts at its root node,
+some 0.7 % in 170 s; a generated 24×12×12 market's 1.87 % (1.67 %), near the 2.0 %
+HiGHS proves in 20 minutes of branch and bound (benchmarks/README.md,
+benchmarks/cover_cuts.py).
 """
 
 from __future__ import annotations
@@ -87,22 +94,24 @@ def _demand_cells(builder, model):
 
 
 def _cut(builder, model, pool, w, level, unmet, reach, m, k, choose=None):
-    """The cover cut of `level` units of `w` served from sources `reach` ((r, g, src)),
-    or none where the level is within LEAST_FRACTION of whole replicas; with `choose`,
-    its right-hand side times that variable."""
-    size = {j: builder.per_replica(w, j[1], j[2]) for j in reach}
-    largest = max(size.values())
-    need = level / largest
-    f = need - math.floor(need)
-    if not LEAST_FRACTION <= f <= 1.0 - LEAST_FRACTION:
-        return
-    terms = []
-    for j in reach:
-        rho = size[j] / largest
-        whole = math.floor(rho + 1e-12)
-        terms.append((model.replicas[(pool, *j, m, k)], whole + min(rho - whole, f) / f))
-    terms.append((unmet, 1.0 / (largest * f)))
-    if choose is None:
-        yield terms, float(math.ceil(need))
-    else:
-        yield terms + [(choose, -float(math.ceil(need)))], 0.0
+    """The cover cuts of `level` units of `w` served from sources `reach` ((r, g, src)),
+    one per distinct replica size c in reach, the largest first, each but where the
+    level is within LEAST_FRACTION of whole replicas of c; with `choose`, their
+    right-hand sides times that variable."""
+    size = {j: float(builder.per_replica(w, j[1], j[2])) for j in reach}  # not numpy's
+    replicas = {j: model.replicas[(pool, *j, m, k)] for j in reach}
+    for c in sorted(set(size.values()), reverse=True):
+        need = float(level) / c
+        f = need - math.floor(need)
+        if not LEAST_FRACTION <= f <= 1.0 - LEAST_FRACTION:
+            continue
+        terms = []
+        for j in reach:
+            rho = size[j] / c
+            whole = math.floor(rho + 1e-12)
+            terms.append((replicas[j], whole + min(rho - whole, f) / f))
+        terms.append((unmet, 1.0 / (c * f)))
+        if choose is None:
+            yield terms, float(math.ceil(need))
+        else:
+            yield terms + [(choose, -float(math.ceil(need)))], 0.0

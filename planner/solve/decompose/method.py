@@ -117,7 +117,8 @@ STALL_SHARE = 0.02
 # scratch in 3.5 s (its LP alone 2.6 s; the LP first, then the cuts from its basis, as
 # now: 8.2 s + 1.3 s on a slower machine where the cuts from scratch took 22.8 s),
 # lifting the bound from $26.30 M (the master's LP lifted by whole replicas) to
-# $26.41 M; 50x40x24's 312 k cells take 50 s to build and solve the LP.
+# $26.41 M ($26.43 M with a cut for each replica size in reach, not only the largest);
+# 50x40x24's 312 k cells take 50 s to build and solve the LP.
 COVER_CELLS = 100_000
 
 
