@@ -730,3 +730,37 @@ def test_unmet_for_want_of_a_whole_instance_is_capacity_exhausted(tmp_path):
         offers=[od(price=1, gpus_per_instance=8, max_gpus=20)]))
     assert cost(plan) == pytest.approx(1600)
     assert set(plan.unmet["reason"]) == {"capacity exhausted"}
+
+
+def test_the_garbage_collector_is_paused_for_a_build_and_runs_again_after(tmp_path):
+    # a build makes a model's worth of objects, none garbage: the collector is paused
+    # for it (planner.model.builder.paused_gc), runs again after it, also after a failed
+    # build, and stays off where the caller had turned it off
+    import gc
+
+    from planner.model.builder import ModelBuilder, paused_gc
+    from planner.model.candidates import find_candidates
+
+    s = load_scenario(write_csv(tmp_path / "s", scenario(settings=H, demand=flat(amount=10),
+                                                          offers=[od(price=1)])))
+    seen = []
+    original = ModelBuilder.add_unmet
+
+    def add_unmet(self, months):
+        seen.append(gc.isenabled())
+        return original(self, months)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ModelBuilder, "add_unmet", add_unmet)
+        ModelBuilder(s, find_candidates(s)).build()
+    assert seen == [False] and gc.isenabled()
+    with pytest.raises(RuntimeError), paused_gc():
+        raise RuntimeError("a failed build")
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with paused_gc():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -24,8 +24,10 @@ constraint names are `<rule>__<ids>` with ids from `ModelIndex` (safe for any so
 
 from __future__ import annotations
 
+import gc
 import math
 from collections import defaultdict
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import pulp
@@ -134,6 +136,10 @@ class ModelBuilder(ModelSpace):
     def build(self, cells: set | None = None, months=None) -> PlanningModel:
         """The model over `cells` (supply keys; None: every candidate cell), with the
         demand of `months` only (None: every month; a month's own MIP)."""
+        with paused_gc():
+            return self._build(cells, months)
+
+    def _build(self, cells: set | None, months) -> PlanningModel:
         self.m = PlanningModel(self.s, self.c,
                                pulp.LpProblem(_safe(self.s.name), pulp.LpMinimize),
                                index=self.index,  # the same names in every build
@@ -511,6 +517,22 @@ class ModelBuilder(ModelSpace):
             cost = self.supply_cost(w, r, month, k)
             if cost > 0:
                 objective.addterm(self.m.supply[key], cost)
+
+
+@contextmanager
+def paused_gc():
+    """Python's cyclic garbage collector paused for the block: a model's build makes
+    hundreds of thousands of objects (PuLP variables, expressions, rows), none of them
+    garbage, and every collection of the oldest generation walks all of them (the default
+    scenario's model 2.1-2.6 s with it paused, 3.1-3.9 s without; its 13,938 cover cuts
+    0.5 s, 2.1 s without). The collector runs again after the block."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def _safe(name: str) -> str:

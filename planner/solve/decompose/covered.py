@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from planner.model.builder import paused_gc
 from planner.model.covers import cover_cuts
 from planner.solve.highs import BulkHiGHS
 from planner.solve.work import build_s, lp_iterations_within, lp_s, wall_stop_s
@@ -51,7 +52,8 @@ def covered_bound(builder, seconds: float | None = None,
     cuts = 0
     for solve in ("the LP", "the LP with its cuts"):
         if solve != "the LP":
-            cuts = add_cuts(h, cover_cuts(builder, model))
+            with paused_gc():
+                cuts = add_cuts(h, cover_cuts(builder, model))
         size = h.getNumNz(), h.getNumCol(), h.getNumRow()
         if seconds is not None:
             h.setOptionValue("simplex_iteration_limit", lp_iterations_within(
