@@ -84,13 +84,19 @@ def relaxed_highs(prob):
 
 def add_cuts(h, cuts) -> int:
     """Add ≥ rows (terms [(variable, coefficient)], right-hand side) to `h`, a model
-    from `relaxed_highs`; how many."""
+    from `relaxed_highs`, in one call; how many. (Row by row, each addRow after a solve
+    updates the solver's basis: the default scenario's 13,938 cuts took 14.7 s.)"""
     import highspy
 
-    count = 0
+    starts, index, values, lower = [], [], [], []
     for terms, rhs in cuts:
-        index = np.array([v.index for v, _ in terms], dtype=np.int32)
-        h.addRow(rhs, highspy.kHighsInf, len(index), index,
-                 np.array([a for _, a in terms], dtype=float))
-        count += 1
+        starts.append(len(index))
+        index.extend(v.index for v, _ in terms)
+        values.extend(a for _, a in terms)
+        lower.append(rhs)
+    count = len(lower)
+    if count:
+        h.addRows(count, np.array(lower, dtype=float), np.full(count, highspy.kHighsInf),
+                  len(index), np.array(starts, dtype=np.int32),
+                  np.array(index, dtype=np.int32), np.array(values, dtype=float))
     return count
