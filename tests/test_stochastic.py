@@ -637,13 +637,25 @@ def test_a_short_budget_gives_the_same_result_whatever_the_workers(tmp_path):
     # (a generated 4x4x3 market at --time-limit 10: on the wall clock, --jobs 1 and 2 had
     # differed in the bound, EVPI and even the schedule). A 16x10x4 market (solved by
     # decomposition) at 5 s: every wait-and-see solve stops at its budget.
+    # At the machine's own pace, as a command runs (planner.solve.pace), with room: the
+    # suite's pace of 1 is the fitted machine's, and on one twice as slow (pace 2.09)
+    # the wall clock's safety stops, not the work clock, ended the cover-cut LPs, at a
+    # different point with one worker than with two (a failure in .ci/run there).
+    from planner.solve import work
+    from planner.solve.pace import measured_pace
+
     generate(tmp_path / "g", 16, 10, 4, 1)
     s = load_scenario(tmp_path / "g")
     draws = sample_scenarios(s, 4, 0.3, seed=1)
     results = []
-    for runner in (Runner(), Runner(jobs=2)):
-        with runner:
-            results.append(solve_stochastic(s, draws, Budget(5).reckoned(0.0), runner))
+    suite_pace = work.pace()
+    work.set_pace(max(suite_pace, 2.0 * measured_pace()))
+    try:
+        for runner in (Runner(), Runner(jobs=2)):
+            with runner:
+                results.append(solve_stochastic(s, draws, Budget(5).reckoned(0.0), runner))
+    finally:
+        work.set_pace(suite_pace)
     one, two = results
     assert all(w["status"] == "feasible" for w in one.wait_and_see)  # stopped by budget
     assert one.chosen.commitments == two.chosen.commitments
