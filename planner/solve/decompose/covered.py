@@ -50,8 +50,8 @@ def covered_bound(builder, seconds: float | None = None,
     if seconds is not None:
         wall = min(wall if wall is not None else float("inf"), wall_stop_s(seconds))
     cuts = 0
-    for solve in ("the LP", "the LP with its cuts"):
-        if solve != "the LP":
+    for with_cuts in (False, True):  # the LP, then its cuts from its basis
+        if with_cuts:
             with paused_gc():
                 cuts = add_cuts(h, cover_cuts(builder, model))
         size = h.getNumNz(), h.getNumCol(), h.getNumRow()
