@@ -14,7 +14,9 @@ from planner.cli import app, default_scenario
 from planner.io.validate import load_scenario
 
 
-def test_default_scenario_solves_and_tells_its_story(tmp_path):
+def test_default_scenario_solves_and_tells_its_story(tmp_path, own_pace):
+    # at the machine's own pace, as a user's command: at the suite's pace of 1, on a
+    # machine twice as slow (pace 2.09), 20 s left no time for the comparison plans
     out = tmp_path / "plan.xlsx"
     res = CliRunner().invoke(app, ["solve", "-o", str(out), "--json", "--time-limit", "20"])
     assert res.exit_code == 0, res.output

@@ -631,7 +631,7 @@ def test_time_limits_do_not_depend_on_the_workers(tmp_path):
     assert seen[1] == pytest.approx(seen[2], rel=0.05)
 
 
-def test_a_short_budget_gives_the_same_result_whatever_the_workers(tmp_path):
+def test_a_short_budget_gives_the_same_result_whatever_the_workers(tmp_path, measured):
     # SPEC §4: the results do not depend on --jobs, also where the solves are stopped by
     # their budgets: each solve's limit, and what it took, are reckoned on the work clock
     # (a generated 4x4x3 market at --time-limit 10: on the wall clock, --jobs 1 and 2 had
@@ -642,14 +642,13 @@ def test_a_short_budget_gives_the_same_result_whatever_the_workers(tmp_path):
     # the wall clock's safety stops, not the work clock, ended the cover-cut LPs, at a
     # different point with one worker than with two (a failure in .ci/run there).
     from planner.solve import work
-    from planner.solve.pace import measured_pace
 
     generate(tmp_path / "g", 16, 10, 4, 1)
     s = load_scenario(tmp_path / "g")
     draws = sample_scenarios(s, 4, 0.3, seed=1)
     results = []
     suite_pace = work.pace()
-    work.set_pace(max(suite_pace, 2.0 * measured_pace()))
+    work.set_pace(max(suite_pace, 2.0 * measured))
     try:
         for runner in (Runner(), Runner(jobs=2)):
             with runner:
