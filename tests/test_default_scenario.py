@@ -110,6 +110,6 @@ def test_a_time_limit_shorter_than_the_writing_is_said_and_still_gets_a_whole_pl
     # and a budget that leaves time to plan says nothing of the kind
     ok = subprocess.run(
         [sys.executable, "-m", "planner", "solve", "--no-baselines",
-         "-o", str(out), "--time-limit", "8"],
+         "-o", str(out), "--time-limit", "4"],
         capture_output=True, text=True, timeout=600)
     assert ok.returncode == 0 and "leaves no time" not in ok.stderr
