@@ -170,6 +170,49 @@ def test_a_cover_lp_stopped_in_either_solve_gives_no_bound(tmp_path, monkeypatch
     assert len(solves) == stopped_at
 
 
+def test_the_cover_lps_second_solve_has_what_the_first_left_of_the_wall_clock(
+        tmp_path, monkeypatch):
+    """HiGHS's clock runs on across the runs of one instance, and its time limit is on
+    that total: the cuts' solve, given what the LP left of the wall clock as its limit,
+    had only that less the LP's own time (50x40x24 on a slower machine: the LP took 149
+    s, the cuts' solve stopped after 33 of its 181 s, and the round gave no bound).
+    Here each run is made to count 50 s on HiGHS's clock, of a wall stop of 60 s."""
+    s = _cover_case(tmp_path, False)
+    created = []
+
+    class Clocked:  # a HiGHS instance whose runs each add 50 s to its clock
+        def __init__(self, h):
+            self.h, self.ran, self.limits, self.given = h, 0.0, [], None
+
+        def __getattr__(self, name):
+            return getattr(self.h, name)
+
+        def getRunTime(self):
+            return self.h.getRunTime() + self.ran
+
+        def setOptionValue(self, name, value):
+            if name == "time_limit":
+                self.given = value
+            return self.h.setOptionValue(name, value)
+
+        def run(self):  # the time each run has before HiGHS's limit stops it
+            self.limits.append(self.given - self.getRunTime())
+            status = self.h.run()
+            self.ran += 50.0
+            return status
+
+    def relaxed(prob):
+        created.append(Clocked(presolved(prob)))
+        return created[-1]
+
+    presolved = covered_module.relaxed_highs
+    monkeypatch.setattr(covered_module, "relaxed_highs", relaxed)
+    covered = covered_module.covered_bound(ModelBuilder(s, find_candidates(s)), wall=60.0)
+    assert covered.bound == pytest.approx(200.0)
+    (h,) = created
+    assert len(h.limits) == 2 and all(59.0 < limit <= 60.0 for limit in h.limits), h.limits
+
+
 def _no_presolve(h):
     h.setOptionValue("presolve", "off")
     return h

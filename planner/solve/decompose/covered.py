@@ -58,8 +58,9 @@ def covered_bound(builder, seconds: float | None = None,
         if seconds is not None:
             h.setOptionValue("simplex_iteration_limit", lp_iterations_within(
                 max(0.0, seconds - work), *size, False))
-        if wall is not None:  # what the first solve left of the wall-clock stop
-            h.setOptionValue("time_limit", max(0.1, wall))
+        if wall is not None:  # what the first solve left of the wall-clock stop; HiGHS's
+            # clock runs on across runs of one instance, so the limit is on its total
+            h.setOptionValue("time_limit", h.getRunTime() + max(0.1, wall))
         started = time.perf_counter()
         h.run()
         if wall is not None:
