@@ -221,9 +221,48 @@ def _no_presolve(h):
 def test_cover_cuts_wait_for_the_lp_relaxation_and_a_small_model(tmp_path, monkeypatch):
     s = _cover_case(tmp_path, False)
     monkeypatch.setattr(method_module, "COVER_CELLS", 0)
+    monkeypatch.setattr(method_module, "COVER_CELLS_AFTER", 0)
     run = decompose(ModelBuilder(s, find_candidates(s)), Budget(20.0), gap=1e-9)
     assert run.bound == pytest.approx(150.0)
     assert run.rounds.bound == 1
+
+
+@pytest.mark.parametrize("early, after, order, bound", [
+    (None, None, ["cover", "improve"], 2700 / 17),  # a small model: before the plan
+    (0, None, ["improve", "cover"], 2700 / 17),  # a larger one: after fix and optimize
+    (0, 0, ["improve"], 150.0)])  # larger still: none (the LP relaxation)
+def test_a_larger_models_cover_round_comes_after_fix_and_optimize(
+        tmp_path, monkeypatch, early, after, order, bound):
+    """Over COVER_CELLS supply cells the LP with cover cuts would take fix and
+    optimize's time (50x40x24 at --time-limit 400: the plan $49 k dearer), so it comes
+    after it, with what is left: the same plan, the bound of the cuts ($2,700 / 17,
+    `test_cover_cuts_lift_the_bound_by_hand`); a replay of its rounds rebuilds both.
+    Over COVER_CELLS_AFTER, no round."""
+    for name, cells in (("COVER_CELLS", early), ("COVER_CELLS_AFTER", after)):
+        if cells is not None:
+            monkeypatch.setattr(method_module, name, cells)
+    steps = []
+    covered, improve = method_module.covered_bound, method_module._Run.improve
+
+    def cover_logged(*args):
+        steps.append("cover")
+        return covered(*args)
+
+    def improve_logged(self, *args):
+        steps.append("improve")
+        return improve(self, *args)
+
+    monkeypatch.setattr(method_module, "covered_bound", cover_logged)
+    monkeypatch.setattr(method_module._Run, "improve", improve_logged)
+    s = _cover_case(tmp_path, True)
+    run = decompose(ModelBuilder(s, find_candidates(s)), Budget(20.0), gap=1e-9)
+    assert steps == order
+    assert run.bound == pytest.approx(bound)
+    assert run.objective == pytest.approx(180.0)  # 4 replicas of B, whatever the bound
+    assert run.rounds.bound == len(order)
+    again = decompose(ModelBuilder(s, find_candidates(s)), Budget(0.0), gap=1e-9,
+                      rounds=run.rounds)
+    assert again.bound == run.bound and again.solution == run.solution
 
 
 @pytest.mark.parametrize("spent, held", [(0.0, 1), (100.0, 0)])

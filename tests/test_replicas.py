@@ -75,6 +75,7 @@ def _cover_cuts(monkeypatch, cuts: str) -> None:
     """Cover cuts (planner.model.covers) in the bound: "none", "site" only, or "all"."""
     if cuts == "none":
         monkeypatch.setattr(method_module, "COVER_CELLS", 0)
+        monkeypatch.setattr(method_module, "COVER_CELLS_AFTER", 0)
     elif cuts == "site":
         monkeypatch.setattr(covers_module, "pair_cuts", lambda *a: iter(()))
 
@@ -194,6 +195,7 @@ def test_merged_sites_of_two_pools_take_the_larger_share(tmp_path, monkeypatch,
     cover cut (planner.model.covers) holds its own pool to a whole replica: $800."""
     if cover_cells is not None:
         monkeypatch.setattr(method_module, "COVER_CELLS", cover_cells)
+        monkeypatch.setattr(method_module, "COVER_CELLS_AFTER", cover_cells)
     s, builder = _small_loads(tmp_path, [("u", "p", 10), ("v", "q", 30)])
     out = decompose(builder, Budget(20))
     assert out.objective == pytest.approx(800)
@@ -213,6 +215,7 @@ def test_a_source_the_lp_never_needs_keeps_the_bound_under_the_optimum(
     0.4 of A's replica, B's counting min(0.5, 0.4) / 0.4 = 1) says A + B ≥ 1: $50."""
     if cover_cells is not None:
         monkeypatch.setattr(method_module, "COVER_CELLS", cover_cells)
+        monkeypatch.setattr(method_module, "COVER_CELLS_AFTER", cover_cells)
     run, optimum = _four_units(tmp_path, a=(1.0, 10), b=(0.5, 5))
     assert optimum == pytest.approx(50)
     assert run.result.bound == pytest.approx(bound)

@@ -26,7 +26,8 @@
    200x40x24 and cost 1000x100x36 ten bound rounds, 0.8 s a point.)
 5. improve: pools planned again alone (fix and optimize) with what is left; before
    the passes and after the first, commitments topped up to the plan's whole replicas
-   (planner.solve.decompose.topup).
+   (planner.solve.decompose.topup). Then, on a model of up to COVER_CELLS_AFTER supply
+   cells too large for step 1's round, that round with what is left.
 
 The run ends as soon as its plan is proven within the gap asked (as branch and bound
 stops at its gap): the plan of a run that ends so, not by its clock, is the same on every
@@ -117,9 +118,19 @@ STALL_SHARE = 0.02
 # scratch in 3.5 s (its LP alone 2.6 s; the LP first, then the cuts from its basis, as
 # now: 8.2 s + 1.3 s on a slower machine where the cuts from scratch took 22.8 s),
 # lifting the bound from $26.30 M (the master's LP lifted by whole replicas) to
-# $26.41 M ($26.43 M with a cut for each replica size in reach, not only the largest);
-# 50x40x24's 312 k cells take 50 s to build and solve the LP.
+# $26.41 M ($26.43 M with a cut for each replica size in reach, not only the largest).
 COVER_CELLS = 100_000
+# Up to these supply cells, a model larger than COVER_CELLS has that round after fix and
+# optimize, where what it left of the budget holds the round as reckoned (`cover_s`):
+# 50x40x24's 312 k cells (on a slower machine, pace 2.09: 261 s, its LP 147 s, its
+# 56,966 cuts 80 s from that basis, reckoned 269 s; some 100 s reckoned on the project's
+# machine) lift its bound from $54.63 M to $54.78 M, with 2.3 GiB for the model in PuLP:
+# at --time-limit 800 there 1.24 % where 1.52 %, the same plan. Before the plan, as for
+# smaller models, the round took fix and optimize's time: at --time-limit 400 there the
+# plan was $49 k dearer (1.33 %, 5,040 pools where 8,052). Larger models' whole LP does
+# not converge in budgets their users give (200x40x24: 1.7 M cells, 18 min) and would
+# need 10 GiB or more.
+COVER_CELLS_AFTER = 400_000
 
 
 @dataclass
@@ -227,6 +238,8 @@ def decompose(builder: ModelBuilder, budget: Budget, rounds: Rounds | None = Non
     run.lift()
     if not run.enough(draft):
         run.improve(draft, lp_arcs)
+    if solved:
+        run.cover_after(dual, draft)
     fill_unmet(draft)
     converged = solved and dual.converged
     if run.enough(draft):
@@ -385,9 +398,23 @@ class _Run:
         solved to its optimum (a replay then solves it to the end); not started where
         it is reckoned not to fit (`cover_s`: the default scenario at 8 s had spent the
         time of its plan's improvement on an LP stopped short)."""
-        if not dual.converged or self.blocks.cells > COVER_CELLS:
+        if self.blocks.cells <= COVER_CELLS:
+            self._cover(dual, self._share_end(BOUND_SHARE))
+
+    def cover_after(self, dual: DualBound, draft: Draft) -> None:
+        """The same round after fix and optimize, on a model of more than COVER_CELLS
+        and up to COVER_CELLS_AFTER supply cells whose plan is not yet proven within
+        the gap asked: with what is left of the budget, its plan's writing apart, so
+        that it never takes the plan's time."""
+        if (COVER_CELLS < self.blocks.cells <= COVER_CELLS_AFTER
+                and not self.enough(draft)):
+            self._cover(dual, self.budget.seconds - self.budget.short_for(draft.rows()))
+
+    def _cover(self, dual: DualBound, until: float) -> None:
+        """The LP with cover cuts as a bound round ending `until` seconds into the budget,
+        where the master reached the LP relaxation and it is reckoned to fit."""
+        if not dual.converged:
             return
-        until = self._share_end(BOUND_SHARE)
         if not self.more("bound", until) or (
                 self.fixed is None
                 and self.budget.elapsed() + cover_s(self.blocks.cells) > until):
