@@ -352,6 +352,13 @@ class _Run:
         back after the master's rounds (`keep`) left to what follows."""
         return min(share * self.budget.seconds, self.budget.seconds - self.keep)
 
+    def _writing_starts(self, draft: Draft) -> float:
+        """Seconds into the budget by which work on `draft` ends, for it to be written in
+        time: a plan larger than the time kept back for writing it foresaw stops earlier
+        (default demand × 1e4: 5.9 k assignment rows, the default's 2.4 k; at 10 s the
+        command took 12.4 s)."""
+        return self.budget.seconds - self.budget.short_for(draft.rows())
+
     def _round_starts(self, step: str, until: float) -> bool:
         """Whether a master round of `step` may start (`more`); on the clock, only if a
         round as long as the last (of either step) would end before `until`, else its
@@ -408,7 +415,7 @@ class _Run:
         that it never takes the plan's time."""
         if (COVER_CELLS < self.blocks.cells <= COVER_CELLS_AFTER
                 and not self.enough(draft)):
-            self._cover(dual, self.budget.seconds - self.budget.short_for(draft.rows()))
+            self._cover(dual, self._writing_starts(draft))
 
     def _cover(self, dual: DualBound, until: float) -> None:
         """The LP with cover cuts as a bound round ending `until` seconds into the budget,
@@ -519,10 +526,7 @@ class _Run:
         """One pass of fix and optimize over every pool: whether any got cheaper, and
         whether the budget (or the rounds to replay) ended it."""
         found = ended = False
-        # a plan larger than the time kept back for writing it foresaw stops earlier
-        # (default demand × 1e4: 5.9 k assignment rows, the default's 2.4 k; at 10 s the
-        # command took 12.4 s)
-        end = self.budget.seconds - self.budget.short_for(draft.rows())
+        end = self._writing_starts(draft)
         for m, k, pool in _by_excess(draft, lp):
             if self.tried.pointless(m, k, pool, choices, gap):
                 continue
