@@ -25,6 +25,11 @@ from planner.stochastic.schedules import (
 )
 from planner.stochastic.tasks import _work_of, cut_task, evaluate_task, solve_task
 
+# Schedules evaluated at most (step 3): those the method makes (the mean forecast's, the
+# consensus, the cuts' master's) and the scenarios' own at spread quantiles of total
+# demand to make up the rest: three, the least, middle and most, the fewest that show
+# both tails and the middle. Each costs a solve per scenario; where the time holds
+# fewer, the list is cut from its end (`evaluate`), the method's own first.
 MAX_CANDIDATES = 6
 # Shares of the budget: the wait-and-see solves, the cuts, the evaluations, the final
 # plan. The cuts' rounds stop early when the master comes back to a schedule it has cut
