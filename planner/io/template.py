@@ -17,7 +17,7 @@ from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.datavalidation import DataValidation
 
 from planner.io.schema import SETTINGS, TABLES, Column
-from planner.report.workbook import text_cell
+from planner.report.cells import text_cell
 
 ROWS_WITH_LISTS = 1000  # rows that carry the drop-down lists
 HEADER = PatternFill("solid", fgColor="DDE7F0")

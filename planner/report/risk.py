@@ -8,7 +8,7 @@ from __future__ import annotations
 from openpyxl.chart import BarChart, Reference
 from openpyxl.styles import Font
 
-from planner.report.workbook import NUM, PCT, USD, F, Sheet, text_cell, value_cell
+from planner.report.cells import NUM, PCT, USD, F, Sheet, text_cell, value_cell
 
 BOLD = Font(bold=True)
 

@@ -13,21 +13,23 @@ from openpyxl.styles import Font
 
 from planner.baselines import no_more_unmet, same_unmet
 from planner.io.scenario import Scenario
-from planner.report.plan import COST_KEYS, warning_lines
-from planner.report.workbook import (
+from planner.report.cells import (
     NUM,
     PCT,
     RATE,
     USD,
     F,
     Sheet,
+    print_setup,
+    save_atomically,
+    text_cell,
+)
+from planner.report.plan import COST_KEYS, warning_lines
+from planner.report.workbook import (
     commitments_sheet,
     contracts_sheet,
     plan_sheet,
-    print_setup,
-    save_atomically,
     settings_block,
-    text_cell,
 )
 from planner.whatif import Variant, break_even
 

@@ -13,23 +13,35 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections import defaultdict
-from dataclasses import dataclass
 from pathlib import Path
 
 from openpyxl import Workbook
-from openpyxl.cell import Cell
 from openpyxl.chart import BarChart, Reference
-from openpyxl.comments import Comment
 from openpyxl.formatting.rule import CellIsRule, FormulaRule
-from openpyxl.styles import Alignment, Font, PatternFill
-from openpyxl.utils import get_column_letter
-from openpyxl.workbook.defined_name import DefinedName
 
-from planner.files import write_atomically
 from planner.io.schema import PAY_AS_YOU_GO, SETTINGS_BY_NAME, TABLES
 from planner.io.validate import CellError, parse_month
+from planner.report.cells import (
+    AMBER_FILL,
+    BOLD,
+    DAY,
+    MONTH,
+    NUM,
+    PCT,
+    RATE,
+    RED_FILL,
+    USD,
+    F,
+    Sheet,
+    criterion,
+    define_name,
+    fit_figures,
+    month_date,
+    print_setup,
+    save_atomically,
+    text_cell,
+)
 from planner.report.economics import (
-    effective_savings,
     line_economics,
     line_name,
     line_names,
@@ -37,163 +49,12 @@ from planner.report.economics import (
     schedule_lines,
 )
 from planner.report.plan import COST_KEYS, Plan, records, warning_lines
-from planner.report.sheet_rows import Rows, save
+from planner.report.summary import summary_sheet
 
-USD = '"$"#,##0.00'
-RATE = '"$"#,##0.0000'  # prices per GPU-hour or GB: four decimals, so a hand check holds
-MONTH = "yyyy-mm"  # months are dates (their first day), shown as 2027-01
-DAY = "yyyy-mm-dd"
-USD0 = '"$"#,##0'
-PCT = "0.0%"
-NUM = "#,##0.###"
-BOLD = Font(bold=True)
-HEADER_FILL = PatternFill("solid", fgColor="DDE7F0")
-RED_FILL = PatternFill("solid", fgColor="F8CBAD")
-AMBER_FILL = PatternFill("solid", fgColor="FFE699")
 # Pruned (workload, offer) pairs listed one by one in Diagnostics up to this many
 PRUNED_LISTED = 10_000
 
 
-@dataclass(frozen=True)
-class F:
-    """A formula; `{r}` stands for the row it is written in."""
-
-    text: str
-
-
-def month_date(st, index: int) -> dt.date:
-    """The first day of month `index` of the horizon (negative: before it), a date."""
-    y, m = st.start_month
-    total = y * 12 + (m - 1) + index
-    return dt.date(total // 12, total % 12 + 1, 1)
-
-
-def text_cell(cell, value) -> None:
-    """Write `value`; strings always as text (a name like '=1+1' must stay text)."""
-    cell.value = value
-    if isinstance(value, str):
-        cell.data_type = "s"
-
-
-def value_cell(cell, value, fmt: str | None = None) -> None:
-    """A figure of a label–value block: a formula the workbook wrote ('=…'), or a value
-    (text as text), with its number format."""
-    if isinstance(value, str) and value.startswith("="):
-        cell.value = value
-    else:
-        text_cell(cell, value)
-    if fmt:
-        cell.number_format = fmt
-
-
-def criterion(text: str) -> str:
-    """A SUMIFS criterion, as a formula's string literal, that matches `text` exactly:
-    SUMIFS reads a leading =, <, > as a comparison and * ? ~ as wildcards, so a provider
-    named '=4+4' would match the text '4+4' (and 'a*' every name starting with a)."""
-    escaped = text.replace("~", "~~").replace("*", "~*").replace("?", "~?")
-    return '"=' + escaped.replace('"', '""') + '"'
-
-
-def _shown_width(value, fmt: str | None) -> int:
-    """Characters a value takes as its format shows it, and a margin."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if fmt in (USD, RATE, USD0):
-            decimals = {USD: 2, RATE: 4, USD0: 0}[fmt]
-            return len(f"${value:,.{decimals}f}") + 3
-        if fmt == NUM:
-            return len(f"{value:,.3f}") + 3
-    if isinstance(value, dt.date):
-        return 10  # yyyy-mm and a margin
-    return len(str(value)) + 2
-
-
-def _fit_figures(ws, col: str, least: float) -> None:
-    """Column `col` of `ws` at least `least` wide and as wide as its figures show: a
-    number too wide for its column shows ###."""
-    shown = [_shown_width(c.value, c.number_format) for c in ws[col]
-             if isinstance(c.value, (int, float)) and not isinstance(c.value, bool)]
-    ws.column_dimensions[col].width = max([least, *shown])
-
-
-class Sheet:
-    """A worksheet holding one table: header row, typed columns, filters, widths."""
-
-    def __init__(self, wb: Workbook, title: str, columns: list[tuple[str, str | None]],
-                 notes: dict[str, str] | None = None, edited: bool = False):
-        """`edited`: whether cells of its rows are written once the rows are added (its
-        rows are then openpyxl's cells; else they are written straight as XML, and only
-        rows after them may be written as cells)."""
-        self.ws = wb.create_sheet(title)
-        self.columns = [c for c, _ in columns]
-        self.formats = [f for _, f in columns]
-        self.widths = [len(c) + 2 for c in self.columns]
-        self.row = 1
-        for j, name in enumerate(self.columns, start=1):
-            cell = self.ws.cell(1, j)
-            text_cell(cell, name)  # a column may be named after a provider
-            cell.font, cell.fill = BOLD, HEADER_FILL
-            cell.alignment = Alignment(wrap_text=True, vertical="top")
-            if notes and name in notes:
-                cell.comment = Comment(notes[name], "planner")
-        self.ws.freeze_panes = "A2"
-        # each column's number format as a style its cells are created with
-        self._styles = []
-        for fmt in self.formats:
-            model = Cell(self.ws)
-            if fmt:
-                model.number_format = fmt
-            self._styles.append(model)
-        # rows written straight into the sheet's XML (planner.report.sheet_rows) where
-        # none is changed once added
-        self._rows = None if edited else Rows(
-            self.ws, [get_column_letter(j) for j in range(1, len(self.columns) + 1)],
-            [model.style_id for model in self._styles])
-
-    def col(self, name: str) -> str:
-        return get_column_letter(self.columns.index(name) + 1)
-
-    def rng(self, name: str) -> str:
-        """The whole data range of a column, e.g. Plan!$L$2:$L$40 (at least one row)."""
-        c = self.col(name)
-        last = max(self.row, 2)
-        title = self.ws.title
-        return f"'{title}'!${c}$2:${c}${last}"
-
-    def add(self, values: list) -> int:
-        """Append a row; an `F` is written as its formula, anything else as a value (text
-        as text) in its column's number format."""
-        for j, v in enumerate(values):
-            if v is not None and not isinstance(v, F):
-                self.widths[j] = max(self.widths[j],
-                                     min(_shown_width(v, self.formats[j]), 50))
-        self.row += 1
-        r = self.row
-        if self._rows is not None:
-            return self._rows.add(values, {j: v.text.format(r=r)
-                                           for j, v in enumerate(values) if isinstance(v, F)})
-        cells = []
-        for j, v in enumerate(values):
-            style = self._styles[j]._style
-            if isinstance(v, F):
-                cells.append(Cell(self.ws, value=v.text.format(r=r), style_array=style))
-                continue
-            cell = Cell(self.ws, value=v, style_array=style)
-            if cell.data_type == "f":  # a name like '=1+1' stays text
-                cell.data_type = "s"
-            cells.append(cell)
-        # cells built with their column's style and appended whole: styling cell by cell
-        # took a third of writing a 50,000-row Plan sheet
-        self.ws.append(cells)
-        return r
-
-    def finish(self) -> None:
-        for j, w in enumerate(self.widths, start=1):
-            fmt = self.formats[j - 1]
-            # money columns also hold formulas and totals: room for $999,999,999.00
-            least = 18 if fmt in (USD, RATE) else 12 if fmt else 8
-            self.ws.column_dimensions[get_column_letter(j)].width = max(w, least)
-        last = get_column_letter(len(self.columns))
-        self.ws.auto_filter.ref = f"A1:{last}{max(self.row, 2)}"
 
 
 def write_workbook(plan: Plan, path: str | Path, baselines: list | None = None,
@@ -211,32 +72,6 @@ def write_workbook(plan: Plan, path: str | Path, baselines: list | None = None,
         risk_sheet(wb, risk)
         print_setup(wb)
     save_atomically(wb, Path(path))
-
-
-def save_atomically(wb: Workbook, path: Path) -> None:
-    """Save atomically (planner.files): a failure leaves `path` as it was; the tables'
-    rows written straight (planner.report.sheet_rows)."""
-    write_atomically(path, lambda tmp: save(wb, tmp))
-
-
-def fit_to_page_width(ws) -> None:
-    """Print on landscape pages one sheet wide."""
-    ws.page_setup.orientation = "landscape"
-    ws.sheet_properties.pageSetUpPr.fitToPage = True
-    ws.page_setup.fitToWidth = 1
-    ws.page_setup.fitToHeight = 0
-
-
-def print_setup(wb: Workbook) -> None:
-    """Every sheet prints one page wide; a table's header row repeats on every page."""
-    for ws in wb.worksheets:
-        fit_to_page_width(ws)
-        # a table's header row (a Sheet's), or a sheet's title, on every page
-        ws.print_title_rows = "1:1"
-
-
-def _name(wb: Workbook, name: str, ref: str) -> None:
-    wb.defined_names[name] = DefinedName(name, attr_text=ref)
 
 
 def _build(plan: Plan, baselines: list, seconds: dict, baselines_skipped: str,
@@ -259,8 +94,8 @@ def _build(plan: Plan, baselines: list, seconds: dict, baselines_skipped: str,
     _service_sheet(wb, plan)
     _diagnostics_sheet(wb, plan, notes)
     _focus_sheet(wb, plan)
-    _summary(wb, summary, plan, costs, plans, commitments, egress, baselines, seconds,
-             baselines_skipped)
+    summary_sheet(wb, summary, plan, costs, plans, commitments, egress, baselines, seconds,
+                  baselines_skipped)
     _input_sheets(wb, plan)
     print_setup(wb)
     return wb
@@ -276,7 +111,7 @@ def settings_block(wb: Workbook, ws, st) -> None:
             ("Horizon (months)", "HorizonMonths", st.horizon_months)), start=1):
         ws.cell(i, 4, label).font = BOLD
         text_cell(ws.cell(i, 5), value)
-        _name(wb, name, f"'{title}'!$E${i}")
+        define_name(wb, name, f"'{title}'!$E${i}")
     ws["E3"].number_format = PCT
 
 
@@ -675,7 +510,7 @@ def _diagnostics_sheet(wb, plan: Plan, notes: list[str]) -> None:
     for col, width in zip("ABCDEFGH", (40, 36, 40, 10, 14, 14, 14, 50)):
         # the unmet figures as wide as they show (a month of a training run left unmet
         # is billions at its penalty)
-        _fit_figures(ws, col, width)
+        fit_figures(ws, col, width)
 
 
 def _pruned(ws, r: int, pruned: dict[tuple[str, str], str]) -> None:
@@ -703,173 +538,6 @@ def _pruned(ws, r: int, pruned: dict[tuple[str, str], str]) -> None:
         r += 1
         for j, v in enumerate(row, start=1):
             text_cell(ws.cell(r, j), v)
-
-
-def _summary(wb, ws, plan: Plan, costs: Sheet, ps: Sheet, cs: Sheet, es: Sheet,
-             baselines: list, seconds: dict, baselines_skipped: str) -> None:
-    """The Summary sheet: the solve, the totals beside the solver's, their
-    reconciliation, the comparison plans' savings and the seconds per stage."""
-    ws.cell(1, 1, "GPU procurement plan").font = Font(bold=True, size=14)
-    r = 3
-    refs: dict[str, str] = {}  # label → its value's cell
-    for label, value, fmt, solver in _summary_rows(plan, costs, ps, cs, es):
-        if label is not None:
-            ws.cell(r, 1, label).font = BOLD if not label.startswith("  ") else Font()
-            value_cell(ws.cell(r, 2), value, fmt)
-            if solver is not None:
-                value_cell(ws.cell(r, 3), solver, fmt)
-            refs[label] = f"B{r}"
-        r += 1
-    r = _reconciliation(ws, r, refs)
-    r = _savings_rows(ws, r + 1, plan, refs, baselines, baselines_skipped)  # a blank row
-    if seconds:
-        r += 1
-        ws.cell(r, 1, "Seconds per stage").font = BOLD
-        r += 1
-        for k, v in seconds.items():
-            ws.cell(r, 1, k)
-            ws.cell(r, 2, round(v, 3)).number_format = "0.000"
-            r += 1
-    _name(wb, "TotalCost", f"Summary!${refs['Total cost (nominal)'][0]}$"
-          f"{refs['Total cost (nominal)'][1:]}")
-    _name(wb, "DiscountedTotalCost", f"Summary!$B${refs['Total cost (discounted)'][1:]}")
-    _name(wb, "CommitmentObligation",
-          f"Summary!$B${refs['Commitment obligation (new)'][1:]}")
-    _summary_widths(ws)
-
-
-def _summary_rows(plan: Plan, costs: Sheet, ps: Sheet, cs: Sheet,
-                  es: Sheet) -> list[tuple[str | None, object, str | None, object]]:
-    """(label, value or formula, number format, the solver's figure) per row of the
-    Summary's top: the solve, the totals, the reconciliation's parts (None: a blank row)."""
-    s, res, t = plan.scenario, plan.result, plan.totals
-    st = s.settings
-    tr = costs.total_row
-    savings = effective_savings(plan)
-    cc = costs.col
-    rows: list[tuple[str | None, object, str | None, object]] = [
-        ("Scenario", s.name, None, None),
-        ("Input hash", s.content_hash(), None, None),
-        ("Horizon", f"{st.month(0)} to {st.month(st.horizon_months - 1)}", None, None),
-        ("Solver", f"{res.solver} ({res.version})", None, None),
-        # why a plan is not proven optimal: the time limit, the LP not reached …
-        ("Status", res.status + ("" if res.status == "optimal"
-                                 else f" ({res.termination})"), None, None),
-        ("MIP gap", res.gap, PCT, None),
-        ("Lower bound (proven)", res.bound, USD, None),
-        ("Solve seconds", round(res.seconds, 3), "0.000", None),
-        ("Rounds (decomposition)", res.rounds or "solved whole", None, None),
-        (None, None, None, None),
-        ("Totals", "Workbook (formula)", None, "Solver"),
-        ("Total cost (nominal)", f"=Costs!{cc('Total')}{tr}", USD, t["total_cost_usd"]),
-        ("Total cost (discounted)", f"=Costs!{cc('Discounted total')}{tr}", USD,
-         t["discounted_total_cost_usd"]),
-    ]
-    for term in COST_KEYS:
-        rows.append((f"  {term}", f"=Costs!{cc(term)}{tr}", USD, t["cost_by_term_usd"][term]))
-    rows.append(("  egress", f"=Costs!{cc('egress')}{tr}", USD, t["egress_usd"]))
-    rows += [
-        ("Unmet demand (unit-hours)", t["unmet_unit_hours"], NUM, None),
-        ("Unmet penalty", t["unmet_penalty_usd"], USD, None),
-        ("  of which no offer can serve (unit-hours)", t["unservable_unit_hours"], NUM,
-         None),
-        ("Objective (discounted, with penalty)", t["objective_usd"], USD,
-         res.objective),
-        ("Commitment obligation (new)", f"=SUMIFS({cs.rng('Total obligation')},"
-         f"{cs.rng('Kind')},\"new\")", USD, t["obligation_usd"]),
-        ("  of which beyond the horizon", f"=SUMIFS({cs.rng('Beyond horizon')},"
-         f"{cs.rng('Kind')},\"new\")", USD, t["beyond_horizon_usd"]),
-        ("  months it runs after the horizon (obligation-weighted)",
-         savings["lock_in_months"], "0.0", None),
-        ("Existing contracts' payments after the horizon (sunk)",
-         f"=SUMIFS({cs.rng('Beyond horizon')},{cs.rng('Kind')},\"existing\")", USD, None),
-        ("Effective savings rate", savings["effective_savings_rate"], PCT, None),
-        ("  on-demand equivalent (horizon)", savings["on_demand_equivalent_usd"], USD, None),
-        (None, None, None, None),
-        ("Reconciliation", None, None, None),
-        ("Plan costs (sum of Plan)", f"=SUM({ps.rng('Cost')})", USD, t["plan_cost_usd"]),
-        # SPEC §5: the total is the Plan's costs, idle committed capacity, upfronts and
-        # egress; a commitment's payments after the horizon are capacity no plan uses
-        ("Idle committed capacity", f"=SUM({cs.rng('Idle cost')})"
-         f"+SUM({cs.rng('Counted after horizon')})", USD,
-         t["idle_committed_usd"] + t["after_horizon_usd"]),
-        ("  of which idle in the horizon", f"=SUM({cs.rng('Idle cost')})", USD,
-         t["idle_committed_usd"]),
-        ("  of which payments after the horizon", f"=SUM({cs.rng('Counted after horizon')})",
-         USD, t["after_horizon_usd"]),
-        ("Upfronts", f"=SUM({cs.rng('Counted upfront')})", USD, t["upfront_usd"]),
-        ("Egress", f"=SUM({es.rng('Cost')})", USD, t["egress_usd"]),
-    ]
-    return rows
-
-
-def _reconciliation(ws, r: int, refs: dict[str, str]) -> int:
-    """At row `r`: the reconciliation's parts summed, and their difference to the total
-    (0 when the workbook's sheets hold the whole cost). The row after them."""
-    parts = [refs[k] for k in ("Plan costs (sum of Plan)", "Idle committed capacity",
-                               "Upfronts", "Egress")]
-    ws.cell(r, 1, "Sum of the parts").font = BOLD
-    ws.cell(r, 2, "=" + "+".join(parts)).number_format = USD
-    r += 1
-    ws.cell(r, 1, "Difference to total (should be 0)").font = BOLD
-    ws.cell(r, 2, f"=B{r - 1}-{refs['Total cost (nominal)']}").number_format = USD
-    return r + 1
-
-
-def _savings_rows(ws, r: int, plan: Plan, refs: dict[str, str], baselines: list,
-                  baselines_skipped: str) -> int:
-    """At row `r`: each comparison plan's total, saving (a formula against the plan's
-    total), status, gap and unmet demand, or why there is none. The row after them."""
-    t = plan.totals
-    ws.cell(r, 1, "Savings").font = BOLD
-    for j, title in enumerate(("Plan of comparison", "Its total", "Saving", "Saving %",
-                               "Status", "Gap", "Unmet (unit-hours)", "Note"), start=2):
-        ws.cell(r, j, title).font = BOLD
-    r += 1
-    if not baselines:
-        ws.cell(r, 1, f"comparison plans not solved ({baselines_skipped})")
-    for b in baselines:
-        ws.cell(r, 1, "against")
-        text_cell(ws.cell(r, 2), b["name"])
-        ws.cell(r, 6, b["status"])
-        if b["total_cost_usd"] is None:
-            ws.cell(r, 9, "not solved (--no-baselines)" if b["status"] == "not_run"
-                    else "no plan found within its share of the time limit")
-            r += 1
-            continue
-        ws.cell(r, 3, b["total_cost_usd"]).number_format = USD
-        if b["mip_gap"] is not None:
-            ws.cell(r, 7, b["mip_gap"]).number_format = PCT
-        ws.cell(r, 8, b["unmet_unit_hours"]).number_format = NUM
-        if b["saving_usd"] is not None:
-            ws.cell(r, 4, f"=C{r}-{refs['Total cost (nominal)']}").number_format = USD
-            ws.cell(r, 5, f"=IF(C{r}>0,D{r}/C{r},0)").number_format = PCT
-        else:
-            ws.cell(r, 9, f"no saving stated: it leaves {b['unmet_unit_hours']:,.1f} "
-                          f"unit-hours unmet, the plan {t['unmet_unit_hours']:,.1f}")
-            if b.get("unmet_penalty_usd") is not None:
-                # what it leaves unserved, priced apart from what it costs
-                r += 1
-                ws.cell(r, 2, "  its unmet demand at the penalty")
-                ws.cell(r, 3, b["unmet_penalty_usd"]).number_format = USD
-                ws.cell(r, 9, "not paid: the workloads' unmet_penalty_usd_per_unit_hour "
-                              "on the demand it leaves unserved (nominal)")
-        r += 1
-    return r
-
-
-def _summary_widths(ws) -> None:
-    ws.column_dimensions["A"].width = 40
-    ws.column_dimensions["B"].width = 30
-    ws.column_dimensions["C"].width = 18
-    ws.column_dimensions["D"].width = 24
-    ws.column_dimensions["E"].width = 14
-    # the comparison plans' totals, status, gap and unmet demand: as wide as they show
-    # (an AWS-only plan leaves a billion unit-hours unmet)
-    for col, least in (("C", 18), ("F", 10), ("G", 10), ("H", 20)):
-        shown = [_shown_width(c.value, c.number_format) for c in ws[col]
-                 if c.value is not None and not str(c.value).startswith("=")]
-        ws.column_dimensions[col].width = max([least, *shown])
 
 
 def _focus_sheet(wb, plan: Plan) -> None:
