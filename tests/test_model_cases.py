@@ -112,6 +112,21 @@ def test_on_demand_wins_for_a_few_hours(tmp_path, solver):
     assert plan.commitments.empty
 
 
+def test_a_workload_quieter_in_the_peak_hours_buys_for_the_others(tmp_path, solver):
+    # peak_to_average 0.2 in the first half of the hours: 10 units a month are 2 units
+    # (1 GPU) for 50 h, then 10 × (1 − 0.1) / 0.5 = 18 units (2 GPUs) for 50 h. All
+    # on-demand: 1 × 50 × 2 + 2 × 50 × 2 = $300; one monthly GPU (100 × 1.8 = 180) and
+    # one on-demand in the busier half (50 × 2 = 100): $280; two monthly: $360.
+    plan = solve_tables(tmp_path, scenario(
+        settings=H, offers=BREAK_EVEN_OFFERS[:2],
+        workloads=[{"workload": "w", "kind": "inference", "peak_hours_share": 0.5,
+                    "peak_to_average": 0.2}]), solver)
+    assert cost(plan) == pytest.approx(280)
+    assert plan.commitments["gpus"].tolist() == [1]
+    od = plan.assignments[plan.assignments["term"] == "on_demand"]
+    assert od["segment"].tolist() == [1] and od["gpus"].tolist() == [1]
+
+
 def test_lead_time_delays_the_first_month(tmp_path, solver):
     # build-to-order $1 with 60 days' lead time: first month ceil(60/30) = 2. 1 GPU needed
     # in each of 4 months: on-demand $3 in months 0–1 (2 × 300 = 600), then a 2-month

@@ -70,8 +70,9 @@ def scenarios(draw):
         kind = draw(st.sampled_from(["inference", "burst", "training"]))
         row = {"workload": w, "kind": kind,
                "unmet_penalty_usd_per_unit_hour": draw(st.sampled_from([5, 50]))}
-        if kind == "burst":
-            row.update(peak_hours_share=0.25, peak_to_average=draw(st.sampled_from([2, 4])))
+        if kind == "burst":  # 0.5: quieter in the shared peak hours than in the others
+            row.update(peak_hours_share=0.25,
+                       peak_to_average=draw(st.sampled_from([2, 4, 0.5])))
         if kind == "inference" and draw(st.booleans()):
             row["latency_slo_ms"] = draw(st.sampled_from([10, 30]))
             row["egress_gb_per_unit_hour"] = 0.01

@@ -142,8 +142,8 @@ CASES = [
      "price_date", "not a date"),
     ("spot share over 1", _with("workloads", max_spot_share=2), "workloads.csv", 2,
      "max_spot_share", "above"),
-    ("peak below average", _with("workloads", peak_to_average=0.5), "workloads.csv", 2,
-     "peak_to_average", "at least 1"),
+    ("peak below nothing", _with("workloads", peak_to_average=-0.5), "workloads.csv", 2,
+     "peak_to_average", "at least 0"),
     ("min above max", _with("offers", term="reserved", commit_months=12, min_gpus=8,
                             max_gpus=4), "offers.csv", 2, "min_gpus", "exceeds"),
     ("existing ends before it starts",
@@ -222,6 +222,26 @@ def test_demand_outside_the_horizon_is_one_warning(tmp_path):
     assert "3 row(s) of demand lie outside the horizon" in outside[0].message
     assert "1 quarter row(s) lie partly outside" in outside[0].message
     assert [(d.month, d.amount) for d in result.demand] == [(0, 1)]
+
+
+def test_a_peak_below_the_average_is_valid_and_warned_about(tmp_path):
+    # SPEC §2 asks only peak_hours_share × peak_to_average ≤ 1: a workload quieter in the
+    # shared peak hours (a batch run mostly off-peak) is a scenario, its ratio under 1
+    # perhaps a share typed in the wrong column, so it is said (row 2: w; row 3: v, with
+    # no peak hours, has no peak to be below anything)
+    data = scenario(workloads=[
+        {"workload": "w", "kind": "inference", "peak_hours_share": 0.25,
+         "peak_to_average": 0.4},
+        {"workload": "v", "kind": "inference", "peak_to_average": 0.4}])
+    result, issues = _issues(tmp_path, data)
+    assert result is not None
+    said = [(i.severity, i.table, i.row, i.column) for i in issues]
+    assert said == [("warning", "workloads.csv", 2, "peak_to_average")]
+    assert "first 25 %" in issues[0].message
+    w = next(x for x in result.workloads if x.workload == "w")
+    # 10 units a month: 4 in the peak hours, (1 − 0.1) / 0.75 × 10 = 12 in the others
+    assert (w.level(10, at_peak=True), w.level(10, at_peak=False)) == \
+        pytest.approx((4, 12))
 
 
 def test_stale_prices_are_named_in_a_warning(tmp_path):

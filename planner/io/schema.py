@@ -148,8 +148,11 @@ TABLES: tuple[Table, ...] = (
             _c("allow_spot", "bool", doc="may use spot; blank: true for burst, else false"),
             _c("max_spot_share", "float", default=1.0, minimum=0, maximum=1,
                doc="largest share of served units on spot in any hour"),
-            _c("peak_to_average", "float", default=1.0, minimum=1,
-               doc="peak level over average level"),
+            # below 1 the shared peak hours are the workload's quiet ones (a batch that
+            # runs mostly off-peak): warned about, as a share typed in this column would be
+            _c("peak_to_average", "float", default=1.0, minimum=0,
+               doc="level in the peak hours over the month's average (below 1: quieter "
+                   "in the peak hours, busier in the others)"),
             _c("peak_hours_share", "float", default=0.0, minimum=0, maximum=1,
                doc="share of each month's hours at peak (the first ones)"),
             _c("egress_gb_per_unit_hour", "float", default=0.0, unit="GB/unit-hour", minimum=0,

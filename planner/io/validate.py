@@ -557,6 +557,11 @@ class _Builder:
                                f"peak_hours_share × peak_to_average = {share * ratio:g} "
                                "exceeds 1")
                 ok = False
+            elif share and ratio is not None and ratio < 1 - EPS:
+                self.out.warn(label, number, "peak_to_average",
+                              f"{ratio:g} is below 1: the workload is quieter in the "
+                              f"peak hours (the first {share * 100:g} % of each month) "
+                              "and busier in the others")
             residency = tuple(
                 dict.fromkeys(p.strip().upper() for p in (v.get("residency") or "").split(";")
                               if p.strip())
