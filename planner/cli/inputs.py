@@ -63,9 +63,9 @@ def throughput(
                                             "shipped one"),
 ):
     """Derive the throughput table from AI model profiles (see models/README.md)."""
+    from planner.io.issues import Collector
     from planner.io.load import load_raw
     from planner.io.profiles import throughput_table, write_throughput
-    from planner.io.validate import _Collector
 
     if models is None:
         here = Path("models")
@@ -73,7 +73,7 @@ def throughput(
             Path(__file__).resolve().parents[2] / "models"
     _check_throughput_folder(scenario)
     issues: list[Issue] = []
-    rows, kept = throughput_table(load_raw(scenario), models, _Collector(issues))
+    rows, kept = throughput_table(load_raw(scenario), models, Collector(issues))
     if any(i.severity == "error" for i in issues):
         _print_issues(issues, f"{models} for {scenario}")
         raise typer.Exit(EXIT_BAD_INPUT)

@@ -29,3 +29,21 @@ class ScenarioError(Exception):
         self.issues = issues
         errors = [i for i in issues if i.severity == "error"]
         super().__init__(f"{len(errors)} error(s) in the scenario")
+
+
+class Collector:
+    """Every problem found, collected as it is found: a check reports and goes on, so
+    that the user sees every problem at once (SPEC §3)."""
+
+    def __init__(self, issues: list[Issue]):
+        self.issues = issues
+        # cells with an error: a formula with no saved value, found on reading, is not
+        # also reported as blank
+        self.in_error = {(i.table, i.row, i.column) for i in issues if i.severity == "error"}
+
+    def error(self, table: str, row: int | None, column: str | None, message: str):
+        self.issues.append(Issue("error", table, row, column, message))
+        self.in_error.add((table, row, column))
+
+    def warn(self, table: str, row: int | None, column: str | None, message: str):
+        self.issues.append(Issue("warning", table, row, column, message))

@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from planner.io.issues import Collector
 from planner.io.load import UnreadableCsv, _make_table, _read_csv
+from planner.io.parse import typed_rows
 from planner.io.schema import Column, Table
-from planner.io.validate import _Collector, _typed_rows
 
 BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
 MODES = ("inference", "training", "compute")
@@ -77,7 +78,7 @@ class ModelUse:
 
 # --- MODELS/workloads.csv and the profiles, checked --------------------------------------
 
-def read_uses(models_dir: Path, out: _Collector) -> list[ModelUse]:
+def read_uses(models_dir: Path, out: Collector) -> list[ModelUse]:
     """The rows of MODELS/workloads.csv, read as a scenario's CSV files are; each problem
     with its row and column. None when a required column is missing."""
     file = models_dir / "workloads.csv"
@@ -102,7 +103,7 @@ def read_uses(models_dir: Path, out: _Collector) -> list[ModelUse]:
     # the cells of the columns there are checked even when one is missing: all at once
     present = Table(USES.name, USES.row_is,
                     tuple(c for c in USES.columns if c.name in table.columns))
-    typed = _typed_rows(table, present, out)
+    typed = typed_rows(table, present, out)
     if missing:
         return []
     uses: list[ModelUse] = []
@@ -119,7 +120,7 @@ def read_uses(models_dir: Path, out: _Collector) -> list[ModelUse]:
     return uses
 
 
-def read_profiles(models_dir: Path, uses: list[ModelUse], out: _Collector) -> dict[str, dict]:
+def read_profiles(models_dir: Path, uses: list[ModelUse], out: Collector) -> dict[str, dict]:
     """The profile of every model `uses` name, checked for what its uses' rules read; a
     missing or broken one is reported and left out."""
     label = str(models_dir / "workloads.csv")
@@ -149,11 +150,11 @@ def _profiles_there(models_dir: Path) -> str:
             else f"(there is no .toml profile in {models_dir})")
 
 
-def _errors(out: _Collector) -> int:
+def _errors(out: Collector) -> int:
     return sum(1 for i in out.issues if i.severity == "error")
 
 
-def load_profile(path: Path, out: _Collector) -> dict | None:
+def load_profile(path: Path, out: Collector) -> dict | None:
     """The profile in `path`; None, with the problem in `out`, when it cannot be read."""
     try:
         with path.open("rb") as f:
@@ -172,7 +173,7 @@ def load_profile(path: Path, out: _Collector) -> dict | None:
 
 
 def _check_profile(profile: dict, path: Path, users: list[ModelUse], uses_label: str,
-                   out: _Collector) -> None:
+                   out: Collector) -> None:
     """Every key the rules of `users`' modes read, the measured figures and the precision
     options: each problem once, naming the workloads that need the key."""
     label = str(path)
@@ -196,7 +197,7 @@ def _check_profile(profile: dict, path: Path, users: list[ModelUse], uses_label:
     _check_options(profile, path, users, uses_label, out)
 
 
-def _section(profile: dict, section: str, why: str, label: str, out: _Collector):
+def _section(profile: dict, section: str, why: str, label: str, out: Collector):
     """The table `[section]` of the profile (the profile itself for ""), or None with the
     problem reported."""
     if not section:
@@ -211,7 +212,7 @@ def _section(profile: dict, section: str, why: str, label: str, out: _Collector)
 
 
 def _check_key(table: dict, section: str, key: str, figure: Figure, required: bool,
-               why: str, label: str, out: _Collector) -> None:
+               why: str, label: str, out: Collector) -> None:
     name = f"[{section}] {key}" if section else key
     if key not in table:
         if required:
@@ -228,7 +229,7 @@ def _check_key(table: dict, section: str, key: str, figure: Figure, required: bo
         out.error(label, None, None, f"{name} = {value:g}: must be {figure.what}")
 
 
-def _check_measured(profile: dict, label: str, out: _Collector) -> None:
+def _check_measured(profile: dict, label: str, out: Collector) -> None:
     """Every [measured.<mode>.<precision>.<GPU>] entry: a known mode and precision, and
     units_per_gpu (gpus_per_replica) that a throughput row can hold."""
     for mode, by_precision in _entries(profile, "measured", label, out):
@@ -247,7 +248,7 @@ def _check_measured(profile: dict, label: str, out: _Collector) -> None:
                 _check_measurement(entry, f"{where}.{gpu}", label, out)
 
 
-def _entries(parent: dict, key: str, label: str, out: _Collector, name: str | None = None):
+def _entries(parent: dict, key: str, label: str, out: Collector, name: str | None = None):
     """The (key, value) pairs of the table parent[key]; none, with an error, when it is not
     a table."""
     value = parent.get(key, {})
@@ -258,7 +259,7 @@ def _entries(parent: dict, key: str, label: str, out: _Collector, name: str | No
     return list(value.items())
 
 
-def _check_measurement(entry: object, name: str, label: str, out: _Collector) -> None:
+def _check_measurement(entry: object, name: str, label: str, out: Collector) -> None:
     if not isinstance(entry, dict):
         out.error(label, None, None, f"{name} = {entry!r}: must be a table [{name}] with "
                   f"{', '.join(MEASURED_KEYS)}")
@@ -273,7 +274,7 @@ def _check_measurement(entry: object, name: str, label: str, out: _Collector) ->
 
 
 def _check_options(profile: dict, path: Path, users: list[ModelUse], uses_label: str,
-                   out: _Collector) -> None:
+                   out: Collector) -> None:
     """A precision the profile does not list among its `[precision] options` is warned
     about: the rules still apply (its bytes per parameter are known), but nobody has said
     the model runs at it."""

@@ -32,7 +32,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from planner.files import write_atomically
+from planner.io.issues import Collector
 from planner.io.load import RawScenario, RawTable
+from planner.io.parse import typed_rows
 from planner.io.profile_check import (
     BYTES,
     ModelUse,
@@ -43,7 +45,6 @@ from planner.io.profile_check import (
 )
 from planner.io.scenario import Gpu
 from planner.io.schema import TABLES_BY_NAME
-from planner.io.validate import _Collector, _typed_rows
 
 REPLICA_MOST = 8  # GPUs in one serving replica: one node
 
@@ -175,7 +176,7 @@ def derive(profile: dict, use: ModelUse, gpus: list[Gpu]) -> Derivation:
     return found
 
 
-def derive_all(models_dir: Path, gpus: list[Gpu], out: _Collector) -> list[Derivation]:
+def derive_all(models_dir: Path, gpus: list[Gpu], out: Collector) -> list[Derivation]:
     """Every workload of MODELS/workloads.csv derived on `gpus`; none while `out` holds an
     error (every problem of the file and the profiles it names is in it)."""
     uses = read_uses(models_dir, out)
@@ -188,7 +189,7 @@ def derive_all(models_dir: Path, gpus: list[Gpu], out: _Collector) -> list[Deriv
 # --- into a scenario ---------------------------------------------------------------------
 
 def throughput_table(raw: RawScenario, models_dir: Path,
-                     out: _Collector) -> tuple[list[ThroughputRow], list[ThroughputRow]]:
+                     out: Collector) -> tuple[list[ThroughputRow], list[ThroughputRow]]:
     """The throughput table for the scenario `raw` from the profiles in `models_dir`:
     (every row to write, those of them kept from its current table). Nothing while `out`
     holds an error: then nothing may be written."""
@@ -212,7 +213,7 @@ def throughput_table(raw: RawScenario, models_dir: Path,
     return rows + kept, kept
 
 
-def _readable(raw: RawScenario, name: str, out: _Collector) -> RawTable | None:
+def _readable(raw: RawScenario, name: str, out: Collector) -> RawTable | None:
     """The scenario's table `name`; its load errors (not UTF-8, a column twice) go to
     `out`: throughput reads it or, for its own table, rewrites it."""
     for issue in raw.issues:
@@ -221,7 +222,7 @@ def _readable(raw: RawScenario, name: str, out: _Collector) -> RawTable | None:
     return raw.tables.get(name)
 
 
-def _scenario_gpus(raw: RawScenario, out: _Collector) -> dict[int, Gpu]:
+def _scenario_gpus(raw: RawScenario, out: Collector) -> dict[int, Gpu]:
     """The scenario's GPU types by their row in gpus: the rules read their figures."""
     table = _readable(raw, "gpus", out)
     if table is None:
@@ -231,7 +232,7 @@ def _scenario_gpus(raw: RawScenario, out: _Collector) -> dict[int, Gpu]:
         return {}
     gpus: dict[int, Gpu] = {}
     first: dict[str, int] = {}
-    for number, values, ok in _typed_rows(table, TABLES_BY_NAME["gpus"], out):
+    for number, values, ok in typed_rows(table, TABLES_BY_NAME["gpus"], out):
         if ok and values["gpu"] in first:
             out.error(table.label, number, "gpu", f"duplicate gpu '{values['gpu']}' (first "
                       f"at row {first[values['gpu']]})")
@@ -241,7 +242,7 @@ def _scenario_gpus(raw: RawScenario, out: _Collector) -> dict[int, Gpu]:
     return gpus
 
 
-def _scenario_workloads(raw: RawScenario, out: _Collector) -> list[str]:
+def _scenario_workloads(raw: RawScenario, out: Collector) -> list[str]:
     """The names of the scenario's workloads: rows for any other would make it invalid."""
     table = _readable(raw, "workloads", out)
     why = "the throughput table may only name the scenario's workloads"
@@ -257,7 +258,7 @@ def _scenario_workloads(raw: RawScenario, out: _Collector) -> list[str]:
 
 
 def _rows_for(derived: list[Derivation], workloads: list[str], uses_label: str,
-              out: _Collector) -> list[ThroughputRow]:
+              out: Collector) -> list[ThroughputRow]:
     """The derived rows of the scenario's workloads; what is left out is said."""
     rows: list[ThroughputRow] = []
     for d in derived:
@@ -291,7 +292,7 @@ def _why_none(left_out: dict[str, str]) -> str:
 
 
 def _blank_figures(derived: list[Derivation], workloads: list[str], gpu_rows: dict[int, Gpu],
-                   label: str, out: _Collector) -> None:
+                   label: str, out: Collector) -> None:
     """A GPU type that gets no row for a workload because a figure the rule reads is blank
     is said once per figure, where the figure is missing."""
     row_of = {g.gpu: number for number, g in gpu_rows.items()}

@@ -2,20 +2,27 @@
 
 Three passes, each collecting issues rather than stopping at the first:
 1. tables and columns: missing, unknown, duplicated;
-2. cells: type, range, blanks against the schema's defaults;
+2. cells: type, range, blanks against the schema's defaults (planner.io.parse);
 3. rules between rows and tables: ids, references, terms, peaks, reachability.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import math
 import re
 from collections import defaultdict
 from pathlib import Path
 
-from planner.io.issues import Issue, ScenarioError
+from planner.io.issues import Collector, Issue, ScenarioError
 from planner.io.load import RawScenario, RawTable, load_raw
+from planner.io.parse import (
+    BLANK,
+    CONTROL_IN_ID,
+    CellError,
+    parse_cell,
+    storable,
+    typed_rows,
+)
 from planner.io.scenario import (
     Demand,
     DemandScenario,
@@ -37,199 +44,23 @@ from planner.io.schema import (
     SETTINGS_BY_NAME,
     TABLES,
     TABLES_BY_NAME,
-    Column,
 )
 
-# YYYY-MM; a full date (as spreadsheets export date cells) names its month
-_MONTH = re.compile(r"^(\d{4})-(\d{1,2})(?:-\d{1,2}(?:[ T]00:00(?::00)?)?)?$")
-_QUARTER = re.compile(r"^(\d{4})\s*-?\s*Q([1-4])$", re.IGNORECASE)
-_TRUE = {"true", "yes", "y", "1", "t"}
-_FALSE = {"false", "no", "n", "0", "f"}
 EPS = 1e-9
-# Control characters cannot be stored in a workbook (XML 1.0 forbids most of them) nor
-# shown in one: a name may hold none, free text tab, line feed and carriage return only.
-_CONTROL_IN_ID = re.compile(r"[\x00-\x1f\x7f]")
-_CONTROL_IN_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-CELL_MOST = 32767  # characters in one Excel cell
-
-
-class _Blank:
-    """Marker for a blank cell (distinct from a parse failure)."""
-
-
-BLANK = _Blank()
-
-
-class CellError(ValueError):
-    pass
-
-
-def _blank(v: object) -> bool:
-    return v is None or (isinstance(v, str) and v.strip() == "")
-
-
-def _number(v: object) -> float:
-    if isinstance(v, bool):
-        raise CellError(f"'{v}' is not a number")
-    if isinstance(v, (int, float)):
-        x = float(v)
-    else:
-        text = str(v).strip().replace("_", "")
-        try:
-            x = float(text)
-        except ValueError:
-            raise CellError(f"'{v}' is not a number") from None
-    if not math.isfinite(x):
-        raise CellError(f"'{v}' is not a finite number")
-    return x
-
-
-def parse_month(v: object) -> tuple[int, int]:
-    """(year, month) of a month cell: `YYYY-MM`, a date's text or a date."""
-    if isinstance(v, (dt.date, dt.datetime)):
-        return (v.year, v.month)
-    m = _MONTH.match(str(v).strip())
-    if not m or not 1 <= int(m.group(2)) <= 12:
-        raise CellError(f"'{v}' is not a month (YYYY-MM)")
-    return (int(m.group(1)), int(m.group(2)))
-
-
 # A demand amount this many times the median of its workload's other amounts, or needing
 # more GPUs than exist (tens of millions were shipped by 2026), is warned about.
 IMPLAUSIBLE_RATIO = 1000.0
 MOST_GPUS = 1e8
 
 
-def _date(v: object) -> dt.date:
-    if isinstance(v, dt.datetime):
-        return v.date()
-    if isinstance(v, dt.date):
-        return v
-    try:
-        return dt.date.fromisoformat(str(v).strip())
-    except ValueError:
-        raise CellError(f"'{v}' is not a date (YYYY-MM-DD)") from None
-
-
-def _storable(text: str, control: re.Pattern = _CONTROL_IN_TEXT) -> None:
-    """Raise CellError unless a workbook cell can hold `text` as it is."""
-    m = control.search(text)
-    if m:
-        raise CellError(f"holds the control character U+{ord(m.group()):04X} at "
-                        f"position {m.start() + 1}")
-    if len(text) > CELL_MOST:
-        raise CellError(f"is {len(text):,} characters long; a workbook cell holds at most "
-                        f"{CELL_MOST:,}")
-
-
-def parse_cell(col: Column, v: object):
-    """Typed value of one cell, BLANK for a blank cell; raises CellError when wrong."""
-    if _blank(v):
-        return BLANK
-    t = col.type
-    if t in ("id", "text"):
-        if isinstance(v, float) and v.is_integer():
-            v = int(v)  # a number typed into a name column: 12.0 reads as "12"
-        if isinstance(v, (dt.date, dt.datetime)):
-            v = v.strftime("%Y-%m-%d")  # a date cell in a text column (settings values)
-        text = str(v).strip()
-        _storable(text, _CONTROL_IN_ID if t == "id" else _CONTROL_IN_TEXT)
-        return text
-    if t == "enum":
-        text = str(v).strip().lower()
-        if text not in col.choices:
-            raise CellError(f"'{v}' is not one of {', '.join(col.choices)}")
-        return text
-    if t == "bool":
-        if isinstance(v, bool):
-            return v
-        text = str(v).strip().lower()
-        if isinstance(v, (int, float)):
-            text = str(int(v)) if float(v).is_integer() else text
-        if text in _TRUE:
-            return True
-        if text in _FALSE:
-            return False
-        raise CellError(f"'{v}' is not true or false")
-    if t == "month":
-        return parse_month(v)
-    if t == "date":
-        return _date(v)
-    if t == "period":
-        if isinstance(v, (dt.date, dt.datetime)):
-            return ("month", (v.year, v.month))
-        q = _QUARTER.match(str(v).strip())
-        if q:
-            return ("quarter", (int(q.group(1)), int(q.group(2))))
-        try:
-            return ("month", parse_month(v))
-        except CellError:
-            raise CellError(f"'{v}' is not a month (2027-01) or a quarter (2027Q1)") from None
-    x = _number(v)
-    if t == "int":
-        if abs(x - round(x)) > 1e-9:
-            raise CellError(f"'{v}' is not a whole number")
-        x = int(round(x))
-    if col.positive and x <= 0:
-        raise CellError(f"{v} must be greater than 0")
-    if col.minimum is not None and x < col.minimum:
-        what = "negative" if col.minimum == 0 else f"below {col.minimum:g}"
-        raise CellError(f"{v} is {what}; it must be at least {col.minimum:g}")
-    if col.maximum is not None and x > col.maximum:
-        raise CellError(f"{v} is above {col.maximum:g}")
-    return x
-
-
-class _Collector:
-    def __init__(self, issues: list[Issue]):
-        self.issues = issues
-        # cells with an error: a formula with no saved value, found on reading, is not
-        # also reported as blank
-        self.in_error = {(i.table, i.row, i.column) for i in issues if i.severity == "error"}
-
-    def error(self, table: str, row: int | None, column: str | None, message: str):
-        self.issues.append(Issue("error", table, row, column, message))
-        self.in_error.add((table, row, column))
-
-    def warn(self, table: str, row: int | None, column: str | None, message: str):
-        self.issues.append(Issue("warning", table, row, column, message))
-
-
-def _typed_rows(raw: RawTable, table_schema, out: _Collector, missing=()):
-    """(row number, {column: typed value or default}, whether every cell parsed) for
-    every row; `missing`: required columns the table lacks, reported once already (its
-    rows are checked in their other cells, and left out)."""
-    rows = []
-    for number, cells in raw.rows:
-        values, ok = {}, not missing
-        for col in table_schema.columns:
-            if col.name in missing:
-                continue
-            try:
-                v = parse_cell(col, cells.get(col.name))
-            except CellError as e:
-                out.error(raw.label, number, col.name, str(e))
-                ok = False
-                continue
-            if v is BLANK:
-                if col.required and not col.allow_blank:
-                    if (raw.label, number, col.name) not in out.in_error:
-                        out.error(raw.label, number, col.name, "is required but blank")
-                    ok = False
-                v = col.default
-            values[col.name] = v
-        rows.append((number, values, ok))
-    return rows
-
-
-def _unknown_column_text(table: RawTable, name: str, out: _Collector) -> None:
+def _unknown_column_text(table: RawTable, name: str, out: Collector) -> None:
     """An ignored column is still copied into the workbook's input sheets: its text must
     be storable there."""
     for number, cells in table.rows:
         v = cells.get(name)
         if isinstance(v, str):
             try:
-                _storable(v)
+                storable(v)
             except CellError as e:
                 out.error(table.label, number, name, str(e))
 
@@ -237,7 +68,7 @@ def _unknown_column_text(table: RawTable, name: str, out: _Collector) -> None:
 def validate(raw: RawScenario) -> tuple[Scenario | None, list[Issue]]:
     """Check a raw scenario; return the typed scenario (None if any error) and all issues."""
     issues: list[Issue] = list(raw.issues)
-    out = _Collector(issues)
+    out = Collector(issues)
     if any(i.table == "scenario" for i in issues):
         return None, issues
 
@@ -257,7 +88,7 @@ def validate(raw: RawScenario) -> tuple[Scenario | None, list[Issue]]:
         for name in missing:
             out.error(table.label, 1, name, "required column is missing")
         for name in table.columns:
-            if _CONTROL_IN_ID.search(name):
+            if CONTROL_IN_ID.search(name):
                 out.error(table.label, 1, repr(name), "a column name holds a control "
                           "character")
             elif name not in schema.column_names:
@@ -265,7 +96,7 @@ def validate(raw: RawScenario) -> tuple[Scenario | None, list[Issue]]:
                 _unknown_column_text(table, name, out)
         # a table missing a required column: its rows' other cells are checked all the
         # same (every problem at once), and the rows are left out
-        rows[schema.name] = _typed_rows(table, schema, out, set(missing))
+        rows[schema.name] = typed_rows(table, schema, out, set(missing))
 
     # (settings that could not be read are not also missing, setting by setting)
     settings = None if "settings" in raw.unreadable else \
@@ -303,7 +134,7 @@ def _sorted(issues: list[Issue]) -> list[Issue]:
     return sorted(dict.fromkeys(issues), key=key)
 
 
-def _settings(rows, label: str, out: _Collector) -> Settings | None:
+def _settings(rows, label: str, out: Collector) -> Settings | None:
     found: dict[str, object] = {}
     where: dict[str, int] = {}
     for number, values, ok in rows:
@@ -347,7 +178,7 @@ def _settings(rows, label: str, out: _Collector) -> Settings | None:
 class _Builder:
     """Cross-row and cross-table rules, building the typed rows as it goes."""
 
-    def __init__(self, rows, labels, settings: Settings | None, out: _Collector,
+    def __init__(self, rows, labels, settings: Settings | None, out: Collector,
                  named: dict[str, set], absent: set[str] = frozenset()):
         self.rows, self.labels, self.settings, self.out = rows, labels, settings, out
         self.named = named  # _named: what each table names, valid rows or not

@@ -19,8 +19,8 @@ from openpyxl import Workbook
 from openpyxl.chart import BarChart, Reference
 from openpyxl.formatting.rule import CellIsRule, FormulaRule
 
+from planner.io.parse import CellError, parse_month
 from planner.io.schema import PAY_AS_YOU_GO, SETTINGS_BY_NAME, TABLES
-from planner.io.validate import CellError, parse_month
 from planner.report.cells import (
     AMBER_FILL,
     BOLD,
