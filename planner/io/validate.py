@@ -388,6 +388,13 @@ class _Builder:
                                f"peak_hours_share × peak_to_average = {share * ratio:g} "
                                "exceeds 1")
                 ok = False
+            elif share is not None and share >= 1 - EPS and ratio is not None \
+                    and ratio < 1 - EPS:
+                self.out.error(label, number, "peak_to_average",
+                               f"{ratio:g} is below 1 with peak_hours_share 1: no hours "
+                               "are left off-peak to keep the month's average at its "
+                               "amount")
+                ok = False
             elif share and ratio is not None and ratio < 1 - EPS:
                 self.out.warn(label, number, "peak_to_average",
                               f"{ratio:g} is below 1: the workload is quieter in the "
@@ -557,7 +564,6 @@ class _Builder:
                                  _month_index(s, v["start_month"]),
                                  _month_index(s, v["end_month"]), v["usd_per_gpu_hour"]))
         return rows
-
 
     def _demand_scenarios(self, workload_names) -> list[DemandScenario]:
         """Scenarios of `solve --stochastic`: each with one probability, the probabilities
