@@ -155,6 +155,26 @@ def test_probabilities_that_do_not_sum_to_one_are_bad_input(tmp_path):
     assert "probability 0.6 on row 3" in " ".join(res.output.split())
 
 
+def test_a_scenarios_probability_once_on_one_of_its_rows(tmp_path):
+    # high's probability stated on its second row only: its first row's blank takes it;
+    # a scenario with no probability on any row is said at its first row, with nothing
+    # else (its rows' sum is not also off: 0.5 + 0.5 for low and high)
+    table = [{"scenario": "low", "probability": 0.5, "multiplier": 0.5},
+             {"scenario": "high", "workload": "w", "multiplier": 1.5},
+             {"scenario": "high", "probability": 0.5, "period": "2027-01",
+              "multiplier": 2}]
+    s = load_scenario(write_csv(tmp_path / "ok", dict(NEWSVENDOR, demand_scenarios=table)))
+    assert [(d.name, d.probability) for d in s.demand_scenarios] == \
+        [("low", 0.5), ("high", 0.5)]
+    unknown = [*table, {"scenario": "none", "multiplier": 1}]
+    res = CliRunner().invoke(app, ["validate", str(write_csv(
+        tmp_path / "bad", dict(NEWSVENDOR, demand_scenarios=unknown)))])
+    said = " ".join(res.output.split())
+    assert res.exit_code == 2
+    assert "row 5" in said and "scenario 'none' has no probability on any of its rows" in said
+    assert "1 error(s)" in said
+
+
 def test_stochastic_needs_scenarios(tmp_path):
     plain = {k: v for k, v in NEWSVENDOR.items() if k != "demand_scenarios"}
     folder = write_csv(tmp_path / "s", plain)

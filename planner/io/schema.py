@@ -206,8 +206,9 @@ TABLES: tuple[Table, ...] = (
         "a demand multiplier in one scenario of `solve --stochastic`",
         (
             _c("scenario", "id", required=True, doc="scenario name"),
-            _c("probability", "float", required=True, minimum=0, maximum=1,
-               doc="the scenario's probability (the same on each of its rows; all sum to 1)"),
+            _c("probability", "float", required=True, allow_blank=True, minimum=0,
+               maximum=1, doc="the scenario's probability, on at least one of its rows "
+                              "(the others blank or the same); all sum to 1"),
             _c("workload", "id", doc="workload it scales; blank: every workload"),
             _c("period", "period", doc="month or quarter it scales; blank: every month"),
             _c("multiplier", "float", required=True, minimum=0,

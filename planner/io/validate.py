@@ -566,35 +566,52 @@ class _Builder:
         return rows
 
     def _demand_scenarios(self, workload_names) -> list[DemandScenario]:
-        """Scenarios of `solve --stochastic`: each with one probability, the probabilities
-        summing to 1, no two rows of a scenario for the same workload and period."""
+        """Scenarios of `solve --stochastic`: each with one probability, stated on at least
+        one of its rows (the others blank or the same), the probabilities summing to 1, no
+        two rows of a scenario for the same workload and period."""
         label = self.labels["demand_scenarios"]
         s = self.settings
         found: dict[str, dict] = {}
-        first_row: dict[str, int] = {}
+        first_row: dict[str, int] = {}  # where each scenario is first named
+        stated: dict[str, int] = {}  # where its probability is first stated
+        unreadable: set[str] = set()  # scenarios with a probability that did not parse
+        # rows that did not parse count too: their scenario's probability still counts
+        # towards the sum (else the sum is off by it, a second, false, problem)
+        for number, v, ok in self.rows["demand_scenarios"]:
+            name, probability = v.get("scenario"), v.get("probability")
+            if name is None:
+                continue
+            first_row.setdefault(name, number)
+            entry = found.setdefault(name, {"probability": None, "multipliers": {}})
+            if probability is None:
+                if (label, number, "probability") in self.out.in_error:
+                    unreadable.add(name)  # said already: not also "no probability"
+                continue
+            if entry["probability"] is None:
+                entry["probability"], stated[name] = probability, number
+            elif ok and abs(entry["probability"] - probability) > EPS:
+                self.out.error(label, number, "probability",
+                               f"scenario '{name}' has probability "
+                               f"{entry['probability']:g} on row {stated[name]}, "
+                               f"{probability:g} here")
+        for name, entry in found.items():
+            if entry["probability"] is None:
+                if name not in unreadable:
+                    self.out.error(label, first_row[name], "probability",
+                                   f"scenario '{name}' has no probability on any of its "
+                                   "rows")
+                entry["probability"] = 0.0
         outside = 0  # rows whose period lies wholly outside the horizon
         for number, v, ok in self.rows["demand_scenarios"]:
             if not ok:
-                # its scenario's probability still counts towards the sum (else the sum
-                # is off by it, a second, false, problem)
-                if v.get("scenario") is not None and v.get("probability") is not None:
-                    found.setdefault(v["scenario"], {"probability": v["probability"],
-                                                     "multipliers": {}})
-                    first_row.setdefault(v["scenario"], number)
                 continue
             name = v["scenario"]
             if v["workload"] is not None:
                 ok = self._refs("demand_scenarios", number, v,
                                 {"workload": workload_names})
-            if name not in found:
-                found[name] = {"probability": v["probability"], "multipliers": {}}
-                first_row[name] = number
-            elif abs(found[name]["probability"] - v["probability"]) > EPS:
-                self.out.error(label, number, "probability",
-                               f"scenario '{name}' has probability "
-                               f"{found[name]['probability']:g} on row {first_row[name]}, "
-                               f"{v['probability']:g} here")
-                ok = False
+            if v["probability"] is not None and \
+                    abs(found[name]["probability"] - v["probability"]) > EPS:
+                ok = False  # said above
             if not ok or s is None:
                 continue
             months: list[int | None] = [None]
