@@ -1,0 +1,306 @@
+"""Robustness, by hand: the commands on generated markets with random valid changes.
+
+    python benchmarks/fuzz.py [--count N] [--seed S] [--modes solve,whatif,samples,table]
+                              [--keep DIR]
+
+Each case generates a market (`planner generate`'s 4x3x2 to 20x8x6), changes it at
+random within what SPEC §2 allows — settings (prorate, discounting, the penalty, hours
+a month, the gap), offers (whole instances, minimum orders, upfronts, caps of 0-3 GPUs,
+lead times, a build-to-order copy of a reserved offer), workloads (spot and its share,
+single region, residency, peaks below the average), demand (zeros, one huge amount,
+quarters), a `demand_scenarios` table, and one case in three written as one .xlsx
+workbook with date cells — and runs one command on it in a fresh process:
+
+* `solve --focus` (4 s): FOCUS's EffectiveCost sums to total_cost_usd, bound_usd is at
+  most objective_usd, mip_gap is SPEC §4's formula, and `optimal` exactly when the gap
+  is within the scenario's `mip_gap`;
+* `whatif` (8 s);
+* `solve --stochastic --samples 3` and with a random `demand_scenarios` table (8 s):
+  the scenarios' probabilities sum to 1, CVaR is at least the expected cost, the bound
+  at most the objective, EVPI at least 0 or null.
+
+A case fails on exit status 1 or 3, a traceback, or a broken property; exit 2 (bad
+input) prints the errors, which should be right (a table scaling one workload and
+period twice, a minimum order above the generated market's cap). It prints one line a
+case and a count at the end; it asserts nothing in the test suite (the checker runs
+inside every solve). Stop 57 ran some 170 cases: it found two refusals of valid input
+(benchmarks/README.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import openpyxl
+import pandas as pd
+
+from planner.io.generate import generate
+
+SIZES = [(4, 3, 2), (6, 4, 3), (8, 5, 4), (20, 8, 6)]
+COMMITMENT_TERMS = ("monthly", "reserved", "build_to_order")
+# columns written to a workbook as text, whatever they hold
+TEXT_COLUMNS = {"workload", "site", "region", "gpu", "key", "value", "site_a", "site_b",
+                "pool", "residency", "source", "scenario", "provider", "country",
+                "jurisdiction", "term", "kind", "period", "start_month", "end_month"}
+
+
+class Market:
+    """A generated scenario's tables as text, changed in place and written back."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.changes: list[str] = []
+
+    def table(self, name: str) -> pd.DataFrame:
+        return pd.read_csv(self.folder / f"{name}.csv", dtype=str, keep_default_na=False)
+
+    def write(self, name: str, df: pd.DataFrame) -> None:
+        df.to_csv(self.folder / f"{name}.csv", index=False)
+
+    def settings(self, rng: random.Random) -> float:
+        """Random settings; returns the scenario's mip_gap."""
+        st = self.table("settings")
+        for key, chance, values in (("tail_policy", .3, ["prorate"]),
+                                    ("discount_rate_annual", .3, ["0.1", "0.5"]),
+                                    ("unmet_penalty_usd_per_unit_hour", .2, ["0.001", "1e6"]),
+                                    ("hours_per_month", .2, ["720", "1"]),
+                                    ("mip_gap", .2, ["0", "0.5"])):
+            if rng.random() < chance:
+                value = rng.choice(values)
+                st = pd.concat([st[st.key != key],
+                                pd.DataFrame([{"key": key, "value": value}])])
+                self.changes.append(f"{key}={value}")
+        self.write("settings", st)
+        return float(dict(zip(st.key, st.value)).get("mip_gap", 0.0001))
+
+    def offers(self, rng: random.Random) -> None:
+        of = self.table("offers")
+        for c in ("gpus_per_instance", "min_gpus", "upfront_usd_per_gpu", "max_gpus",
+                  "lead_time_days", "commit_months"):
+            if c not in of:
+                of[c] = ""
+        changed = 0
+        for i in of.index:
+            r, committed = rng.random(), of.loc[i, "term"] in COMMITMENT_TERMS
+            if r < .1:
+                of.loc[i, "gpus_per_instance"] = rng.choice(["2", "4", "8"])
+            elif r < .15 and committed:
+                of.loc[i, "min_gpus"] = rng.choice(["3", "16", "100"])
+            elif r < .2 and committed:
+                of.loc[i, "upfront_usd_per_gpu"] = rng.choice(["1000", "50000"])
+            elif r < .25 and not of.loc[i, "min_gpus"]:  # a cap under a minimum order
+                of.loc[i, "max_gpus"] = rng.choice(["0", "1", "3"])  # is bad input
+            elif r < .3:
+                of.loc[i, "lead_time_days"] = rng.choice(["31", "60", "400"])
+            else:
+                continue
+            changed += 1
+        self.changes.append(f"{changed} offers changed")
+        reserved = of[of.term == "reserved"]
+        if len(reserved) and rng.random() < .3:
+            row = reserved.iloc[rng.randrange(len(reserved))].copy()
+            row["term"], row["commit_months"] = "build_to_order", "36"
+            row["lead_time_days"], row["gpus_per_instance"] = "90", "8"
+            of = pd.concat([of, pd.DataFrame([row])])
+            self.changes.append("build to order")
+        self.write("offers", of)
+
+    def workloads(self, rng: random.Random) -> None:
+        wl = self.table("workloads")
+        for c in ("allow_spot", "max_spot_share", "single_region", "residency",
+                  "unmet_penalty_usd_per_unit_hour"):
+            if c not in wl:
+                wl[c] = ""
+        changed = 0
+        for i in wl.index:
+            r = rng.random()
+            if r < .15:
+                wl.loc[i, "allow_spot"] = "true"
+                wl.loc[i, "max_spot_share"] = rng.choice(["0.3", "1", "0"])
+            elif r < .25 and wl.loc[i, "kind"] != "training":
+                wl.loc[i, "single_region"] = "true"
+            elif r < .35:
+                wl.loc[i, "residency"] = rng.choice(["EU", "US;JP", "DE", "ZZ"])
+            elif r < .45:
+                wl.loc[i, "peak_to_average"] = rng.choice(["0.5", "0", "0.9"])
+                wl.loc[i, "peak_hours_share"] = rng.choice(["0.5", "0.3"])
+            elif r < .5:
+                wl.loc[i, "unmet_penalty_usd_per_unit_hour"] = rng.choice(["0", "5"])
+            else:
+                continue
+            changed += 1
+        self.changes.append(f"{changed} workloads changed")
+        self.write("workloads", wl)
+
+    def demand(self, rng: random.Random) -> None:
+        dm = self.table("demand")
+        if rng.random() < .3:
+            dm.loc[dm.index[: max(1, len(dm) // 4)], "amount"] = "0"
+            self.changes.append("zeros")
+        if rng.random() < .2:
+            dm.loc[dm.index[0], "amount"] = "1e7"
+            self.changes.append("a huge amount")
+        if rng.random() < .3:  # a quarter's first month's amount for the quarter
+            quarter = (dm.period.str[:4] + "Q"
+                       + ((dm.period.str[5:7].astype(int) - 1) // 3 + 1).astype(str))
+            dm = dm.assign(period=quarter).drop_duplicates(["workload", "site", "period"])
+            self.changes.append("quarters")
+        self.write("demand", dm)
+
+    def scenarios(self, rng: random.Random) -> None:
+        """A random demand_scenarios table: each scenario's probability on one of its
+        rows, a multiplier for all, and rows for one workload, period or both."""
+        dm = self.table("demand")
+        workloads, periods = sorted(set(dm.workload)), sorted(set(dm.period))
+        count = rng.randint(1, 4)
+        weights = [rng.random() + 0.05 for _ in range(count)]
+        shares = [round(w / sum(weights), 6) for w in weights]
+        shares[-1] = round(1 - sum(shares[:-1]), 6)
+        rows = []
+        for j, share in enumerate(shares):
+            own = [{"scenario": f"s{j}", "probability": "", "workload": "", "period": "",
+                    "multiplier": rng.choice([0, 0.5, 1, 1.5, 3])}]
+            for _ in range(rng.randint(0, 3)):
+                own.append({"scenario": f"s{j}", "probability": "",
+                            "workload": rng.choice(workloads + [""]),
+                            "period": rng.choice(periods + [""]),
+                            "multiplier": rng.choice([0, 0.7, 2])})
+            own[rng.randrange(len(own))]["probability"] = share
+            rows += own
+        self.write("demand_scenarios", pd.DataFrame(rows))
+        self.changes.append(f"{count} scenarios in {len(rows)} rows")
+
+    def as_workbook(self) -> Path:
+        """The scenario as one workbook, months as date cells, numbers as numbers."""
+        wb = openpyxl.Workbook()
+        wb.remove(wb.active)
+        for f in sorted(self.folder.glob("*.csv")):
+            df = pd.read_csv(f, dtype=str, keep_default_na=False)
+            ws = wb.create_sheet(f.stem)
+            ws.append(list(df.columns))
+            for row in df.itertuples(index=False):
+                ws.append([_cell(c, v) for c, v in zip(df.columns, row)])
+        path = self.folder.with_suffix(".xlsx")
+        wb.save(path)
+        self.changes.append("workbook")
+        return path
+
+
+def _cell(column: str, text: str):
+    if text == "":
+        return None
+    if column in ("period", "start_month", "end_month") and len(text) == 7 and text[4] == "-":
+        return dt.datetime(int(text[:4]), int(text[5:]), 1)
+    if column in TEXT_COLUMNS:
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+def _broken_solve(out: str, focus: Path, mip_gap: float) -> list[str]:
+    j = json.loads(out)
+    broken = []
+    effective = pd.read_csv(focus).EffectiveCost.sum()
+    if abs(effective - j["total_cost_usd"]) > 1e-6 * max(1.0, abs(j["total_cost_usd"])) + 0.01:
+        broken.append(f"FOCUS sums to {effective}, total_cost_usd {j['total_cost_usd']}")
+    if j["bound_usd"] > j["objective_usd"] * (1 + 1e-9) + 1e-6:
+        broken.append(f"bound {j['bound_usd']} over objective {j['objective_usd']}")
+    changeable = j["objective_usd"] - j["unservable_penalty_usd"]
+    if changeable > 1e-6:
+        gap = (j["objective_usd"] - j["bound_usd"]) / changeable
+        if abs(j["mip_gap"] - gap) > 1e-6:
+            broken.append(f"mip_gap {j['mip_gap']}, SPEC's formula {gap}")
+    if (j["status"] == "optimal") != (j["mip_gap"] <= mip_gap + 1e-12):
+        broken.append(f"status {j['status']} at gap {j['mip_gap']} (asked {mip_gap})")
+    return broken
+
+
+def _broken_stochastic(out: str) -> list[str]:
+    st = json.loads(out)["stochastic"]
+    broken = []
+    total = sum(s["probability"] for s in st["scenarios"])
+    if abs(total - 1) > 1e-6:
+        broken.append(f"probabilities sum to {total}")
+    if st["cvar_usd"] < st["expected_cost_usd"] * (1 - 1e-9) - 1e-6:
+        broken.append("CVaR under the expected cost")
+    if st["bound_usd"] > st["objective_usd"] * (1 + 1e-9) + 1e-6:
+        broken.append("bound over the objective")
+    if st["evpi_usd"] is not None and st["evpi_usd"] < -1e-6:
+        broken.append(f"EVPI {st['evpi_usd']}")
+    return broken
+
+
+def run_case(seed: int, modes: list[str], root: Path) -> tuple[str, list[str], str]:
+    """(what ran, what broke, the errors of a bad input) for one case."""
+    rng = random.Random(seed)
+    case = root / f"case{seed}"
+    shutil.rmtree(case, ignore_errors=True)
+    w, r, m = rng.choice(SIZES)
+    market = Market(case / "scn")
+    generate(market.folder, w, r, m, seed % 7 + 1)
+    mip_gap = market.settings(rng)
+    market.offers(rng)
+    market.workloads(rng)
+    market.demand(rng)
+    mode = rng.choice(modes)
+    if mode == "table":
+        market.scenarios(rng)
+    scenario = market.as_workbook().name if rng.random() < 1 / 3 else "scn"
+    args = {"solve": ["solve", scenario, "--json", "--time-limit", "4", "-o", "p.xlsx",
+                      "--focus", "f.csv"],
+            "whatif": ["whatif", scenario, "--json", "--time-limit", "8", "-o", "w.xlsx"],
+            "samples": ["solve", scenario, "--stochastic", "--samples", "3", "--json",
+                        "--time-limit", "8", "-o", "s.xlsx"],
+            "table": ["solve", scenario, "--stochastic", "--json", "--time-limit", "8",
+                      "-o", "s.xlsx"]}[mode]
+    done = subprocess.run([sys.executable, "-m", "planner", *args], capture_output=True,
+                          text=True, timeout=600, cwd=case)
+    what = f"{mode} {w}x{r}x{m} ({', '.join(market.changes)})"
+    if done.returncode not in (0, 2) or "Traceback" in done.stderr:
+        return what, [f"exit {done.returncode}: {done.stderr[-1500:]}"], ""
+    if done.returncode == 2:
+        errors = [line for line in done.stderr.splitlines() if line.startswith("error")]
+        return what, [], "; ".join(errors[:3])
+    if mode == "solve":
+        return what, _broken_solve(done.stdout, case / "f.csv", mip_gap), ""
+    if mode in ("samples", "table"):
+        return what, _broken_stochastic(done.stdout), ""
+    return what, [], ""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--count", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=0, help="the first case's seed")
+    parser.add_argument("--modes", default="solve,whatif,samples,table")
+    parser.add_argument("--keep", type=Path, help="folder to keep the cases in")
+    args = parser.parse_args()
+    root = args.keep or Path(tempfile.mkdtemp(prefix="planner-fuzz-"))
+    modes = args.modes.split(",")
+    failed = refused = 0
+    for seed in range(args.seed, args.seed + args.count):
+        what, broken, errors = run_case(seed, modes, root)
+        failed += bool(broken)
+        refused += bool(errors)
+        verdict = "FAILED " + " | ".join(broken) if broken else (
+            f"bad input: {errors}" if errors else "ok")
+        print(f"case {seed}: {what}: {verdict}", flush=True)
+    kept = args.keep is not None or failed
+    print(f"{args.count} cases: {failed} failed, {refused} refused as bad input"
+          + (f" (cases in {root})" if kept else ""))
+    if not kept:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
