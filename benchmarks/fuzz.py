@@ -70,7 +70,8 @@ class Market:
         st = self.table("settings")
         for key, chance, values in (("tail_policy", .3, ["prorate"]),
                                     ("discount_rate_annual", .3, ["0.1", "0.5"]),
-                                    ("unmet_penalty_usd_per_unit_hour", .2, ["0.001", "1e6"]),
+                                    ("unmet_penalty_usd_per_unit_hour", .2,
+                                     ["0.001", "1e6"]),
                                     ("hours_per_month", .2, ["720", "1"]),
                                     ("mip_gap", .2, ["0", "0.5"])):
             if rng.random() < chance:
@@ -197,7 +198,8 @@ class Market:
 def _cell(column: str, text: str):
     if text == "":
         return None
-    if column in ("period", "start_month", "end_month") and len(text) == 7 and text[4] == "-":
+    month = len(text) == 7 and text[4] == "-"
+    if column in ("period", "start_month", "end_month") and month:
         return dt.datetime(int(text[:4]), int(text[5:]), 1)
     if column in TEXT_COLUMNS:
         return text
@@ -211,7 +213,8 @@ def _broken_solve(out: str, focus: Path, mip_gap: float) -> list[str]:
     j = json.loads(out)
     broken = []
     effective = pd.read_csv(focus).EffectiveCost.sum()
-    if abs(effective - j["total_cost_usd"]) > 1e-6 * max(1.0, abs(j["total_cost_usd"])) + 0.01:
+    total = j["total_cost_usd"]
+    if abs(effective - total) > 1e-6 * max(1.0, abs(total)) + 0.01:
         broken.append(f"FOCUS sums to {effective}, total_cost_usd {j['total_cost_usd']}")
     if j["bound_usd"] > j["objective_usd"] * (1 + 1e-9) + 1e-6:
         broken.append(f"bound {j['bound_usd']} over objective {j['objective_usd']}")
