@@ -96,6 +96,11 @@ def test_template_filled_by_hand_loads(tmp_path):
             "throughput", "demand", "existing"} <= set(wb.sheetnames)
     offers = wb["offers"]
     assert offers["A1"].comment is not None and "region" in offers["A1"].comment.text
+    # a required column whose cells may be blank says so (a scenario's probability may
+    # stand on one of its rows)
+    notes = {c.value: c.comment.text for c in wb["demand_scenarios"][1]}
+    assert notes["probability"].endswith("required column, cells may be blank")
+    assert notes["multiplier"].endswith("required")
     lists = [dv.formula1 for dv in offers.data_validations.dataValidation]
     assert any("reserved" in f for f in lists)
     # a user fills it in

@@ -27,8 +27,11 @@ def _note(col: Column) -> str:
     parts = [col.doc or col.name]
     if col.unit:
         parts.append(f"unit: {col.unit}")
-    parts.append("required" if col.required else
-                 f"default: {'blank' if col.default is None else col.default}")
+    if col.required:  # the column; some may leave cells blank (a setting's value)
+        parts.append("required column, cells may be blank" if col.allow_blank
+                     else "required")
+    else:
+        parts.append(f"default: {'blank' if col.default is None else col.default}")
     if col.choices:
         parts.append("one of: " + ", ".join(col.choices))
     return "\n".join(parts)
