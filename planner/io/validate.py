@@ -388,18 +388,18 @@ class _Builder:
                                f"peak_hours_share × peak_to_average = {share * ratio:g} "
                                "exceeds 1")
                 ok = False
-            elif share is not None and share >= 1 - EPS and ratio is not None \
-                    and ratio < 1 - EPS:
-                self.out.error(label, number, "peak_to_average",
-                               f"{ratio:g} is below 1 with peak_hours_share 1: no hours "
-                               "are left off-peak to keep the month's average at its "
-                               "amount")
-                ok = False
             elif share and ratio is not None and ratio < 1 - EPS:
-                self.out.warn(label, number, "peak_to_average",
-                              f"{ratio:g} is below 1: the workload is quieter in the "
-                              f"peak hours (the first {share * 100:g} % of each month) "
-                              "and busier in the others")
+                if share >= 1 - EPS:
+                    self.out.error(label, number, "peak_to_average",
+                                   f"{ratio:g} is below 1 with peak_hours_share 1: no "
+                                   "hours are left off-peak to keep the month's average "
+                                   "at its amount")
+                    ok = False
+                else:
+                    self.out.warn(label, number, "peak_to_average",
+                                  f"{ratio:g} is below 1: the workload is quieter in the "
+                                  f"peak hours (the first {share * 100:g} % of each "
+                                  "month) and busier in the others")
             residency = tuple(
                 dict.fromkeys(p.strip().upper() for p in (v.get("residency") or "").split(";")
                               if p.strip())
@@ -575,6 +575,7 @@ class _Builder:
         first_row: dict[str, int] = {}  # where each scenario is first named
         stated: dict[str, int] = {}  # where its probability is first stated
         unreadable: set[str] = set()  # scenarios with a probability that did not parse
+        conflicting: set[int] = set()  # rows whose probability differs from its first
         # rows that did not parse count too: their scenario's probability still counts
         # towards the sum (else the sum is off by it, a second, false, problem)
         for number, v, ok in self.rows["demand_scenarios"]:
@@ -594,6 +595,7 @@ class _Builder:
                                f"scenario '{name}' has probability "
                                f"{entry['probability']:g} on row {stated[name]}, "
                                f"{probability:g} here")
+                conflicting.add(number)
         for name, entry in found.items():
             if entry["probability"] is None:
                 if name not in unreadable:
@@ -609,8 +611,7 @@ class _Builder:
             if v["workload"] is not None:
                 ok = self._refs("demand_scenarios", number, v,
                                 {"workload": workload_names})
-            if v["probability"] is not None and \
-                    abs(found[name]["probability"] - v["probability"]) > EPS:
+            if number in conflicting:
                 ok = False  # said above
             if not ok or s is None:
                 continue
