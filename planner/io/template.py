@@ -12,15 +12,14 @@ from pathlib import Path
 
 from openpyxl import Workbook
 from openpyxl.comments import Comment
-from openpyxl.styles import Alignment, Font, PatternFill
+from openpyxl.styles import Alignment, Font
 from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.datavalidation import DataValidation
 
 from planner.io.schema import SETTINGS, TABLES, Column
-from planner.report.cells import text_cell
+from planner.report.cells import HEADER_FILL, text_cell
 
 ROWS_WITH_LISTS = 1000  # rows that carry the drop-down lists
-HEADER = PatternFill("solid", fgColor="DDE7F0")
 
 
 def _note(col: Column) -> str:
@@ -67,7 +66,7 @@ def write_template(path: str | Path) -> None:
         for j, col in enumerate(t.columns, start=1):
             cell = ws.cell(1, j, col.name)
             cell.font = Font(bold=col.required)
-            cell.fill = HEADER
+            cell.fill = HEADER_FILL
             cell.alignment = Alignment(vertical="top")
             cell.comment = Comment(_note(col), "planner", width=320, height=140)
             ws.column_dimensions[get_column_letter(j)].width = max(14, len(col.name) + 4)

@@ -6,11 +6,8 @@ a chart."""
 from __future__ import annotations
 
 from openpyxl.chart import BarChart, Reference
-from openpyxl.styles import Font
 
-from planner.report.cells import NUM, PCT, USD, F, Sheet, text_cell, value_cell
-
-BOLD = Font(bold=True)
+from planner.report.cells import BOLD, NUM, PCT, USD, F, Sheet, text_cell, value_cell
 
 
 def risk_sheet(wb, result) -> None:

@@ -14,6 +14,7 @@ from openpyxl.styles import Font
 from planner.baselines import no_more_unmet, same_unmet
 from planner.io.scenario import Scenario
 from planner.report.cells import (
+    BOLD,
     NUM,
     PCT,
     RATE,
@@ -83,7 +84,7 @@ def _settings_sheet(wb: Workbook, scenario: Scenario, variants: list[Variant],
     said = warning_lines(scenario, notes)
     if said:  # as solve shows them (its Diagnostics sheet)
         info["A5"] = "Warnings"
-        info["A5"].font = Font(bold=True)
+        info["A5"].font = BOLD
         for i, warning in enumerate(said, start=6):
             text_cell(info[f"A{i}"], warning)
     info.column_dimensions["A"].width = 50
