@@ -43,9 +43,9 @@ import openpyxl
 import pandas as pd
 
 from planner.io.generate import generate
+from planner.io.schema import COMMITMENT_TERMS
 
 SIZES = [(4, 3, 2), (6, 4, 3), (8, 5, 4), (20, 8, 6)]
-COMMITMENT_TERMS = ("monthly", "reserved", "build_to_order")
 # columns written to a workbook as text, whatever they hold
 TEXT_COLUMNS = {"workload", "site", "region", "gpu", "key", "value", "site_a", "site_b",
                 "pool", "residency", "source", "scenario", "provider", "country",
