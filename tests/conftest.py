@@ -9,6 +9,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 # The work clock at the fitted machine's pace (planner.solve.pace): the tests' plans and
 # rounds are the same on every machine, and no run measures or keeps a pace
 os.environ["PLANNER_PACE"] = "1"
+# pytest-xdist's workers say COLUMNS=80; without it, as in a log, a problem the command
+# reports stays on one line (planner.cli.common.err) whichever way the suite runs
+for size in ("COLUMNS", "LINES"):
+    os.environ.pop(size, None)
 
 
 @pytest.fixture(scope="session")
