@@ -64,7 +64,7 @@ OVERLAP = scenario(settings={"horizon_months": 3}, demand=[{"workload": "w", "pe
 
 # (case id, tables, table label, row, column, words in the message)
 CASES = [
-    ("missing table", _without("offers"), "offers", None, None, "missing"),
+    ("missing table", _without("offers"), "offers.csv", None, None, "missing"),
     ("missing column", _drop_column("offers", "usd_per_gpu_hour"), "offers.csv", 1,
      "usd_per_gpu_hour", "missing"),
     ("not a number", _with("offers", usd_per_gpu_hour="abc"), "offers.csv", 2,
@@ -448,4 +448,37 @@ def test_an_unreadable_or_missing_table_hides_no_other_problem_and_adds_none(tmp
     # and demand row, nor "no demand inside the horizon"
     result, issues = _issues(tmp_path / "b", _without("workloads"))
     assert [(i.severity, i.table, i.message) for i in issues] == [
-        ("error", "workloads", "required table is missing")], issues
+        ("error", "workloads.csv", "required table is missing")], issues
+
+
+LINKED = scenario(
+    sites=[{"site": "s1", "country": "US", "jurisdiction": "US"},
+           {"site": "s2", "country": "US", "jurisdiction": "US"}],
+    links=[{"site_a": "s1", "site_b": "s2", "rtt_ms": 10}],
+    workloads=[{"workload": "w", "kind": "inference", "latency_slo_ms": 50}],
+    demand=[{"workload": "w", "period": "2027-01", "amount": 1, "site": "s2"}],
+)
+
+
+@pytest.mark.parametrize("fmt, broken, said", [
+    ("csv", "missing", ("links.csv", None, None)),
+    ("xlsx", "missing", ("sheet links", None, None)),
+    ("csv", "rtt_ms", ("links.csv", 2, "rtt_ms")),
+])
+def test_a_broken_network_map_is_said_once_not_in_every_demand_row(tmp_path, fmt, broken,
+                                                                  said):
+    # the demand at s2 reaches r1 (at s1) only through the link: with the links table
+    # missing, or its one row unreadable, the error is the map's own, not also "s2 is
+    # not connected to any region" in the demand row; a missing table is named as the
+    # user knows it, the folder's file or the workbook's sheet
+    result, issues = _issues(tmp_path, LINKED, fmt)
+    assert result is not None, issues  # the map whole: valid
+    data = copy.deepcopy(LINKED)
+    if broken == "missing":
+        del data["links"]
+    else:
+        data["links"][0]["rtt_ms"] = "abc"
+    (tmp_path / "b").mkdir()
+    result, issues = _issues(tmp_path / "b", data, fmt)
+    assert result is None
+    assert [(i.table, i.row, i.column) for i in issues if i.severity == "error"] == [said]

@@ -37,6 +37,11 @@ class RawScenario:
     # from their absence is not reported
     unreadable: set[str] = field(default_factory=set)
 
+    def label_of(self, table: str) -> str:
+        """How the user would know `table`, also where it is missing: the file of a
+        folder, the sheet of a workbook."""
+        return f"{table}.csv" if self.path.is_dir() else f"sheet {table}"
+
 
 def load_raw(path: str | Path) -> RawScenario:
     """Read every table of the scenario at `path` (folder of CSVs or .xlsx)."""

@@ -227,7 +227,7 @@ def _scenario_gpus(raw: RawScenario, out: Collector) -> dict[int, Gpu]:
     table = _readable(raw, "gpus", out)
     if table is None:
         if "gpus" not in raw.unreadable:
-            out.error("gpus", None, None, "required table is missing: the rules read the "
+            out.error(raw.label_of("gpus"), None, None, "required table is missing: the rules read the "
                       "GPU types' memory, bandwidth and TFLOPS from it")
         return {}
     gpus: dict[int, Gpu] = {}
@@ -248,7 +248,8 @@ def _scenario_workloads(raw: RawScenario, out: Collector) -> list[str]:
     why = "the throughput table may only name the scenario's workloads"
     if table is None:
         if "workloads" not in raw.unreadable:
-            out.error("workloads", None, None, f"required table is missing: {why}")
+            out.error(raw.label_of("workloads"), None, None,
+                      f"required table is missing: {why}")
         return []
     if "workload" not in table.columns:
         out.error(table.label, 1, "workload", f"required column is missing: {why}")

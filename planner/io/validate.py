@@ -76,12 +76,12 @@ def validate(raw: RawScenario) -> tuple[Scenario | None, list[Issue]]:
     labels: dict[str, str] = {}
     for schema in TABLES:
         table = raw.tables.get(schema.name)
-        labels[schema.name] = table.label if table else schema.name
+        labels[schema.name] = table.label if table else raw.label_of(schema.name)
         if table is not None and schema.optional and not table.columns and not table.rows:
             table = None  # an empty file (not even a header) of a table that may be absent
         if table is None:
             if not schema.optional and schema.name not in raw.unreadable:
-                out.error(schema.name, None, None, "required table is missing")
+                out.error(labels[schema.name], None, None, "required table is missing")
             rows[schema.name] = []
             continue
         missing = [c.name for c in schema.columns if c.required and c.name not in table.columns]
@@ -464,7 +464,17 @@ class _Builder:
         by_name = checked  # rows of workloads left out are checked all the same
         valid = {w.workload for w in workloads}
         s = self.settings
-        reachable = _reachable_from_regions(sites, links, regions)
+        # A map with a table or a row left out may leave a site unconnected only for
+        # that: its own errors are said, not also one in every demand row there. (A
+        # duplicate row leaves out nothing: its first row stands.)
+        def whole(name, kept):
+            duplicates = sum(t == name for t, _, _ in self.duplicates)
+            return (name not in self.absent
+                    and len(kept) + duplicates == len(self.rows[name]))
+
+        whole_map = all(whole(name, kept) for name, kept in (
+            ("sites", sites), ("links", links), ("regions", regions)))
+        reachable = _reachable_from_regions(sites, links, regions) if whole_map else None
         rows: list[Demand] = []
         seen: dict[tuple, int] = {}
         outside = partly = 0  # demand rows wholly, and quarters partly, outside
@@ -481,7 +491,7 @@ class _Builder:
                                "needs the site of its users")
                 continue
             if (w.latency_slo_ms is not None and v["site"] is not None
-                    and v["site"] not in reachable):
+                    and reachable is not None and v["site"] not in reachable):
                 self.out.error(label, number, "site",
                                f"site '{v['site']}' is not connected to any region on the "
                                "network map, so the latency SLO can never be met")
