@@ -1,7 +1,7 @@
 """Robustness, by hand: the commands on generated markets with random valid changes.
 
-    python benchmarks/fuzz.py [--count N] [--seed S] [--modes solve,whatif,samples,table]
-                              [--keep DIR]
+    python benchmarks/fuzz.py [--count N] [--seed S]
+                              [--modes solve,whatif,samples,table,bad] [--keep DIR]
 
 Each case generates a market (`planner generate`'s 4x3x2 to 20x8x6), changes it at
 random within what SPEC §2 allows — settings (prorate, discounting, the penalty, hours
@@ -17,14 +17,23 @@ workbook with date cells — and runs one command on it in a fresh process:
 * `whatif` (8 s);
 * `solve --stochastic --samples 3` and with a random `demand_scenarios` table (8 s):
   the scenarios' probabilities sum to 1, CVaR is at least the expected cost, the bound
-  at most the objective, EVPI at least 0 or null.
+  at most the objective, EVPI at least 0 or null;
+* `bad`: one to three defects that SPEC §3 calls bad input (a cell not a number, a
+  negative one, an unknown reference, a duplicate id, a term with the wrong
+  commit_months, a peak over 1, a period that is neither a month nor a quarter, a word
+  not among a column's choices, a share over 1, a required cell blank, a required column
+  or table missing, demand with an SLO at a site off the map, an existing contract that
+  ends before it starts), then one of the commands above: exit 2, no traceback, nothing
+  on stdout, no output file written, and every defect named by an error line with its
+  table, row and column; errors said elsewhere are shown.
 
 A case fails on exit status 1 or 3, a traceback, or a broken property; exit 2 (bad
 input) prints the errors, which should be right (a table scaling one workload and
 period twice, a minimum order above the generated market's cap). It prints one line a
 case and a count at the end; it asserts nothing in the test suite (the checker runs
-inside every solve). Stop 57 ran some 170 cases: it found two refusals of valid input
-(benchmarks/README.md).
+inside every solve). Stop 57 ran some 170 cases: it found two refusals of valid input;
+stop 58 some 300 bad ones: it found a missing links table said again in every demand
+row (benchmarks/README.md).
 """
 
 from __future__ import annotations
@@ -195,12 +204,215 @@ class Market:
         return path
 
 
+# -- bad input (mode `bad`) ---------------------------------------------------------------
+# Each defect breaks one cell, column or table of a valid market in a way SPEC §3 calls
+# bad input, and returns where the error must be said: (table, row as the user sees it
+# or None, column or None). Rows are appended, never inserted, so that an earlier
+# defect's row keeps its number.
+
+
+def _row(df: pd.DataFrame, i) -> int:
+    return df.index.get_loc(i) + 2  # the header is row 1
+
+
+def _pick(rng: random.Random, df: pd.DataFrame, mask=None):
+    rows = df.index[mask] if mask is not None else df.index
+    return rows[rng.randrange(len(rows))] if len(rows) else None
+
+
+def _not_a_number(m: Market, rng):
+    name, column = rng.choice([("offers", "usd_per_gpu_hour"), ("demand", "amount"),
+                               ("throughput", "units_per_gpu"), ("links", "rtt_ms")])
+    df = m.table(name)
+    i = _pick(rng, df)
+    df.loc[i, column] = rng.choice(["abc", "1,5", "$3", "nan", "inf", "--2"])
+    m.write(name, df)
+    return name, _row(df, i), column
+
+
+def _negative(m: Market, rng):
+    name, column = rng.choice([("offers", "usd_per_gpu_hour"), ("demand", "amount"),
+                               ("throughput", "units_per_gpu"), ("links", "rtt_ms"),
+                               ("existing", "gpus")])
+    df = m.table(name)
+    i = _pick(rng, df)
+    if i is None:
+        return None
+    df.loc[i, column] = "-3"
+    m.write(name, df)
+    return name, _row(df, i), column
+
+
+def _unknown_reference(m: Market, rng):
+    name, column = rng.choice([("demand", "workload"), ("demand", "site"),
+                               ("offers", "gpu"), ("offers", "region"),
+                               ("regions", "site"), ("throughput", "gpu"),
+                               ("throughput", "workload"), ("links", "site_b"),
+                               ("existing", "region")])
+    df = m.table(name)
+    i = _pick(rng, df)
+    if i is None:
+        return None
+    df.loc[i, column] = "no-such-" + column
+    m.write(name, df)
+    return name, _row(df, i), column
+
+
+def _duplicate(m: Market, rng):
+    name, column = rng.choice([("gpus", "gpu"), ("sites", "site"), ("regions", "region"),
+                               ("workloads", "workload")])
+    df = m.table(name)
+    df = pd.concat([df, df.loc[[_pick(rng, df)]]], ignore_index=True)
+    m.write(name, df)
+    return name, len(df) + 1, column
+
+
+def _term_and_months(m: Market, rng):
+    df = m.table("offers")
+    if "commit_months" not in df:
+        df["commit_months"] = ""
+    committed = df.term.isin(COMMITMENT_TERMS)
+    if rng.random() < .5 and committed.any():
+        i = _pick(rng, df, committed)
+        df.loc[i, "commit_months"] = rng.choice(["", "0"])
+    else:
+        i = _pick(rng, df, ~committed)
+        df.loc[i, "commit_months"] = "12"
+    m.write("offers", df)
+    return "offers", _row(df, i), "commit_months"
+
+
+def _peak_over_one(m: Market, rng):
+    df = m.table("workloads")
+    i = _pick(rng, df)
+    df.loc[i, "peak_hours_share"], df.loc[i, "peak_to_average"] = "0.5", "3"
+    m.write("workloads", df)
+    return "workloads", _row(df, i), None
+
+
+def _bad_period(m: Market, rng):
+    df = m.table("demand")
+    i = _pick(rng, df)
+    df.loc[i, "period"] = rng.choice(["2027-13", "2027Q5", "soon", "27-01", "2027/01"])
+    m.write("demand", df)
+    return "demand", _row(df, i), "period"
+
+
+def _bad_choice(m: Market, rng):
+    name, column, value = rng.choice([("offers", "term", "weekly"),
+                                      ("workloads", "kind", "serving"),
+                                      ("workloads", "allow_spot", "perhaps"),
+                                      ("settings", "value", "2027-1x")])
+    df = m.table(name)
+    if column not in df:
+        df[column] = ""
+    i = (df.index[df.key == "start_month"][0] if name == "settings"
+         else _pick(rng, df))
+    df.loc[i, column] = value
+    m.write(name, df)
+    return name, _row(df, i), None if name == "settings" else column
+
+
+def _share_over_one(m: Market, rng):
+    name, column = rng.choice([("offers", "interruption_rate"),
+                               ("workloads", "max_spot_share"),
+                               ("workloads", "peak_hours_share")])
+    df = m.table(name)
+    if column not in df:
+        df[column] = ""
+    i = _pick(rng, df)
+    df.loc[i, column] = "1.5"
+    m.write(name, df)
+    return name, _row(df, i), column
+
+
+def _blank_required(m: Market, rng):
+    name, column = rng.choice([("regions", "provider"), ("sites", "country"),
+                               ("offers", "term"), ("demand", "amount"),
+                               ("throughput", "units_per_gpu")])
+    df = m.table(name)
+    i = _pick(rng, df)
+    df.loc[i, column] = ""
+    m.write(name, df)
+    return name, _row(df, i), column
+
+
+def _missing_column(m: Market, rng):
+    name, column = rng.choice([("demand", "amount"), ("offers", "usd_per_gpu_hour"),
+                               ("regions", "site"), ("throughput", "units_per_gpu")])
+    m.write(name, m.table(name).drop(columns=[column]))
+    return name, None, column
+
+
+def _missing_table(m: Market, rng):
+    name = rng.choice(["links", "gpus", "throughput", "demand"])
+    (m.folder / f"{name}.csv").unlink()
+    return name, None, None
+
+
+def _unreachable_site(m: Market, rng):
+    """A site with no link, and demand there of a workload with a latency SLO."""
+    sites = m.table("sites")
+    sites = pd.concat([sites, pd.DataFrame([{"site": "island", "country": "IS",
+                                             "jurisdiction": "EU"}])], ignore_index=True)
+    m.write("sites", sites)
+    wl, dm = m.table("workloads"), m.table("demand")
+    slo = wl[wl.latency_slo_ms != ""].workload if "latency_slo_ms" in wl else []
+    if not len(slo):
+        return None
+    row = dm[dm.workload == slo.iloc[0]].iloc[0].copy()
+    row["site"] = "island"
+    dm = pd.concat([dm, pd.DataFrame([row])], ignore_index=True)
+    m.write("demand", dm)
+    return "demand", len(dm) + 1, "site"
+
+
+def _existing_backwards(m: Market, rng):
+    df = m.table("existing")
+    i = _pick(rng, df)
+    if i is None:
+        return None
+    df.loc[i, "start_month"], df.loc[i, "end_month"] = "2027-06", "2027-02"
+    m.write("existing", df)
+    return "existing", _row(df, i), None
+
+
+# rules over a whole row or several tables: a table missing a required column has its
+# rows left out (each cell is still checked), so these are not said of its rows
+WHOLE_ROW = {_unknown_reference, _duplicate, _term_and_months, _peak_over_one,
+             _unreachable_site, _existing_backwards}
+DEFECTS = [_not_a_number, _negative, _unknown_reference, _duplicate, _term_and_months,
+           _peak_over_one, _bad_period, _bad_choice, _share_over_one, _blank_required,
+           _missing_column, _missing_table, _unreachable_site, _existing_backwards]
+
+
+def _said(where: tuple, error: str, workbook: bool) -> bool:
+    """Whether the error line names the defect's place."""
+    table, row, column = where
+    return ((table if workbook else f"{table}.csv") in error
+            and (row is None or f"row {row}," in error)
+            and (column is None or column in error))
+
+
+def _unsaid(where: list[tuple], stderr: str, workbook: bool) -> tuple[list[str], str]:
+    """The defects whose place no error line names, and the errors at no defect's
+    place (said, for a reader to judge: a generated change may be bad input too)."""
+    errors = [line for line in stderr.splitlines() if line.startswith("error")]
+    unsaid = [f"{w[0]} row {w[1]} column {w[2]} not said" for w in where
+              if not any(_said(w, e, workbook) for e in errors)]
+    others = [e for e in errors if not any(_said(w, e, workbook) for w in where)]
+    return unsaid, f"{len(others)} other errors: {'; '.join(others[:2])}" if others else ""
+
+
 def _cell(column: str, text: str):
     if text == "":
         return None
     month = len(text) == 7 and text[4] == "-"
     if column in ("period", "start_month", "end_month") and month:
-        return dt.datetime(int(text[:4]), int(text[5:]), 1)
+        try:
+            return dt.datetime(int(text[:4]), int(text[5:]), 1)
+        except ValueError:  # not a month: stays text, for the validator to refuse
+            return text
     if column in TEXT_COLUMNS:
         return text
     try:
@@ -244,7 +456,8 @@ def _broken_stochastic(out: str) -> list[str]:
 
 
 def run_case(seed: int, modes: list[str], root: Path) -> tuple[str, list[str], str]:
-    """(what ran, what broke, the errors of a bad input) for one case."""
+    """(what ran, what broke, the errors of a bad input) for one case; of a case made
+    bad on purpose, the errors said besides its defects'."""
     rng = random.Random(seed)
     case = root / f"case{seed}"
     shutil.rmtree(case, ignore_errors=True)
@@ -258,7 +471,20 @@ def run_case(seed: int, modes: list[str], root: Path) -> tuple[str, list[str], s
     mode = rng.choice(modes)
     if mode == "table":
         market.scenarios(rng)
-    scenario = market.as_workbook().name if rng.random() < 1 / 3 else "scn"
+    where = []
+    if mode == "bad":
+        chosen = rng.sample(DEFECTS, rng.randint(1, 3))
+        if _missing_table in chosen:  # nothing else of a missing table is said
+            chosen = [_missing_table]
+        done = [(d, w) for d, w in ((d, d(market, rng)) for d in chosen) if w]
+        market.changes.append(", ".join(f"{d.__name__[1:]} {w}" for d, w in done))
+        columnless = {w[0] for d, w in done if d is _missing_column}
+        where = [w for d, w in done if not (d in WHOLE_ROW and w[0] in columnless)]
+        mode = rng.choice(["solve", "whatif", "samples"])
+        if not where:
+            return f"bad {mode}", [], "no defect applied"
+    workbook = rng.random() < 1 / 3
+    scenario = market.as_workbook().name if workbook else "scn"
     args = {"solve": ["solve", scenario, "--json", "--time-limit", "4", "-o", "p.xlsx",
                       "--focus", "f.csv"],
             "whatif": ["whatif", scenario, "--json", "--time-limit", "8", "-o", "w.xlsx"],
@@ -268,9 +494,17 @@ def run_case(seed: int, modes: list[str], root: Path) -> tuple[str, list[str], s
                       "-o", "s.xlsx"]}[mode]
     done = subprocess.run([sys.executable, "-m", "planner", *args], capture_output=True,
                           text=True, timeout=600, cwd=case)
-    what = f"{mode} {w}x{r}x{m} ({', '.join(market.changes)})"
+    what = f"{'bad ' if where else ''}{mode} {w}x{r}x{m} ({', '.join(market.changes)})"
     if done.returncode not in (0, 2) or "Traceback" in done.stderr:
         return what, [f"exit {done.returncode}: {done.stderr[-1500:]}"], ""
+    if where:
+        written = [f.name for f in case.iterdir() if f.suffix in (".xlsx", ".csv")
+                   and f.stem in ("p", "f", "w", "s")]
+        broken = ([f"exit {done.returncode}, not 2"] if done.returncode != 2 else [])
+        broken += [f"{name} written" for name in written]
+        broken += ["stdout not empty"] if done.stdout.strip() else []
+        unsaid, others = _unsaid(where, done.stderr, workbook)
+        return what, broken + unsaid, others
     if done.returncode == 2:
         errors = [line for line in done.stderr.splitlines() if line.startswith("error")]
         return what, [], "; ".join(errors[:3])
@@ -285,7 +519,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0, help="the first case's seed")
-    parser.add_argument("--modes", default="solve,whatif,samples,table")
+    parser.add_argument("--modes", default="solve,whatif,samples,table",
+                        help="any of solve, whatif, samples, table and bad")
     parser.add_argument("--keep", type=Path, help="folder to keep the cases in")
     args = parser.parse_args()
     root = args.keep or Path(tempfile.mkdtemp(prefix="planner-fuzz-"))
