@@ -479,7 +479,10 @@ def run_case(seed: int, modes: list[str], root: Path) -> tuple[str, list[str], s
         done = [(d, w) for d, w in ((d, d(market, rng)) for d in chosen) if w]
         market.changes.append(", ".join(f"{d.__name__[1:]} {w}" for d, w in done))
         columnless = {w[0] for d, w in done if d is _missing_column}
-        where = [w for d, w in done if not (d in WHOLE_ROW and w[0] in columnless)]
+        # a map with a row left out says of no site that it is off the map
+        map_short = any(w[0] in ("sites", "links", "regions") for d, w in done)
+        where = [w for d, w in done if not (d in WHOLE_ROW and w[0] in columnless)
+                 and not (d is _unreachable_site and map_short)]
         mode = rng.choice(["solve", "whatif", "samples"])
         if not where:
             return f"bad {mode}", [], "no defect applied"
