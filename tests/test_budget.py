@@ -54,12 +54,12 @@ def test_the_clock_starts_with_the_process():
 def test_a_command_past_its_limit_and_the_ten_percent_says_so(capsys):
     # SPEC §4: a command ends within S + 10 %; where what it must do at the least takes
     # longer, the user is told (10 s limit: 10.5 s elapsed is within, 11.5 s past it)
-    from planner.cli.common import _warn_past_limit
+    from planner.cli.common import warn_past_limit
 
     now = time.perf_counter()
-    _warn_past_limit(Budget(10, start=now - 10.5), "the solves")
+    warn_past_limit(Budget(10, start=now - 10.5), "the solves")
     assert capsys.readouterr().err == ""
-    _warn_past_limit(Budget(10, start=now - 11.5), "the solves")
+    warn_past_limit(Budget(10, start=now - 11.5), "the solves")
     said = " ".join(capsys.readouterr().err.split())
     assert "past --time-limit 10 s: the solves take longer" in said
 

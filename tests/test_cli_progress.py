@@ -15,7 +15,7 @@ def _run_stage(monkeypatch, terminal: bool, quiet: bool = False) -> str:
     monkeypatch.setattr(common, "err", Console(file=out, force_terminal=terminal,
                                                width=120, highlight=False))
     monkeypatch.setitem(common.QUIET, "on", quiet)
-    with common._status("loading data") as stage:
+    with common.show_stage("loading data") as stage:
         stage.update("loading data: 3 tables")
     return out.getvalue()
 

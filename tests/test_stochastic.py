@@ -53,7 +53,7 @@ from planner.stochastic.method import (
     _need,
     _Stochastic,
 )
-from planner.stochastic.schedules import Candidate, _step
+from planner.stochastic.schedules import Candidate, stepped_schedule
 
 NEWSVENDOR = scenario(
     settings={"hours_per_month": 100},
@@ -398,13 +398,14 @@ def test_a_step_keeps_to_the_offers_minimum_instances_and_cap():
     offers = {"big": SimpleNamespace(key="big", gpus_per_instance=4, min_gpus=8,
                                      max_gpus=12, commit_months=2)}
     # one instance more or less; below the minimum: none; from none: the minimum
-    assert _step({("big", 0): 8}, ("big", 0), 1, offers, 3) == {("big", 0): 12}
-    assert _step({("big", 0): 8}, ("big", 0), -1, offers, 3) == {}
-    assert _step({}, ("big", 0), 1, offers, 3) == {("big", 0): 8}
-    assert _step({}, ("big", 0), -1, offers, 3) is None
+    assert stepped_schedule({("big", 0): 8}, ("big", 0), 1, offers, 3) == {("big", 0): 12}
+    assert stepped_schedule({("big", 0): 8}, ("big", 0), -1, offers, 3) == {}
+    assert stepped_schedule({}, ("big", 0), 1, offers, 3) == {("big", 0): 8}
+    assert stepped_schedule({}, ("big", 0), -1, offers, 3) is None
     # terms overlapping in month 1 would hold 12 + 4 GPUs of a 12-GPU offer
-    assert _step({("big", 0): 12}, ("big", 0), 1, offers, 3) is None
-    assert _step({("big", 0): 8, ("big", 1): 4}, ("big", 1), 1, offers, 3) is None
+    assert stepped_schedule({("big", 0): 12}, ("big", 0), 1, offers, 3) is None
+    assert stepped_schedule({("big", 0): 8, ("big", 1): 4}, ("big", 1), 1, offers,
+                            3) is None
 
 
 def test_samples_the_time_cannot_hold_are_left_out(tmp_path):

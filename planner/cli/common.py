@@ -31,7 +31,7 @@ EXIT_OK, EXIT_ERROR, EXIT_BAD_INPUT, EXIT_NO_PLAN = 0, 1, 2, 3
 # When the command started (planner.cli.main), for the time limit's clock; None where the
 # app is called otherwise (tests): the clock starts when the command does.
 STARTED: float | None = None
-# folders made for the running command's outputs, oldest first (_check_outputs)
+# folders made for the running command's outputs, oldest first (check_outputs)
 MADE_FOLDERS: list[Path] = []
 
 
@@ -77,7 +77,7 @@ def default_scenario() -> Path:
     return Path(__file__).resolve().parents[2] / "data"
 
 
-def _print_issues(issues: list[Issue], scenario: str) -> None:
+def print_issues(issues: list[Issue], scenario: str) -> None:
     """Every problem: a table on a terminal; elsewhere (a log, CI, a pipe) one line
     each, whole whatever the width, so that it can be searched for."""
     if issues and err.is_terminal:
@@ -100,18 +100,18 @@ def _print_issues(issues: list[Issue], scenario: str) -> None:
     err.print(f"{scenario}: {verdict} — {errors} error(s), {warnings} warning(s)")
 
 
-def _load(path: Path):
+def load_valid(path: Path):
     from planner.io.validate import load_scenario
 
     try:
         scenario = load_scenario(path)
     except ScenarioError as e:
-        _print_issues(e.issues, str(path))
+        print_issues(e.issues, str(path))
         raise typer.Exit(EXIT_BAD_INPUT) from None
     return scenario
 
 
-def _warn_solver(asked: str, used: str) -> None:
+def warn_solver(asked: str, used: str) -> None:
     """Say so when the solver asked for did not make the plan: CBC solves models of up
     to WHOLE_CELLS supply cells whole, where its branch and bound has the time for its
     root node and its plan is the cheaper; else the plan is the decomposition's, whose
@@ -125,7 +125,7 @@ def _warn_solver(asked: str, used: str) -> None:
              f"MIPs {used} solves")
 
 
-def _check_solver_options(solver, time_limit, gap) -> None:
+def check_solver_options(solver, time_limit, gap) -> None:
     if solver is not None and solver not in ("highs", "cbc"):
         err.print(f"[red]error:[/] --solver must be highs or cbc, not '{solver}'")
         raise typer.Exit(EXIT_BAD_INPUT)
@@ -185,19 +185,19 @@ class _Stage:
         return False
 
 
-def _status(text: str) -> _Stage:
+def show_stage(text: str) -> _Stage:
     """A stage on stderr saying what runs and for how long, which Ctrl-C also names."""
     interrupt.set_stage(text)
     return _Stage(text)
 
 
-def _progress(text: str) -> None:
+def show_progress(text: str) -> None:
     """A progress line on stderr, unless --quiet."""
     if not QUIET["on"]:
         err.print(text)
 
 
-def _guard(fn):
+def guard(fn):
     """Unexpected errors exit 1 with one line; bad input has already exited 2."""
     import functools
 
@@ -231,7 +231,7 @@ def _guard(fn):
     return wrapper
 
 
-def _check_cluster(jobs: int, scheduler: str | None) -> None:
+def check_cluster(jobs: int, scheduler: str | None) -> None:
     """--scheduler's address (exit 2 when it is not one, before any work); --jobs beside
     it changes nothing (the cluster's workers do the work): said."""
     if scheduler is None:
@@ -245,7 +245,7 @@ def _check_cluster(jobs: int, scheduler: str | None) -> None:
              "workers do the work")
 
 
-def _named(name: str | None, names, what: str) -> str | None:
+def resolve_name(name: str | None, names, what: str) -> str | None:
     """`name` as the scenario spells it: the name itself where the scenario has it, else
     the one name that matches whatever the case; exit 2 when there is none, or several
     that differ only in case ('tokyo' and 'Tokyo' given as 'TOKYO')."""
@@ -270,7 +270,7 @@ HEADINGS = {"usd_per_gpu_hour": "$/GPU-h", "effective_usd_per_gpu_hour": "effect
             "rtt_ms": "RTT ms", "usd_per_unit_hour": "$/unit-h"}
 
 
-def _shown(column: str, value) -> str:
+def shown_cell(column: str, value) -> str:
     if value is None:
         return ""
     if column.startswith(("usd", "effective")):
@@ -301,7 +301,7 @@ def _writable(path: Path) -> str | None:
     return None
 
 
-def _check_output_folder(folder: Path) -> None:
+def check_output_folder(folder: Path) -> None:
     """A folder the command writes files into: bad input (exit 2) when it is a file or
     cannot be made; a missing one is created."""
     why = f"{folder} is a file, not a folder" if folder.exists() and not folder.is_dir() \
@@ -311,7 +311,7 @@ def _check_output_folder(folder: Path) -> None:
         raise typer.Exit(EXIT_BAD_INPUT)
 
 
-def _check_outputs(*paths: Optional[Path], scenario: Optional[Path] = None) -> None:
+def check_outputs(*paths: Optional[Path], scenario: Optional[Path] = None) -> None:
     """The command's output files: bad input (exit 2) when one cannot be written, two are
     the same file, one lies inside another (`-o p.xlsx --focus p.xlsx/f.csv`), or one is
     the scenario itself or one of its tables (the run would overwrite its own input). A
@@ -335,7 +335,7 @@ def _check_outputs(*paths: Optional[Path], scenario: Optional[Path] = None) -> N
         missing = [f for f in (path.parent, *path.parent.parents) if not f.exists()]
         why = _writable(path)
         MADE_FOLDERS.extend(reversed(missing))
-        if why is not None:  # (_guard removes the folders made)
+        if why is not None:  # (guard removes the folders made)
             err.print(f"[red]error:[/] cannot write {path}: {why}")
             raise typer.Exit(EXIT_BAD_INPUT)
 
@@ -344,7 +344,7 @@ def _check_outputs(*paths: Optional[Path], scenario: Optional[Path] = None) -> N
 KINDS = {"xlsx": "an Excel workbook", "mps": "an MPS model", "csv": "CSV"}
 
 
-def _check_suffixes(**paths: Optional[Path]) -> None:
+def check_suffixes(**paths: Optional[Path]) -> None:
     """Bad input where an output's name does not end as what is written there (a
     workbook named plan.csv, MPS named model.lp: what opens it by its name fails)."""
     for suffix, path in paths.items():
@@ -372,18 +372,18 @@ def _scenario_files(scenario: Path) -> set[Path]:
     return {scenario.resolve()}
 
 
-def _report_seconds(scenario) -> float:
+def report_seconds(scenario) -> float:
     """Seconds kept back from the solve for the plan's tables, its check, workbook and
-    JSON: 1 s and `_per_cell_s` (the plan's draft refines it: `_writing_seconds`), at
+    JSON: 1 s and `per_cell_s` (the plan's draft refines it: `writing_seconds`), at
     the machine's pace (planner.solve.work.pace). Measured (2026-11-26, tables written
     straight as XML, the fitted machine): the default scenario, 1.4 k cells, 0.6 s;
     200x40x24, 36 k cells, 5.6 s; 1000x100x36, 294 k cells, 32 s (workbook 19 s)."""
     from planner.solve.work import pace
 
-    return pace() * (1.0 + _per_cell_s(scenario))
+    return pace() * (1.0 + per_cell_s(scenario))
 
 
-def _per_cell_s(scenario) -> float:
+def per_cell_s(scenario) -> float:
     """The fitted machine's seconds of writing by the scenario's demand cells: 0.12 ms
     per demand cell and segment."""
     from planner.model.candidates import make_segments
@@ -391,7 +391,7 @@ def _per_cell_s(scenario) -> float:
     return 0.00012 * len(scenario.demand) * len(make_segments(scenario))
 
 
-def _writing_seconds(rows: int) -> float:
+def writing_seconds(rows: int) -> float:
     """Seconds a plan whose tables have about `rows` rows (planner.solve.decompose.
     construct.Draft.rows) takes from solved to written: its tables, check, workbook and
     JSON, at the machine's pace. Measured (2026-11-26, tables written straight as XML,
@@ -403,7 +403,7 @@ def _writing_seconds(rows: int) -> float:
     return pace() * (0.5 + 0.00009 * rows)
 
 
-def _pace_machine() -> None:
+def pace_machine() -> None:
     """Reckon the work clock at this machine's pace (planner.solve.pace), measured on
     the first run and kept; a PLANNER_PACE that is not a pace is bad input."""
     from planner.solve.pace import machine_pace
@@ -416,7 +416,7 @@ def _pace_machine() -> None:
         raise typer.Exit(EXIT_BAD_INPUT) from None
 
 
-def _warn_past_limit(budget, what: str) -> None:
+def warn_past_limit(budget, what: str) -> None:
     """Say so when the command ends past its time limit and the 10 % SPEC §4 allows:
     `what` it must do at the least took longer (the default scenario's stochastic plan
     of four samples at --time-limit 3: nine solves of half a second each whatever
@@ -426,7 +426,7 @@ def _warn_past_limit(budget, what: str) -> None:
              f"--time-limit {budget.seconds:g} s: {what} take longer than that here")
 
 
-def _warn_short_budget(budget, keep: float) -> bool:
+def warn_short_budget(budget, keep: float) -> bool:
     """Say so when the time limit leaves nothing to plan with once the `keep` seconds
     the tables and workbooks take are set aside: the command still writes a whole plan
     (the first it finds), and runs past the limit by what that and the writing take
@@ -440,7 +440,7 @@ def _warn_short_budget(budget, keep: float) -> bool:
     return False
 
 
-def _numbers(text: str, option: str) -> list[float]:
+def parse_numbers(text: str, option: str) -> list[float]:
     try:
         numbers = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:

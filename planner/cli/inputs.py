@@ -11,26 +11,26 @@ from rich.table import Table
 from planner.cli.common import (
     EXIT_BAD_INPUT,
     Issue,
-    _check_output_folder,
-    _check_outputs,
-    _check_suffixes,
-    _guard,
-    _print_issues,
     app,
+    check_output_folder,
+    check_outputs,
+    check_suffixes,
     err,
+    guard,
+    print_issues,
 )
 from planner.io.schema import HORIZON_MOST
 
 
 @app.command()
-@_guard
+@guard
 def validate(scenario: Path = typer.Argument(..., help="folder of CSV files or .xlsx")):
     """Check a scenario and list every problem (exit 0 when clean, 2 otherwise)."""
     from planner.io.load import load_raw
     from planner.io.validate import validate as check
 
     result, issues = check(load_raw(scenario))
-    _print_issues(issues, str(scenario))
+    print_issues(issues, str(scenario))
     if result is None:
         raise typer.Exit(EXIT_BAD_INPUT)
     err.print(f"{len(result.workloads)} workloads, {len(result.offers)} offers, "
@@ -39,21 +39,21 @@ def validate(scenario: Path = typer.Argument(..., help="folder of CSV files or .
 
 
 @app.command()
-@_guard
+@guard
 def template(file: Path = typer.Argument(..., help="the .xlsx file to write")):
     """Write an empty input workbook: every table, its columns, notes and drop-downs."""
     from planner.io.template import write_template
 
-    _check_outputs(file)
+    check_outputs(file)
     # validate and solve read a workbook only by its .xlsx name: t.csv would be written,
     # then refused
-    _check_suffixes(xlsx=file)
+    check_suffixes(xlsx=file)
     write_template(file)
     err.print(f"wrote {file}")
 
 
 @app.command()
-@_guard
+@guard
 def throughput(
     scenario: Path = typer.Argument(..., help="scenario folder whose gpus.csv to read and "
                                     "whose throughput.csv to write"),
@@ -75,7 +75,7 @@ def throughput(
     issues: list[Issue] = []
     rows, kept = throughput_table(load_raw(scenario), models, Collector(issues))
     if any(i.severity == "error" for i in issues):
-        _print_issues(issues, f"{models} for {scenario}")
+        print_issues(issues, f"{models} for {scenario}")
         raise typer.Exit(EXIT_BAD_INPUT)
     write_throughput(rows, scenario / "throughput.csv")
     table_out = Table(title=f"Throughput derived from {models}")
@@ -91,7 +91,7 @@ def throughput(
         err.print(f"kept {len(kept)} row(s) of {', '.join(names)} as they were: no profile "
                   f"in {models / 'workloads.csv'} covers them")
     if issues:
-        _print_issues(issues, f"{models} for {scenario}")
+        print_issues(issues, f"{models} for {scenario}")
     err.print(f"wrote {scenario / 'throughput.csv'} ({len(rows)} rows)")
 
 
@@ -107,11 +107,11 @@ def _check_throughput_folder(scenario: Path) -> None:
                   "(derive into a folder, then copy its throughput.csv into the workbook's "
                   "throughput sheet)")
         raise typer.Exit(EXIT_BAD_INPUT)
-    _check_outputs(scenario / "throughput.csv")  # a folder there, no permission: bad input
+    check_outputs(scenario / "throughput.csv")  # a folder there, no permission: bad input
 
 
 @app.command()
-@_guard
+@guard
 def generate(
     out: Path = typer.Argument(..., help="folder to write the scenario's CSV files to"),
     workloads: int = typer.Option(50, "--workloads", min=1),
@@ -123,7 +123,7 @@ def generate(
     """Write a synthetic but realistic scenario (for benchmarks and experiments)."""
     from planner.io.generate import generate as make
 
-    _check_output_folder(out)
+    check_output_folder(out)
     counts = make(out, workloads, regions, months, seed)
     err.print(f"wrote {out}: " + ", ".join(f"{n} {k}" for k, n in counts.items()))
 

@@ -14,14 +14,14 @@ from planner.cli.common import (
     EXIT_BAD_INPUT,
     FORMATS,
     HEADINGS,
-    _check_outputs,
-    _guard,
-    _load,
-    _named,
-    _print_issues,
-    _shown,
     app,
+    check_outputs,
     err,
+    guard,
+    load_valid,
+    print_issues,
+    resolve_name,
+    shown_cell,
 )
 from planner.report.json_text import dumps
 
@@ -52,7 +52,7 @@ def _wide(table: Table) -> None:
 
 
 @app.command()
-@_guard
+@guard
 def latency(scenario: Path = typer.Argument(..., help="folder of CSV files or .xlsx"),
             site: str = typer.Argument(..., help="a site of the network map (any case)"),
             fmt: str = typer.Option("table", "--format", help="table, csv or json")):
@@ -60,8 +60,8 @@ def latency(scenario: Path = typer.Argument(..., help="folder of CSV files or .x
     from planner.model.graph import region_latencies
 
     _check_format(fmt)
-    s = _load(scenario)
-    site = _named(site, s.site_by_name, "site")
+    s = load_valid(scenario)
+    site = resolve_name(site, s.site_by_name, "site")
     rows = [{**row, "latency_ms": None if row["latency_ms"] == float("inf")
              else float(row["latency_ms"]),  # 0.0 at the site itself, as 90.0 elsewhere
              "path": " → ".join(row["path"])}
@@ -81,7 +81,7 @@ def latency(scenario: Path = typer.Argument(..., help="folder of CSV files or .x
 
 
 @app.command()
-@_guard
+@guard
 def offers(
     scenario: Path = typer.Argument(..., help="folder of CSV files or .xlsx"),
     gpu: Optional[str] = typer.Option(None, "--gpu", help="only this GPU type"),
@@ -106,12 +106,12 @@ def offers(
     if slo is not None and origin is None:
         err.print("[red]error:[/] --slo needs --from SITE")
         raise typer.Exit(EXIT_BAD_INPUT)
-    s = _load(scenario)
-    rows = offer_rows(s, gpu=_named(gpu, [g.gpu for g in s.gpus], "GPU type"),
-                      region=_named(region, s.region_by_name, "region"),
-                      term=_named(term, TERMS, "term"),
-                      origin=_named(origin, s.site_by_name, "site"), slo_ms=slo,
-                      workload=_named(workload, s.workload_by_name, "workload"))
+    s = load_valid(scenario)
+    rows = offer_rows(s, gpu=resolve_name(gpu, [g.gpu for g in s.gpus], "GPU type"),
+                      region=resolve_name(region, s.region_by_name, "region"),
+                      term=resolve_name(term, TERMS, "term"),
+                      origin=resolve_name(origin, s.site_by_name, "site"), slo_ms=slo,
+                      workload=resolve_name(workload, s.workload_by_name, "workload"))
     columns = [*COLUMNS, *(["rtt_ms"] if origin is not None else []),
                *(["usd_per_unit_hour"] if workload is not None else [])]
     if not _listed(rows, columns, fmt):  # a table; the sources are long: in csv and json
@@ -122,7 +122,7 @@ def offers(
             table.add_column(HEADINGS.get(col, col), justify="left" if col in (
                 "gpu", "provider", "region", "term") else "right", no_wrap=True)
         for r in rows:
-            table.add_row(*[_shown(col, r[col]) for col in shown])
+            table.add_row(*[shown_cell(col, r[col]) for col in shown])
         _wide(table)
     err.print(f"{len(rows)} offer(s)")
 
@@ -133,7 +133,7 @@ app.add_typer(market_app, name="market")
 
 
 @market_app.command("import")
-@_guard
+@guard
 def market_import(
     scenario: Path = typer.Argument(..., help="scenario: a folder of CSV files or an .xlsx "
                                     "workbook (its gpus, regions and offers are written; "
@@ -166,14 +166,14 @@ def market_import(
         raise typer.Exit(EXIT_BAD_INPUT) from None
     # the tables it (re)writes: bad input where one cannot be written (SPEC §4 v2)
     if book:
-        _check_outputs(scenario, scenario.parent / "market" / "regions.csv")
+        check_outputs(scenario, scenario.parent / "market" / "regions.csv")
     else:
-        _check_outputs(*(scenario / name for name in ("gpus.csv", "regions.csv",
+        check_outputs(*(scenario / name for name in ("gpus.csv", "regions.csv",
                                                       "offers.csv")),
                        scenario / "market" / "regions.csv")
     changes, issues = import_market(scenario, catalog, rules, when)
     if issues:  # in the catalog, the rules, market/regions.csv or the scenario's tables
-        _print_issues(issues, f"market import from {catalog} into {scenario}")
+        print_issues(issues, f"market import from {catalog} into {scenario}")
     if any(i.severity == "error" for i in issues):
         raise typer.Exit(EXIT_BAD_INPUT)
     for title, items in (("added", changes.added), ("removed", changes.removed),

@@ -21,24 +21,24 @@ from planner.cli.common import (
     QUIET_OPTION,
     SAID,
     SOLVER_OPTION,
-    _check_cluster,
-    _check_outputs,
-    _check_solver_options,
-    _check_suffixes,
-    _guard,
-    _load,
-    _pace_machine,
-    _report_seconds,
-    _status,
-    _warn_past_limit,
-    _warn_short_budget,
-    _warn_solver,
-    _writing_seconds,
     app,
+    check_cluster,
+    check_outputs,
+    check_solver_options,
+    check_suffixes,
     command_started,
     default_scenario,
     err,
+    guard,
+    load_valid,
+    pace_machine,
+    report_seconds,
+    show_stage,
     warn,
+    warn_past_limit,
+    warn_short_budget,
+    warn_solver,
+    writing_seconds,
 )
 from planner.report.json_text import dumps
 
@@ -52,7 +52,7 @@ OUT_OF_SAMPLE_SHARE, FRESH_SEED = 0.8, 1_000_003
 
 
 @app.command()
-@_guard
+@guard
 def solve(
     scenario: Optional[Path] = typer.Argument(None, help="folder of CSVs or .xlsx; "
                                               "default: the scenario in data/"),
@@ -112,25 +112,25 @@ def solve(
     from planner.solve.pipeline import export_model as write_mps
 
     started = command_started()
-    _check_solver_options(solver, time_limit, gap)
+    check_solver_options(solver, time_limit, gap)
     if stochastic:
-        _check_cluster(jobs, scheduler)
+        check_cluster(jobs, scheduler)
         _warn_deterministic_only(export_model=export_model, rounds=rounds)
         export_model = rounds = None
     fixed_rounds = _replayed_rounds(rounds)
     path = scenario or default_scenario()
     out = output or Path("reports/plan.xlsx")
-    _check_outputs(out, export_model, focus, scenario=path)
-    _check_suffixes(xlsx=out, mps=export_model, csv=focus)
-    with _status(f"loading {path}"):
-        s = _load(path)
-        _pace_machine()
+    check_outputs(out, export_model, focus, scenario=path)
+    check_suffixes(xlsx=out, mps=export_model, csv=focus)
+    with show_stage(f"loading {path}"):
+        s = load_valid(path)
+        pace_machine()
     for w in s.warnings:
         err.print(f"[yellow]{w}[/]")
     budget = Budget(time_limit if time_limit is not None else s.settings.time_limit_s,
                     start=started)
-    keep = _report_seconds(s)
-    warned = _warn_short_budget(budget, keep)
+    keep = report_seconds(s)
+    warned = warn_short_budget(budget, keep)
     if stochastic:
         _solve_stochastic(s, budget, keep, out, as_json, focus, solver, gap, samples,
                           demand_spread, seed, correlation, risk_aversion, cvar_alpha, jobs,
@@ -146,7 +146,7 @@ def solve(
         err.print(f"model written to {export_model}")
     _write_files(plan, out, focus, seconds=run.seconds, baselines=compare)
     if not warned and fixed_rounds is None:  # a replay is not bounded by the clock
-        _warn_past_limit(budget, "a first plan and its files")
+        warn_past_limit(budget, "a first plan and its files")
     _say_done(plan, started, out)
     if as_json:
         data = plan_json(plan, baselines=compare, notes=SAID)
@@ -172,19 +172,19 @@ def _plan_and_compare(s, budget, keep: float, solver, gap, threads: int, baselin
             beside = stack.enter_context(
                 solve_beside(s, solver, gap, max(0.0, work.left() - keep), threads,
                              wall_end=work.deadline - keep))
-        with _status("planning") as status:
+        with show_stage("planning") as status:
             def progress(report):
                 status.update(f"planning: {report}")
 
             share = PLAN_SHARE if baselines and beside is None else 1.0
             run = plan_scenario(s, solver, gap=gap, threads=threads or None,
-                                budget=work.share(share, keep, _writing_seconds),
+                                budget=work.share(share, keep, writing_seconds),
                                 rounds=fixed_rounds,
                                 progress=progress)
         _exit_without_plan(run)
-        _warn_solver(solver or s.settings.solver, run.result.solver)
+        warn_solver(solver or s.settings.solver, run.result.solver)
         _exit_if_check_fails(s, run.plan)
-        with _status("solving the comparison plans"):
+        with show_stage("solving the comparison plans"):
             entries, cheapest = _comparison_plans(s, run, beside, baselines, solver, gap,
                                                   work.share(1.0, keep), threads,
                                                   until=budget.last_moment - keep)
@@ -221,7 +221,7 @@ def _write_files(plan, out: Path, focus: Path | None, **workbook) -> None:
     FOCUS charges."""
     from planner.report.workbook import write_workbook
 
-    with _status(f"writing {out}"):
+    with show_stage(f"writing {out}"):
         write_workbook(plan, out, notes=SAID, **workbook)
     if focus is not None:
         from planner.report.focus import focus_rows, write_focus_csv
@@ -390,7 +390,7 @@ def _solve_stochastic(s, budget, keep, out, as_json, focus, solver, gap, samples
     # the mean forecast's plan under the schedule (more: solve_stochastic keeps one solve
     # at the need it measures) and the workbook
     final = keep + 0.1 * work.left()
-    with _status(f"planning {len(scenarios)} demand scenarios") as status:
+    with show_stage(f"planning {len(scenarios)} demand scenarios") as status:
         # the cluster's tasks end within the command's time, or it says why not (a worker
         # lost, none left)
         with Runner(jobs or os.cpu_count() or 1, scheduler, until=budget.last_moment) \
@@ -413,7 +413,7 @@ def _solve_stochastic(s, budget, keep, out, as_json, focus, solver, gap, samples
                     warn("no time left to evaluate the schedule on "
                          "fresh samples (out_of_sample is null)")
     fixed = Restrictions(fixed_commitments=dict(result.chosen.commitments))
-    with _status("planning the mean forecast under the schedule"):
+    with show_stage("planning the mean forecast under the schedule"):
         run = plan_scenario(mean_forecast(s, scenarios), solver, gap=gap,
                             budget=_last_solve_budget(work, keep), restrictions=fixed)
     _exit_without_plan(run)
@@ -421,7 +421,7 @@ def _solve_stochastic(s, budget, keep, out, as_json, focus, solver, gap, samples
     _exit_if_check_fails(plan.scenario, plan, restricted=True)
     _write_files(plan, out, focus, seconds=run.seconds, baselines_skipped="--stochastic",
                  risk=result)
-    _warn_past_limit(budget, f"a solve of each of the {len(scenarios)} scenarios and the "
+    warn_past_limit(budget, f"a solve of each of the {len(scenarios)} scenarios and the "
                              f"mean forecast, the schedule's evaluation and the workbook")
     _say_stochastic_done(result, alpha, started, out)
     if as_json:

@@ -18,31 +18,31 @@ from planner.cli.common import (
     QUIET_OPTION,
     SAID,
     SOLVER_OPTION,
-    _check_cluster,
-    _check_outputs,
-    _check_solver_options,
-    _check_suffixes,
-    _guard,
-    _load,
-    _named,
-    _numbers,
-    _pace_machine,
-    _per_cell_s,
-    _progress,
-    _status,
-    _warn_past_limit,
-    _warn_short_budget,
-    _warn_solver,
     app,
+    check_cluster,
+    check_outputs,
+    check_solver_options,
+    check_suffixes,
     command_started,
     err,
+    guard,
+    load_valid,
+    pace_machine,
+    parse_numbers,
+    per_cell_s,
+    resolve_name,
+    show_progress,
+    show_stage,
     warn,
+    warn_past_limit,
+    warn_short_budget,
+    warn_solver,
 )
 from planner.report.json_text import dumps
 
 
 @app.command()
-@_guard
+@guard
 def whatif(
     scenario: Path = typer.Argument(..., help="folder of CSVs or .xlsx"),
     policy: Optional[list[str]] = typer.Option(
@@ -78,19 +78,19 @@ def whatif(
     from planner.whatif import run_whatif, variant_summary, workers_for
 
     started = command_started()
-    _check_solver_options(solver, time_limit, gap)
-    _check_cluster(jobs, scheduler)
+    check_solver_options(solver, time_limit, gap)
+    check_cluster(jobs, scheduler)
     policies, reference = _policies(policy)
     scales, stress_scales = _levels(demand_scale, stress)
-    s = _load(scenario)
-    _pace_machine()
+    s = load_valid(scenario)
+    pace_machine()
     for w in s.warnings:
         err.print(f"[yellow]{w}[/]")
     per_workload = _workload_scales(scale_workload or [], s)
     jobs = jobs or os.cpu_count() or 1
     out = output or Path("reports/whatif.xlsx")
-    _check_outputs(out, scenario=scenario)
-    _check_suffixes(xlsx=out)
+    check_outputs(out, scenario=scenario)
+    check_suffixes(xlsx=out)
     budget = Budget(time_limit if time_limit is not None else s.settings.time_limit_s,
                     start=started)
     # the workbook (its plans' tables and checks are made by the workers) and what the
@@ -100,8 +100,8 @@ def whatif(
     # 0.35 s (nine: 3.1 s, 1.0 s), the variants 0.1-0.3 s past their limits (2026-11-26,
     # the fitted machine; (1 + variants) / 2 plans' writing, as before the tables were
     # written straight, had kept 3.1 s of 5 for 0.8)
-    keep = pace() * (0.5 + len(policies) * len(scales) * (_per_cell_s(s) / 2 + 0.2))
-    warned = _warn_short_budget(budget, keep)
+    keep = pace() * (0.5 + len(policies) * len(scales) * (per_cell_s(s) / 2 + 0.2))
+    warned = warn_short_budget(budget, keep)
     # the variants' limits and the stress tests run are reckoned on the work clock
     # (planner.solve.budget): the same on every run, whatever --jobs
     work = budget.reckoned(load_s(s))
@@ -109,25 +109,25 @@ def whatif(
 
     def progress(v, done, total):
         stress = f", {len(v.stress)} stress test(s)" if v.stress else ""
-        _progress(f"[{done}/{total}] {v.label}: {v.status or 'solved'}{stress} "
+        show_progress(f"[{done}/{total}] {v.label}: {v.status or 'solved'}{stress} "
                   f"({budget.elapsed():.0f} s)")
         interrupt.set_stage(f"solving the what-if variants ({done} of {total} done)")
 
     variants_count = len(policies) * len(scales)
     stress_count = len(policies) * len(stress_scales)
     where = f"the cluster at {scheduler}" if scheduler else f"{jobs} local worker(s)"
-    _progress(f"solving {variants_count} variant(s) and {stress_count} stress test(s) on "
-              f"{where} within {budget.left():.0f} s")
+    show_progress(f"solving {variants_count} variant(s) and {stress_count} stress test(s) "
+                  f"on {where} within {budget.left():.0f} s")
     interrupt.set_stage(f"solving the what-if variants (0 done, {jobs} worker(s))")
     variants = run_whatif(s, policies, scales, per_workload, stress_scales, jobs, solver,
                           gap=gap, progress=progress, scheduler=scheduler,
                           budget=work.share(1.0, keep=keep))
     _warn_variants(variants, solver or s.settings.solver)
-    with _status(f"writing {out}"):
+    with show_stage(f"writing {out}"):
         write_whatif_workbook(s, variants, out, stress_scales, notes=SAID)
     _say_variants(variants)
     if not warned:
-        _warn_past_limit(budget, "a first plan of each variant and the workbook")
+        warn_past_limit(budget, "a first plan of each variant and the workbook")
     err.print(f"wrote {out}")
     if as_json:
         # one object per policy given (SPEC §4); the reference the savings are taken
@@ -169,8 +169,8 @@ def _policies(given: list[str] | None):
 def _levels(demand_scale: str, stress: str) -> tuple[list[float], tuple[float, ...]]:
     """The demand levels (--demand-scale) and the stress tests' (1 + each --stress);
     negative levels, stress at −1 or below, or a level given twice exit 2."""
-    scales = _numbers(demand_scale, "--demand-scale")
-    stress_scales = tuple(1.0 + x for x in _numbers(stress, "--stress"))
+    scales = parse_numbers(demand_scale, "--demand-scale")
+    stress_scales = tuple(1.0 + x for x in parse_numbers(stress, "--stress"))
     if not scales or any(x < 0 for x in scales) or any(x <= 0 for x in stress_scales):
         err.print("[red]error:[/] demand scales must be numbers ≥ 0 (stress above −1)")
         raise typer.Exit(EXIT_BAD_INPUT)
@@ -187,12 +187,12 @@ def _workload_scales(items: list[str], s) -> dict[str, float]:
     per_workload: dict[str, float] = {}
     for item in items:
         name, _, factor = item.partition("=")
-        numbers = _numbers(factor, "--scale-workload")
+        numbers = parse_numbers(factor, "--scale-workload")
         if len(numbers) != 1 or numbers[0] < 0:
             err.print(f"[red]error:[/] --scale-workload takes WORKLOAD=FACTOR, one number "
                       f"≥ 0, not '{item}'")
             raise typer.Exit(EXIT_BAD_INPUT)
-        workload = _named(name.strip(), s.workload_by_name, "workload")
+        workload = resolve_name(name.strip(), s.workload_by_name, "workload")
         if workload in per_workload:
             err.print(f"[red]error:[/] --scale-workload: '{workload}' given twice")
             raise typer.Exit(EXIT_BAD_INPUT)
@@ -205,7 +205,7 @@ def _warn_variants(variants, asked: str) -> None:
     which ran out of time before their plan from the LP; exit 3 where no variant has a
     plan (the solver itself failed)."""
     for used in sorted({v.plan.result.solver for v in variants if v.plan is not None}):
-        _warn_solver(asked, used)
+        warn_solver(asked, used)
     for v in variants:
         if v.note:
             warn(f"{v.label} not run: {v.note}")

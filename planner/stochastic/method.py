@@ -17,13 +17,13 @@ from planner.stochastic.result import StochasticResult
 from planner.stochastic.scenarios import apply, cvar, mean_forecast
 from planner.stochastic.schedules import (
     Candidate,
-    _caps,
-    _consensus,
-    _same_schedule,
-    _step,
-    _whole_schedule,
+    consensus_schedule,
+    offer_caps,
+    same_schedule,
+    stepped_schedule,
+    whole_schedule,
 )
-from planner.stochastic.tasks import _work_of, cut_task, evaluate_task, solve_task
+from planner.stochastic.tasks import cut_task, evaluate_task, solve_task, work_of
 
 # Schedules evaluated at most (step 3): those the method makes (the mean forecast's, the
 # consensus, the cuts' master's) and the scenarios' own at spread quantiles of total
@@ -169,7 +169,7 @@ class _Stochastic:
         as if they ran one after another: what follows is reckoned the same whatever the
         workers (SPEC §4)."""
         results = self.runner.map(fn, tasks)
-        self.total.spend(sum(_work_of(r) for r in results))
+        self.total.spend(sum(work_of(r) for r in results))
         return results
 
     @property
@@ -285,7 +285,7 @@ class _Stochastic:
             for key, (upper, cost) in w.get("space", {}).items():
                 space[key] = (max(upper, space.get(key, (0.0, 0.0))[0]), cost)
         master = CutMaster(self.probabilities, space, floors, self.risk_aversion,
-                           self.alpha, _caps(space, self.scenario))
+                           self.alpha, offer_caps(space, self.scenario))
         for i, w in enumerate(wait):
             if "cut" in w:
                 master.add(i, w["cut"])
@@ -305,7 +305,7 @@ class _Stochastic:
                             work=self.total.work, wall_end=self.total.wall_end)
         n = len(self.scenarios)
         took = self.need  # what a cut takes: before the first, what a solve needs
-        while not any(_same_schedule(schedule, x) for x in seen):
+        while not any(same_schedule(schedule, x) for x in seen):
             seconds = _cut_seconds(cut_budget.left(), n, self.overhead, took)
             if seconds is None:
                 break
@@ -333,9 +333,9 @@ class _Stochastic:
         """3. The schedules worth trying, each once, the mean forecast's first."""
         scenarios, offers = self.scenarios, self.scenario.offer_by_key
         candidates = [Candidate("mean forecast", mean_result.get("commitments", {})),
-                      Candidate("consensus", _consensus(scenarios, wait, offers))]
+                      Candidate("consensus", consensus_schedule(scenarios, wait, offers))]
         if best is not None:
-            candidates.append(Candidate("L-shaped master", _whole_schedule(best[1], offers)))
+            candidates.append(Candidate("L-shaped master", whole_schedule(best[1], offers)))
         totals = [sum(d.amount for d in s.demand) for s in self.apart]
         order = sorted(range(len(scenarios)), key=lambda i: (totals[i], scenarios[i].name))
         picks = min(max(0, MAX_CANDIDATES - len(candidates)), len(order))
@@ -374,11 +374,12 @@ class _Stochastic:
 
     def steps(self, candidates: list[Candidate]) -> list[Candidate]:
         """5. Steps from the best schedule while the time holds: each commitment of any
-        candidate one instance more or one less (`_step`), evaluated in every scenario
-        at the need; the first cheaper one is the next to step from, until none is. The
-        cuts' master stops where a schedule repeats, its bound short of that schedule's
-        cost; on a 3-month, 2-region market with 8 samples the best candidate was then
-        $37.50 over the optimum, one GPU too many in each month of a monthly term."""
+        candidate one instance more or one less (`stepped_schedule`), evaluated in every
+        scenario at the need; the first cheaper one is the next to step from, until none
+        is. The cuts' master stops where a schedule repeats, its bound short of that
+        schedule's cost; on a 3-month, 2-region market with 8 samples the best candidate
+        was then $37.50 over the optimum, one GPU too many in each month of a monthly
+        term."""
         keys = sorted({k for c in candidates for k in c.commitments}, key=str)
         best = min(candidates, key=lambda c: (self.value(c)[0], candidates.index(c)))
         least = self.value(best)[0]
@@ -405,7 +406,7 @@ class _Stochastic:
         one less."""
         for key in keys:
             for sign in (1, -1):
-                step = _step(schedule, key, sign, self.scenario.offer_by_key,
+                step = stepped_schedule(schedule, key, sign, self.scenario.offer_by_key,
                              self.scenario.settings.horizon_months)
                 if step is not None:
                     yield step

@@ -12,7 +12,7 @@ from planner.io.scenario import DemandScenario, Scenario
 from planner.solve.budget import Budget
 from planner.stochastic.scenarios import apply, cvar
 from planner.stochastic.schedules import Candidate
-from planner.stochastic.tasks import _work_of, evaluate_task
+from planner.stochastic.tasks import evaluate_task, work_of
 
 
 @dataclass
@@ -83,7 +83,7 @@ def out_of_sample(result: StochasticResult, scenario: Scenario,
     stop_by = budget.wall_end_epoch()
     results = runner.map(evaluate_task, [(apply(scenario, s), commitments, solver, limit, gap,
                                           stop_by) for s in fresh])
-    budget.spend(sum(map(_work_of, results)))
+    budget.spend(sum(map(work_of, results)))
     costs = np.array([r.get("objective_usd", math.inf) for r in results])
     probabilities = np.array([s.probability for s in fresh])
     probabilities /= probabilities.sum()

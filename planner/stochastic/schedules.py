@@ -30,7 +30,7 @@ class Candidate:
         return np.array([r.get("objective_usd", math.inf) for r in self.results])
 
 
-def _consensus(scenarios, results: list[dict], offers) -> dict:
+def consensus_schedule(scenarios, results: list[dict], offers) -> dict:
     """Probability-weighted average of the scenarios' commitments, rounded down to whole
     instances; below an offer's minimum: none."""
     mean: dict = {}
@@ -47,7 +47,7 @@ def _consensus(scenarios, results: list[dict], offers) -> dict:
     return out
 
 
-def _whole_schedule(schedule: dict, offers) -> dict:
+def whole_schedule(schedule: dict, offers) -> dict:
     """The master's fractional schedule in whole instances: half up (capped offers: down,
     so their overlapping terms stay within max_gpus); below an uncapped offer's minimum:
     the minimum from half of it, else none."""
@@ -65,11 +65,12 @@ def _whole_schedule(schedule: dict, offers) -> dict:
     return out
 
 
-def _same_schedule(a: dict, b: dict, tolerance: float = 1e-6) -> bool:
+def same_schedule(a: dict, b: dict, tolerance: float = 1e-6) -> bool:
     return all(abs(a.get(k, 0.0) - b.get(k, 0.0)) <= tolerance for k in set(a) | set(b))
 
 
-def _step(schedule: dict, key: tuple, sign: int, offers, months: int) -> dict | None:
+def stepped_schedule(schedule: dict, key: tuple, sign: int, offers,
+                     months: int) -> dict | None:
     """`schedule` with the commitment `key` (offer key, start) one instance more (`sign`
     1) or less (-1): below the offer's minimum, none; None where it would leave nothing
     to change or overfill a capped offer in a month."""
@@ -92,7 +93,7 @@ def _step(schedule: dict, key: tuple, sign: int, offers, months: int) -> dict | 
     return out
 
 
-def _caps(space: dict, scenario: Scenario) -> list:
+def offer_caps(space: dict, scenario: Scenario) -> list:
     """[(commitments, max_gpus)]: those of one capped offer active in one month."""
     out = []
     by_offer: dict = {}

@@ -70,7 +70,7 @@ def evaluate_task(args) -> dict:
                                   budget=Budget.of_work(time_limit, stop_by)))
 
 
-def _work_of(result) -> float:
+def work_of(result) -> float:
     """The seconds of work a task's result is reckoned to have taken (a solve's, with its
     cut; a cut's)."""
     if isinstance(result, Cut):
