@@ -66,6 +66,7 @@ def test_filters_match_names_whatever_their_case(tmp_path):
     assert res.exit_code == 0, res.output
     rows = list(csv.DictReader(io.StringIO(res.stdout)))
     assert [(r["region"], r["gpu"], r["term"]) for r in rows] == [("east", "A", "on_demand")]
+    assert rows[0]["lead_time_days"] == "0"  # whole days as typed, not 0.0
     res = _offers(tmp_path, "--region", "West", "--format", "json")
     assert [r["region"] for r in json.loads(res.stdout)] == ["west"]
 

@@ -29,9 +29,9 @@ def offer_rows(scenario: Scenario, gpu: str | None = None, region: str | None = 
     effective rate first; with `origin` (a site) each row has its `rtt_ms`, and with
     `slo_ms` only offers within it are listed. With `workload`: only offers that can serve
     it (a GPU type with its throughput, a region in its jurisdictions, spot only if it may
-    use spot: allowed, with a share above 0), within its latency SLO from `origin` unless `slo_ms` says otherwise, each
-    with `usd_per_unit_hour` (effective rate ÷ its units per GPU, spot derated), cheapest
-    per unit first."""
+    use spot: allowed, with a share above 0), within its latency SLO from `origin` unless
+    `slo_ms` says otherwise, each with `usd_per_unit_hour` (effective rate ÷ its units
+    per GPU, spot derated), cheapest per unit first."""
     hpm = scenario.settings.hours_per_month
     transit = Transit(scenario, [origin]) if origin is not None else None
     provider = {r.region: r.provider for r in scenario.regions}
@@ -57,7 +57,10 @@ def offer_rows(scenario: Scenario, gpu: str | None = None, region: str | None = 
             "effective_usd_per_gpu_hour": round(effective_rate(o, hpm), 6),
             "commit_months": o.commit_months or None,
             "gpus_per_instance": o.gpus_per_instance, "max_gpus": o.max_gpus,
-            "lead_time_days": o.lead_time_days, "source": o.source or None,
+            # days as typed: whole ones as whole numbers (0, not 0.0)
+            "lead_time_days": (int(o.lead_time_days) if float(o.lead_time_days).is_integer()
+                               else o.lead_time_days),
+            "source": o.source or None,
             "price_date": o.price_date.isoformat() if o.price_date else None,
         }
         if transit is not None:
