@@ -1,0 +1,124 @@
+"""Bad input, at random (SPEC §3): any few of a scenario's problems, together, are each
+reported where they are (table, row, column), and nothing is reported that follows only
+from another (a row left out for its own error is not also unknown, unreachable or
+missing where other rows name it)."""
+
+from __future__ import annotations
+
+import copy
+import tempfile
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scenarios import write_csv, write_xlsx
+
+from planner.io.load import load_raw
+from planner.io.validate import validate
+
+# A valid scenario in which every table names others: two linked sites with a region
+# each and a third, without one, linked to the first, where an inference workload with
+# a latency SLO has users; a training workload; a reserved, a monthly and two on-demand
+# offers; a contract already signed.
+MARKET = {
+    "settings": [{"key": "start_month", "value": "2027-01"},
+                 {"key": "horizon_months", "value": "3"}],
+    "gpus": [{"gpu": "A"}, {"gpu": "B"}],
+    "sites": [{"site": "s1", "country": "US", "jurisdiction": "US"},
+              {"site": "s2", "country": "US", "jurisdiction": "US"},
+              {"site": "s3", "country": "CA", "jurisdiction": "CA"}],
+    "links": [{"site_a": "s1", "site_b": "s2", "rtt_ms": 10},
+              {"site_a": "s1", "site_b": "s3", "rtt_ms": 20}],
+    "regions": [{"region": "r1", "provider": "p", "site": "s1"},
+                {"region": "r2", "provider": "q", "site": "s2"}],
+    "offers": [{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 2},
+               {"region": "r1", "gpu": "A", "term": "reserved", "usd_per_gpu_hour": 1,
+                "commit_months": 12},
+               {"region": "r2", "gpu": "B", "term": "on_demand", "usd_per_gpu_hour": 3},
+               {"region": "r2", "gpu": "B", "term": "monthly", "usd_per_gpu_hour": 2.5,
+                "commit_months": 1}],
+    "workloads": [{"workload": "w", "kind": "inference", "latency_slo_ms": 50},
+                  {"workload": "t", "kind": "training"}],
+    "throughput": [{"workload": "w", "gpu": "A", "units_per_gpu": 10},
+                   {"workload": "w", "gpu": "B", "units_per_gpu": 12},
+                   {"workload": "t", "gpu": "A", "units_per_gpu": 1}],
+    "demand": [{"workload": "w", "period": "2027-01", "amount": 10, "site": "s3"},
+               {"workload": "w", "period": "2027-02", "amount": 12, "site": "s1"},
+               {"workload": "t", "period": "2027Q1", "amount": 4, "site": "s1"}],
+    "existing": [{"region": "r1", "gpu": "A", "gpus": 2, "start_month": "2026-10",
+                  "end_month": "2027-02", "usd_per_gpu_hour": 1.5}],
+}
+
+
+def _cell(table: str, index: int, column: str, value):
+    """A defect that sets one cell; said at that row (header = row 1) and column."""
+    def apply(data):
+        data[table][index][column] = value
+        return table, index + 2, column
+    return apply
+
+
+def _peak_over_one(data):
+    data["workloads"][0].update(peak_hours_share=0.5, peak_to_average=3)
+    return "workloads", 2, "peak_hours_share"
+
+
+def _duplicate_gpu(data):
+    data["gpus"].append({"gpu": "A"})
+    return "gpus", 4, "gpu"
+
+
+def _ends_before_it_starts(data):
+    data["existing"][0].update(start_month="2027-02", end_month="2026-12")
+    return "existing", 2, None
+
+
+# Each on a row of its own, so that any of them may come together.
+DEFECTS = {
+    "duplicate gpu": _duplicate_gpu,
+    "not a country code": _cell("sites", 1, "country", "USA"),
+    "rtt not a number": _cell("links", 1, "rtt_ms", "abc"),  # s3's only link
+    "blank provider": _cell("regions", 1, "provider", ""),
+    "negative price": _cell("offers", 0, "usd_per_gpu_hour", -1),
+    "commitment without months": _cell("offers", 1, "commit_months", ""),
+    "unknown gpu": _cell("offers", 2, "gpu", "Z"),
+    "unknown term": _cell("offers", 3, "term", "weekly"),
+    "peak over one": _peak_over_one,
+    "unknown kind": _cell("workloads", 1, "kind", "serving"),
+    "units not a number": _cell("throughput", 0, "units_per_gpu", "x"),
+    "unknown workload": _cell("throughput", 2, "workload", "nope"),
+    "not a month": _cell("demand", 0, "period", "2027-13"),
+    "unknown site": _cell("demand", 1, "site", "nowhere"),
+    "negative amount": _cell("demand", 2, "amount", -5),
+    "ends before it starts": _ends_before_it_starts,
+}
+
+
+def _errors(data, fmt: str) -> tuple[bool, set[tuple]]:
+    with tempfile.TemporaryDirectory() as folder:
+        path = (write_csv(Path(folder) / "scn", data) if fmt == "csv"
+                else write_xlsx(Path(folder) / "scn.xlsx", data))
+        scenario, issues = validate(load_raw(path))
+    return scenario is not None, {(i.table, i.row, i.column) for i in issues
+                                  if i.severity == "error"}
+
+
+def test_the_market_is_valid():
+    for fmt in ("csv", "xlsx"):
+        assert _errors(MARKET, fmt) == (True, set())
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(names=st.lists(st.sampled_from(sorted(DEFECTS)), min_size=1, max_size=4,
+                      unique=True),
+       fmt=st.sampled_from(["csv", "xlsx"]))
+def test_every_problem_is_said_where_it_is_and_nothing_else(names, fmt):
+    data = copy.deepcopy(MARKET)
+    places = {DEFECTS[name](data) for name in names}
+    valid, errors = _errors(data, fmt)
+    label = (lambda t: f"{t}.csv") if fmt == "csv" else (lambda t: f"sheet {t}")
+    expected = {(label(table), row, column) for table, row, column in places}
+    assert not valid
+    # an existing contract's dates are said at one of its month columns
+    said = {(t, r, None if t == label("existing") else c) for t, r, c in errors}
+    assert said == expected, (names, errors)
