@@ -227,8 +227,8 @@ def _scenario_gpus(raw: RawScenario, out: Collector) -> dict[int, Gpu]:
     table = _readable(raw, "gpus", out)
     if table is None:
         if "gpus" not in raw.unreadable:
-            out.error(raw.label_of("gpus"), None, None, "required table is missing: the rules read the "
-                      "GPU types' memory, bandwidth and TFLOPS from it")
+            out.error(raw.label_of("gpus"), None, None, "required table is missing: the "
+                      "rules read the GPU types' memory, bandwidth and TFLOPS from it")
         return {}
     gpus: dict[int, Gpu] = {}
     first: dict[str, int] = {}

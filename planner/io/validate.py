@@ -458,23 +458,26 @@ class _Builder:
                                        int(v["gpus_per_replica"])))
         return rows
 
+    def _whole_map(self, sites, links, regions) -> bool:
+        """Whether the network map has every row of its tables. One with a table or a
+        row left out may leave a site unconnected only for that: its own errors are
+        said, not also one in every demand row there. (A duplicate row leaves out
+        nothing: its first row stands.)"""
+        def whole(name, kept):
+            duplicates = sum(t == name for t, _, _ in self.duplicates)
+            return name not in self.absent and len(kept) + duplicates == len(self.rows[name])
+
+        return all(whole(name, kept) for name, kept in (
+            ("sites", sites), ("links", links), ("regions", regions)))
+
     def _demand(self, workloads, checked: dict[str, Workload], site_names, sites, links,
                 regions):
         label = self.labels["demand"]
         by_name = checked  # rows of workloads left out are checked all the same
         valid = {w.workload for w in workloads}
         s = self.settings
-        # A map with a table or a row left out may leave a site unconnected only for
-        # that: its own errors are said, not also one in every demand row there. (A
-        # duplicate row leaves out nothing: its first row stands.)
-        def whole(name, kept):
-            duplicates = sum(t == name for t, _, _ in self.duplicates)
-            return (name not in self.absent
-                    and len(kept) + duplicates == len(self.rows[name]))
-
-        whole_map = all(whole(name, kept) for name, kept in (
-            ("sites", sites), ("links", links), ("regions", regions)))
-        reachable = _reachable_from_regions(sites, links, regions) if whole_map else None
+        reachable = (_reachable_from_regions(sites, links, regions)
+                     if self._whole_map(sites, links, regions) else None)
         rows: list[Demand] = []
         seen: dict[tuple, int] = {}
         outside = partly = 0  # demand rows wholly, and quarters partly, outside
