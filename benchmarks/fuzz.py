@@ -378,10 +378,11 @@ def _existing_backwards(m: Market, rng):
     return "existing", _row(df, i), None
 
 
-# rules over a whole row or several tables: a table missing a required column has its
-# rows left out (each cell is still checked), so these are not said of its rows
-WHOLE_ROW = {_unknown_reference, _duplicate, _term_and_months, _peak_over_one,
-             _unreachable_site, _existing_backwards}
+# rules over a whole row or several rows: a table missing a required column has its
+# rows left out (each cell, and each name of another table's rows, is still checked),
+# so these are not said of its rows
+WHOLE_ROW = {_duplicate, _term_and_months, _peak_over_one, _unreachable_site,
+             _existing_backwards}
 DEFECTS = [_not_a_number, _negative, _unknown_reference, _duplicate, _term_and_months,
            _peak_over_one, _bad_period, _bad_choice, _share_over_one, _blank_required,
            _missing_column, _missing_table, _unreachable_site, _existing_backwards]
@@ -491,11 +492,13 @@ def run_case(seed: int, modes: list[str], root: Path,
             chosen = [_missing_table]
         done = [(d, w) for d, w in ((d, d(market, rng)) for d in chosen) if w]
         market.changes.append(", ".join(f"{d.__name__[1:]} {w}" for d, w in done))
-        columnless = {w[0] for d, w in done if d is _missing_column}
+        dropped = {(w[0], w[2]) for d, w in done if d is _missing_column}
+        columnless = {table for table, _ in dropped}
         # a map with a row left out says of no site that it is off the map
         map_short = any(w[0] in ("sites", "links", "regions") for d, w in done)
         where = [w for d, w in done if not (d in WHOLE_ROW and w[0] in columnless)
-                 and not (d is _unreachable_site and map_short)]
+                 and not (d is _unreachable_site and map_short)
+                 and not (d is not _missing_column and (w[0], w[2]) in dropped)]
         mode = rng.choice(["solve", "whatif", "samples"])
         if not where:
             return f"bad {mode}", [], "no defect applied"
