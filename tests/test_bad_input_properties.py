@@ -9,7 +9,7 @@ import copy
 import tempfile
 from pathlib import Path
 
-from hypothesis import assume, given, settings
+from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 from scenarios import write_csv, write_xlsx
 
@@ -77,9 +77,17 @@ def _duplicate_gpu(data):
     return "gpus", 4, "gpu"
 
 
-def _ends_before_it_starts(data):
-    data["existing"][0].update(start_month="2027-02", end_month="2026-12")
-    return "existing", 2, None
+def _ends_before_it_starts(index: int):
+    def apply(data):
+        data["existing"][index].update(start_month="2027-02", end_month="2026-12")
+        return "existing", index + 2, "end_month"
+    return apply
+
+
+def _s3_unlinked(data):
+    """s3 off the map: the SLO's demand there can never be met."""
+    del data["links"][1]
+    return "demand", 2, "site"
 
 
 def _no_links_table(data):
@@ -93,8 +101,8 @@ def _no_amount_column(data):
     return "demand", 1, "amount"
 
 
-# Each on a row of its own, so that any of them may come together (but those in
-# CLASHES).
+# Each on a row of its own, or beside another on purpose, so that any of them may come
+# together (but those in CLASHES).
 DEFECTS = {
     "duplicate gpu": _duplicate_gpu,
     "not a country code": _cell("sites", 1, "country", "USA"),
@@ -111,7 +119,10 @@ DEFECTS = {
     "not a month": _cell("demand", 0, "period", "2027-13"),
     "unknown site": _cell("demand", 1, "site", "nowhere"),
     "negative amount": _cell("demand", 2, "amount", -5),
-    "ends before it starts": _ends_before_it_starts,
+    "ends before it starts": _ends_before_it_starts(0),
+    # on the rows of other problems: each is said beside the other
+    "ends before it starts, on a row": _ends_before_it_starts(1),  # of unknown region
+    "s3 unlinked": _s3_unlinked,
     "interruption over one": _cell("offers", 4, "interruption_rate", 1.5),
     "minimum over the cap": _cell("offers", 5, "max_gpus", 4, said="min_gpus"),
     "instances of none": _cell("offers", 4, "gpus_per_instance", 0),
@@ -120,7 +131,10 @@ DEFECTS = {
     "no links table": _no_links_table,
     "no amount column": _no_amount_column,
 }
-CLASHES = [{"no links table", "rtt not a number"}, {"no amount column", "negative amount"}]
+# (a map with a row left out for its own error says of no site that it is off the map)
+CLASHES = [{"no links table", "rtt not a number"}, {"no amount column", "negative amount"},
+           *({"s3 unlinked", name} for name in ("rtt not a number", "no links table",
+                                                 "not a country code", "blank provider"))]
 
 
 def _errors(data, fmt: str) -> tuple[bool, set[tuple]]:
@@ -138,6 +152,10 @@ def test_the_market_is_valid():
 
 
 @settings(max_examples=40, deadline=None, derandomize=True)
+# problems that once hid another, or said one that followed from another
+@example(names=["blank provider", "rtt not a number"], fmt="csv")
+@example(names=["not a month", "s3 unlinked"], fmt="csv")
+@example(names=["unknown region", "ends before it starts, on a row"], fmt="xlsx")
 @given(names=st.lists(st.sampled_from(sorted(DEFECTS)), min_size=1, max_size=4,
                       unique=True),
        fmt=st.sampled_from(["csv", "xlsx"]))
@@ -149,6 +167,4 @@ def test_every_problem_is_said_where_it_is_and_nothing_else(names, fmt):
     label = (lambda t: f"{t}.csv") if fmt == "csv" else (lambda t: f"sheet {t}")
     expected = {(label(table), row, column) for table, row, column in places}
     assert not valid
-    # a defect of no one column (an existing contract's dates) is said at any of its row
-    said = {(t, r, None if (t, r, None) in expected else c) for t, r, c in errors}
-    assert said == expected, (names, errors)
+    assert errors == expected, (names, errors)

@@ -470,6 +470,24 @@ class _Builder:
         return all(whole(name, kept) for name, kept in (
             ("sites", sites), ("links", links), ("regions", regions)))
 
+    def _demand_site(self, number: int, v: dict, w: Workload, reachable) -> bool:
+        """A demand row's site, where its workload `w` has a latency SLO: given, and on
+        the map with a region (`reachable`: None where the map is not whole); whether
+        the row keeps these rules."""
+        if w.latency_slo_ms is None or "site" not in v:  # no SLO, or a site unread
+            return True
+        if v["site"] is None:
+            self.out.error(self.labels["demand"], number, "site",
+                           f"workload '{w.workload}' has a latency SLO, so its demand "
+                           "needs the site of its users")
+            return False
+        if reachable is not None and v["site"] not in reachable:
+            self.out.error(self.labels["demand"], number, "site",
+                           f"site '{v['site']}' is not connected to any region on the "
+                           "network map, so the latency SLO can never be met")
+            return False
+        return True
+
     def _demand(self, workloads, checked: dict[str, Workload], site_names, sites, links,
                 regions):
         label = self.labels["demand"]
@@ -482,22 +500,13 @@ class _Builder:
         seen: dict[tuple, int] = {}
         outside = partly = 0  # demand rows wholly, and quarters partly, outside
         for number, v, ok in self.rows["demand"]:
-            if not ok:
-                continue
-            w = by_name.get(v["workload"])
+            w = by_name.get(v.get("workload"))
+            if not ok:  # left out for a cell: its site is checked all the same
+                if w is not None and (v.get("site") is None or v["site"] in site_names):
+                    self._demand_site(number, v, w, reachable)
+                continue  # its references: _references_of_rows_left_out
             ok = self._refs("demand", number, v, {"workload": by_name, "site": site_names})
-            if w is None or not ok:
-                continue
-            if w.latency_slo_ms is not None and v["site"] is None:
-                self.out.error(label, number, "site",
-                               f"workload '{w.workload}' has a latency SLO, so its demand "
-                               "needs the site of its users")
-                continue
-            if (w.latency_slo_ms is not None and v["site"] is not None
-                    and reachable is not None and v["site"] not in reachable):
-                self.out.error(label, number, "site",
-                               f"site '{v['site']}' is not connected to any region on the "
-                               "network map, so the latency SLO can never be met")
+            if w is None or not ok or not self._demand_site(number, v, w, reachable):
                 continue
             if s is None:
                 continue
@@ -564,14 +573,15 @@ class _Builder:
         s = self.settings
         rows = []
         for number, v, ok in self.rows["existing"]:
-            if v.get("start_month") and v.get("end_month") and \
-                    v["end_month"] < v["start_month"]:
+            backwards = (v.get("start_month") and v.get("end_month")
+                         and v["end_month"] < v["start_month"])
+            if backwards:
                 self.out.error(label, number, "end_month", "end_month is before start_month")
-                ok = False
             if not ok:
                 continue  # its references: _references_of_rows_left_out
-            ok = self._refs("existing", number, v, {"region": region_names, "gpu": gpu_names})
-            if not ok or s is None:
+            known = self._refs("existing", number, v,
+                               {"region": region_names, "gpu": gpu_names})
+            if backwards or not known or s is None:
                 continue
             rows.append(Existing(v["region"], v["gpu"], int(v["gpus"]),
                                  _month_index(s, v["start_month"]),
