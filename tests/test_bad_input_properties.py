@@ -120,12 +120,12 @@ DEFECTS = {
     "unknown site": _cell("demand", 1, "site", "nowhere"),
     "negative amount": _cell("demand", 2, "amount", -5),
     "ends before it starts": _ends_before_it_starts(0),
-    # on the rows of other problems: each is said beside the other
-    "ends before it starts, on a row": _ends_before_it_starts(1),  # of unknown region
-    "s3 unlinked": _s3_unlinked,
-    "interruption over one": _cell("offers", 4, "interruption_rate", 1.5),
     "minimum over the cap": _cell("offers", 5, "max_gpus", 4, said="min_gpus"),
+    # two on one row, and on the rows of other problems: each is said beside the other
+    "interruption over one": _cell("offers", 4, "interruption_rate", 1.5),
     "instances of none": _cell("offers", 4, "gpus_per_instance", 0),
+    "ends before it starts, on a row": _ends_before_it_starts(1),  # of unknown region
+    "s3 unlinked": _s3_unlinked,  # on the row of "not a month"
     "duplicate pair": _cell("throughput", 3, "workload", "w"),
     "unknown region": _cell("existing", 1, "region", "r9"),
     "no links table": _no_links_table,
