@@ -221,42 +221,49 @@ def _pick(rng: random.Random, df: pd.DataFrame, mask=None):
     return rows[rng.randrange(len(rows))] if len(rows) else None
 
 
-def _not_a_number(m: Market, rng):
-    name, column = rng.choice([("offers", "usd_per_gpu_hour"), ("demand", "amount"),
-                               ("throughput", "units_per_gpu"), ("links", "rtt_ms")])
-    df = m.table(name)
-    i = _pick(rng, df)
-    df.loc[i, column] = rng.choice(["abc", "1,5", "$3", "nan", "inf", "--2"])
-    m.write(name, df)
-    return name, _row(df, i), column
+def _set_cell(name: str, places, value):
+    """A defect that sets one cell of a random row: at `places`, a (table, column) or a
+    list to draw one from; to `value`, a text ({column} stands for the column's name) or
+    a list to draw one from."""
+    def defect(m: Market, rng):
+        table, column = rng.choice(places) if isinstance(places, list) else places
+        df = m.table(table)
+        if column not in df:
+            df[column] = ""
+        i = _pick(rng, df)
+        if i is None:
+            return None
+        df.loc[i, column] = (rng.choice(value) if isinstance(value, list)
+                             else value.format(column=column))
+        m.write(table, df)
+        return table, _row(df, i), column
+    defect.__name__ = name
+    return defect
 
 
-def _negative(m: Market, rng):
-    name, column = rng.choice([("offers", "usd_per_gpu_hour"), ("demand", "amount"),
-                               ("throughput", "units_per_gpu"), ("links", "rtt_ms"),
-                               ("existing", "gpus")])
-    df = m.table(name)
-    i = _pick(rng, df)
-    if i is None:
-        return None
-    df.loc[i, column] = "-3"
-    m.write(name, df)
-    return name, _row(df, i), column
-
-
-def _unknown_reference(m: Market, rng):
-    name, column = rng.choice([("demand", "workload"), ("demand", "site"),
-                               ("offers", "gpu"), ("offers", "region"),
-                               ("regions", "site"), ("throughput", "gpu"),
-                               ("throughput", "workload"), ("links", "site_b"),
-                               ("existing", "region")])
-    df = m.table(name)
-    i = _pick(rng, df)
-    if i is None:
-        return None
-    df.loc[i, column] = "no-such-" + column
-    m.write(name, df)
-    return name, _row(df, i), column
+_not_a_number = _set_cell(
+    "_not_a_number", [("offers", "usd_per_gpu_hour"), ("demand", "amount"),
+                      ("throughput", "units_per_gpu"), ("links", "rtt_ms")],
+    ["abc", "1,5", "$3", "nan", "inf", "--2"])
+_negative = _set_cell(
+    "_negative", [("offers", "usd_per_gpu_hour"), ("demand", "amount"),
+                  ("throughput", "units_per_gpu"), ("links", "rtt_ms"),
+                  ("existing", "gpus")],
+    "-3")
+_unknown_reference = _set_cell(
+    "_unknown_reference", [("demand", "workload"), ("demand", "site"), ("offers", "gpu"),
+                           ("offers", "region"), ("regions", "site"), ("throughput", "gpu"),
+                           ("throughput", "workload"), ("links", "site_b"),
+                           ("existing", "region")],
+    "no-such-{column}")
+_bad_period = _set_cell("_bad_period", ("demand", "period"),
+                        ["2027-13", "2027Q5", "soon", "27-01", "2027/01"])
+_share_over_one = _set_cell(
+    "_share_over_one", [("offers", "interruption_rate"), ("workloads", "max_spot_share"),
+                        ("workloads", "peak_hours_share")], "1.5")
+_blank_required = _set_cell(
+    "_blank_required", [("regions", "provider"), ("sites", "country"), ("offers", "term"),
+                        ("demand", "amount"), ("throughput", "units_per_gpu")], "")
 
 
 def _duplicate(m: Market, rng):
@@ -291,14 +298,6 @@ def _peak_over_one(m: Market, rng):
     return "workloads", _row(df, i), None
 
 
-def _bad_period(m: Market, rng):
-    df = m.table("demand")
-    i = _pick(rng, df)
-    df.loc[i, "period"] = rng.choice(["2027-13", "2027Q5", "soon", "27-01", "2027/01"])
-    m.write("demand", df)
-    return "demand", _row(df, i), "period"
-
-
 def _bad_choice(m: Market, rng):
     name, column, value = rng.choice([("offers", "term", "weekly"),
                                       ("workloads", "kind", "serving"),
@@ -312,30 +311,6 @@ def _bad_choice(m: Market, rng):
     df.loc[i, column] = value
     m.write(name, df)
     return name, _row(df, i), None if name == "settings" else column
-
-
-def _share_over_one(m: Market, rng):
-    name, column = rng.choice([("offers", "interruption_rate"),
-                               ("workloads", "max_spot_share"),
-                               ("workloads", "peak_hours_share")])
-    df = m.table(name)
-    if column not in df:
-        df[column] = ""
-    i = _pick(rng, df)
-    df.loc[i, column] = "1.5"
-    m.write(name, df)
-    return name, _row(df, i), column
-
-
-def _blank_required(m: Market, rng):
-    name, column = rng.choice([("regions", "provider"), ("sites", "country"),
-                               ("offers", "term"), ("demand", "amount"),
-                               ("throughput", "units_per_gpu")])
-    df = m.table(name)
-    i = _pick(rng, df)
-    df.loc[i, column] = ""
-    m.write(name, df)
-    return name, _row(df, i), column
 
 
 def _missing_column(m: Market, rng):
@@ -380,8 +355,7 @@ def _existing_backwards(m: Market, rng):
 
 # a table missing a required column has its rows left out: each cell, each name of
 # another table's row and each row's own rules are still checked, but not whether two
-# rows are the same
-WHOLE_ROW = {_duplicate}
+# rows are the same (_duplicate)
 DEFECTS = [_not_a_number, _negative, _unknown_reference, _duplicate, _term_and_months,
            _peak_over_one, _bad_period, _bad_choice, _share_over_one, _blank_required,
            _missing_column, _missing_table, _unreachable_site, _existing_backwards]
@@ -497,7 +471,7 @@ def run_case(seed: int, modes: list[str], root: Path,
         # leaves nothing out: its first row stands)
         map_short = any(w[0] in ("sites", "links", "regions") and d is not _duplicate
                         for d, w in done)
-        where = [w for d, w in done if not (d in WHOLE_ROW and w[0] in columnless)
+        where = [w for d, w in done if not (d is _duplicate and w[0] in columnless)
                  and not (d is _unreachable_site and map_short)
                  and not (d is not _missing_column and (w[0], w[2]) in dropped)]
         mode = rng.choice(["solve", "whatif", "samples"])
