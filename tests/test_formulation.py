@@ -153,25 +153,33 @@ def families(tmp_path_factory) -> dict[str, str]:
     return Reading(ModelBuilder(s, find_candidates(s)).build()).families()
 
 
-def _names_in_builder() -> tuple[set[str], set[str]]:
-    """(row families, variable kinds) the builder can emit: the `<name>__` prefixes of
-    the names its rows (`_add`, `_row`) and its variables (`_var`, `add_variable`) get."""
-    rows, variables = set(), set()
+def _names_in_builder() -> tuple[dict[str, set[str]], set[str]]:
+    """(the row families each of the builder's methods emits, the variable kinds): the
+    `<name>__` prefixes of the names its rows (`_add`, `_row`) and its variables (`_var`,
+    `add_variable`) get."""
+    rows, variables = defaultdict(set), set()
     tree = ast.parse(Path(builder_module.__file__).read_text())
-    for call in ast.walk(tree):
-        if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+    builder = next(node for node in tree.body
+                   if isinstance(node, ast.ClassDef) and node.name == "ModelBuilder")
+    for method in builder.body:
+        if not isinstance(method, ast.FunctionDef):
             continue
-        into = {"_add": rows, "_row": rows, "_var": variables,
-                "add_variable": variables}.get(call.func.attr)
-        for arg in call.args if into is not None else ():
-            if isinstance(arg, ast.JoinedStr) and isinstance(arg.values[0], ast.Constant):
-                match = re.match(r"([a-z_]+)__", arg.values[0].value)
-                if match:
-                    into.add(match.group(1))
-    return rows, variables
+        for call in ast.walk(method):
+            if not (isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute)):
+                continue
+            into = {"_add": rows[method.name], "_row": rows[method.name],
+                    "_var": variables, "add_variable": variables}.get(call.func.attr)
+            for arg in call.args if into is not None else ():
+                if isinstance(arg, ast.JoinedStr) and isinstance(arg.values[0],
+                                                                 ast.Constant):
+                    match = re.match(r"([a-z_]+)__", arg.values[0].value)
+                    if match:
+                        into.add(match.group(1))
+    return {name: found for name, found in rows.items() if found}, variables
 
 
-ROW_FAMILIES, EMITTED_KINDS = _names_in_builder()
+ROWS_BY_METHOD, EMITTED_KINDS = _names_in_builder()
+ROW_FAMILIES = set().union(*ROWS_BY_METHOD.values())
 
 
 def test_every_variable_is_named_in_the_users_terms(families):
@@ -201,3 +209,12 @@ def test_every_family_the_builder_can_emit_has_a_snapshot():
     files = {p.stem for p in GOLDEN.glob("*.txt")} - {"objective", "variables"}
     assert ROW_FAMILIES - files == set(), "families of rows with no snapshot"
     assert files - ROW_FAMILIES == set(), "snapshots of rows the builder no longer makes"
+
+
+def test_each_rule_is_documented_where_it_is_built():
+    # STYLE.md: a docstring with the rule's meaning and inequality where its rows are
+    # made, under the name its rows carry
+    for name, families in ROWS_BY_METHOD.items():
+        doc = getattr(ModelBuilder, name).__doc__ or ""
+        for family in families:
+            assert re.search(rf"\b{family}\b", doc), f"{name} does not document {family}"

@@ -233,7 +233,8 @@ class ModelBuilder(ModelSpace):
 
         For each (w, s, m, k) with level L > 0:
             Σ_r flow[w,s,r,m,k] + unmet[w,s,m,k] = L
-        and for each (w, r, m, k):  Σ_s flow[w,s,r,m,k] = Σ_{g,src} supply[w,r,g,src,m,k].
+        flow_balance: what a region supplies flows to the sites it serves; for each
+        (w, r, m, k):  Σ_s flow[w,s,r,m,k] = Σ_{g,src} supply[w,r,g,src,m,k].
         A workload with one demand site has no flow variables: its supply (restricted to
         regions within the SLO of that site) serves the site directly.
         """
@@ -413,7 +414,9 @@ class ModelBuilder(ModelSpace):
     def add_minimum_commitment(self):
         """minimum_commitment: a commitment on an offer with min_gpus k is 0 or ≥ k.
 
-        commit[o,t] ≥ k · commit_on[o,t];  commit[o,t] ≤ upper · commit_on[o,t]
+        commit[o,t] ≥ k · commit_on[o,t]
+        minimum_commitment_on: nothing is committed on a commitment not signed;
+        commit[o,t] ≤ upper · commit_on[o,t]
         """
         m = self.m
         for (key, t), v in m.commit.items():
@@ -477,8 +480,9 @@ class ModelBuilder(ModelSpace):
     def add_single_region(self, supply: list[tuple]):
         """single_region: a training workload runs on one GPU type in one region.
 
-        Σ_{r,g} choose[w,r,g] ≤ 1;  for each (r, g, m, k):
+        For each (r, g, m, k):
             Σ_src supply[w,r,g,src,m,k] ≤ level[w,m,k] · choose[w,r,g]
+        single_region_choice: Σ_{r,g} choose[w,r,g] ≤ 1
         """
         m = self.m
         by_rg: dict[tuple, list] = defaultdict(list)
