@@ -179,11 +179,14 @@ class Market:
         for j, share in enumerate(shares):
             own = [{"scenario": f"s{j}", "probability": "", "workload": "", "period": "",
                     "multiplier": rng.choice([0, 0.5, 1, 1.5, 3])}]
+            scaled = {("", "")}  # a workload and period scaled twice is bad input
             for _ in range(rng.randint(0, 3)):
-                own.append({"scenario": f"s{j}", "probability": "",
-                            "workload": rng.choice(workloads + [""]),
-                            "period": rng.choice(periods + [""]),
-                            "multiplier": rng.choice([0, 0.7, 2])})
+                cell = (rng.choice(workloads + [""]), rng.choice(periods + [""]))
+                if cell not in scaled:
+                    scaled.add(cell)
+                    own.append({"scenario": f"s{j}", "probability": "",
+                                "workload": cell[0], "period": cell[1],
+                                "multiplier": rng.choice([0, 0.7, 2])})
             own[rng.randrange(len(own))]["probability"] = share
             rows += own
         self.write("demand_scenarios", pd.DataFrame(rows))
