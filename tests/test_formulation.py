@@ -25,6 +25,7 @@ from scenarios import scenario, write_csv
 
 from planner.io.validate import load_scenario
 from planner.model import builder as builder_module
+from planner.model import formulation
 from planner.model.builder import ModelBuilder, PlanningModel
 from planner.model.candidates import find_candidates
 
@@ -218,3 +219,13 @@ def test_each_rule_is_documented_where_it_is_built():
         doc = getattr(ModelBuilder, name).__doc__ or ""
         for family in families:
             assert re.search(rf"\b{family}\b", doc), f"{name} does not document {family}"
+
+
+def test_the_readme_shows_the_formulation_as_the_builder_documents_it():
+    readme = formulation.README.read_text()
+    assert readme == formulation.readme_with(formulation.formulation(), readme), (
+        "README.md's formulation differs from the builder's docstrings: "
+        "python -m planner.model.formulation --readme")
+    text = formulation.formulation()
+    for family in ROW_FAMILIES | {"objective"}:
+        assert re.search(rf"\b{family}\b", text), f"the formulation leaves out {family}"

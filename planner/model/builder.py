@@ -507,9 +507,26 @@ class ModelBuilder(ModelSpace):
                       pulp.LpConstraintLE, 1.0, terms)
 
     def add_costs(self, supply: list[tuple], replicas: list[tuple]):
-        """The objective's terms for new variables: pay-as-you-go GPU-hours and egress,
-        each weighed by (1 + d)^(−m/12). (Unmet-demand penalty, commitments under the
-        tail policy and the sunk cost of existing contracts are there from the build.)"""
+        """objective: the least total of pay-as-you-go GPUs, new commitments, egress and
+        unmet-demand penalty, each cost weighed by δ(m) = (1 + d)^(−m/12) in the month m
+        it is paid (d: discount_rate_annual; h[k]: the hours of segment k in a month;
+        price[o]: usd_per_gpu_hour):
+
+            Σ replicas[p,r,g,o,m,k] · gpus_per_replica[p,g] · h[k] · price[o] · δ(m)
+          + Σ instances[o,m,k] · n[o] · h[k] · price[o] · δ(m)
+          + Σ commit[o,t] · counted[o,t]
+          + Σ supply[w,r,g,src,m,k] · egress_gb_per_unit_hour[w] · egress_usd_per_gb[r]
+                                    · h[k] · δ(m)
+          + Σ unmet[w,s,m,k] · unmet_penalty[w] · h[k] · δ(m)
+          + the sunk cost of existing contracts and the penalty of demand no source can
+            serve (constants)
+
+        over pay-as-you-go offers o (replicas: offers sold GPU by GPU; instances: those
+        sold in instances of n[o] GPUs); counted[o,t]: a GPU's payments in the months
+        counted under the tail policy, and its upfront (its share, under `prorate`), each
+        weighed by δ of the month paid (planner.model.costs). (This method adds the
+        pay-as-you-go GPU-hours and egress of the cells it builds; the other terms are
+        set as the model is built.)"""
         objective = self.m.prob.objective
         for key in replicas:
             p, r, g, src, month, k = key
