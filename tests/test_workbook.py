@@ -270,6 +270,12 @@ def test_cli_solve_writes_json_and_workbook(tmp_path):
                 "unmet_unit_hours", "mip_gap", "solve_seconds", "commitments", "assignments"):
         assert key in data
     assert data["status"] == "optimal"
+    # provenance: the HiGHS a run's rounds replay on
+    import highspy
+
+    h = highspy.Highs()
+    assert data["solver_version"] == \
+        f"HiGHS {h.versionMajor()}.{h.versionMinor()}.{h.versionPatch()}"
     assert set(data["cost_by_term_usd"]) == {"spot", "on_demand", "monthly", "reserved",
                                              "build_to_order", "existing"}
     for c in data["commitments"]:
@@ -280,8 +286,6 @@ def test_cli_solve_writes_json_and_workbook(tmp_path):
     assert out.exists() and model.read_text().startswith("*") or "NAME" in model.read_text()
     # the model file solves to the plan's objective, its constant (the existing contract)
     # included: PuLP's MPS left it out
-    import highspy
-
     h = highspy.Highs()
     h.setOptionValue("output_flag", False)
     h.readModel(str(model))

@@ -73,6 +73,8 @@ def plan_json(plan: Plan, seconds: float | None = None,
         "status": result.status,
         "termination": result.termination,
         "solver": result.solver,
+        # a run's rounds replay on the same HiGHS only (README, `--rounds`)
+        "solver_version": result.version or None,
         "objective_usd": objective,
         "total_cost_usd": _r(t["total_cost_usd"], 2),
         "discounted_total_cost_usd": _r(t["discounted_total_cost_usd"], 2),
