@@ -338,8 +338,9 @@ def test_the_saving_is_against_single_gpus_where_they_are_sold(tmp_path):
 def test_the_json_gap_is_the_one_its_own_figures_state(tmp_path):
     # SPEC §4 v2: mip_gap = (objective_usd − bound_usd) / (objective_usd −
     # unservable_penalty_usd). The module's plan costs $1,700; a bound of
-    # $1,695.004999 is printed $1,695.00, so the gap stated is 5.00 / 1,700, not the
-    # 4.995001 / 1,700 its unrounded figures give (the fourth digit apart)
+    # $1,695.0049985 is printed $1,695.004999 (to 1e-6: to cents, a gap at the one
+    # asked had been stated past it), so the gap stated is 4.995001 / 1,700, not the
+    # 4.9950015 / 1,700 its unrounded figures give
     import dataclasses
 
     from planner.solve.whole import honest_gap
@@ -347,11 +348,11 @@ def test_the_json_gap_is_the_one_its_own_figures_state(tmp_path):
     plan = _reserved_for_four_months(tmp_path)
     objective = plan.totals["objective_usd"]
     assert objective == pytest.approx(1700)
-    bound = objective - 4.995001
+    bound = objective - 4.9950015
     plan = dataclasses.replace(plan, result=dataclasses.replace(
         plan.result, bound=bound, gap=honest_gap(objective, bound, 0.0)))
     out = plan_json(plan)
-    assert out["bound_usd"] == 1695.0
+    assert out["bound_usd"] == 1695.004999
     assert out["mip_gap"] == (out["objective_usd"] - out["bound_usd"]) / (
         out["objective_usd"] - out["unservable_penalty_usd"])
-    assert out["mip_gap"] == pytest.approx(5.0 / 1700, rel=1e-12)
+    assert out["mip_gap"] == pytest.approx(4.995001 / 1700, rel=1e-12)

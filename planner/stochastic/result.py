@@ -104,8 +104,10 @@ def stochastic_json(result: StochasticResult) -> dict:
         "cvar_usd": r(result.cvar_usd),
         "cvar_alpha": result.alpha,
         "risk_aversion": result.risk_aversion,
-        "objective_usd": r(result.objective_usd),
-        "bound_usd": r(result.bound_usd),
+        # to 1e-6, as the plan's own (planner.report.json_out): cents could state a gap
+        # past the one asked beside "optimal"
+        "objective_usd": r(result.objective_usd, 6),
+        "bound_usd": r(result.bound_usd, 6),
         "mip_gap": r(result.gap, 8),
         "cut_rounds": result.cut_rounds,
         "bound_from": result.bound_from,
