@@ -357,8 +357,8 @@ def _existing_backwards(m: Market, rng):
 
 
 # a table missing a required column has its rows left out: each cell, each name of
-# another table's row and each row's own rules are still checked, but not whether two
-# rows are the same (_duplicate)
+# another table's row, each row's own rules and whether two rows are the same are still
+# checked (the last unless the column missing is of the rows' key)
 DEFECTS = [_not_a_number, _negative, _unknown_reference, _duplicate, _term_and_months,
            _peak_over_one, _bad_period, _bad_choice, _share_over_one, _blank_required,
            _missing_column, _missing_table, _unreachable_site, _existing_backwards]
@@ -469,13 +469,11 @@ def run_case(seed: int, modes: list[str], root: Path,
         done = [(d, w) for d, w in ((d, d(market, rng)) for d in chosen) if w]
         market.changes.append(", ".join(f"{d.__name__[1:]} {w}" for d, w in done))
         dropped = {(w[0], w[2]) for d, w in done if d is _missing_column}
-        columnless = {table for table, _ in dropped}
         # a map with a row left out says of no site that it is off the map (a duplicate
         # leaves nothing out: its first row stands)
         map_short = any(w[0] in ("sites", "links", "regions") and d is not _duplicate
                         for d, w in done)
-        where = [w for d, w in done if not (d is _duplicate and w[0] in columnless)
-                 and not (d is _unreachable_site and map_short)
+        where = [w for d, w in done if not (d is _unreachable_site and map_short)
                  and not (d is not _missing_column and (w[0], w[2]) in dropped)]
         mode = rng.choice(["solve", "whatif", "samples"])
         if not where:

@@ -413,6 +413,31 @@ def test_a_row_with_a_cell_that_does_not_parse_has_its_rules_checked_too(tmp_pat
                       ("sites.csv", site_row, "lat"), ("sites.csv", site_row, "country")}
 
 
+def test_a_duplicate_of_a_row_left_out_for_a_bad_cell_is_said(tmp_path):
+    # found by a black-box audit: two rows of workload w, the first with a negative SLO,
+    # said only the SLO, and the duplicate once the SLO was mended; two offers of one
+    # key, the first with a negative price, likewise. A row whose own key did not parse
+    # (commit_months 12.5) is no duplicate of anything
+    data = scenario(
+        workloads=[{"workload": "w", "kind": "inference", "latency_slo_ms": -3},
+                   {"workload": "w", "kind": "training"}],
+        offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": -2},
+                {"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 3},
+                {"region": "r1", "gpu": "A", "term": "reserved", "usd_per_gpu_hour": 1,
+                 "commit_months": 12},
+                {"region": "r1", "gpu": "A", "term": "reserved", "usd_per_gpu_hour": 1,
+                 "commit_months": 12.5}])
+    result, issues = _issues(tmp_path, data)
+    errors = sorted((i.table, i.row, i.column) for i in issues if i.severity == "error")
+    assert result is None
+    assert errors == [("offers.csv", 2, "usd_per_gpu_hour"), ("offers.csv", 3, "region"),
+                      ("offers.csv", 5, "commit_months"),
+                      ("workloads.csv", 2, "latency_slo_ms"),
+                      ("workloads.csv", 3, "workload")], errors
+    said = {(i.table, i.row): i.message for i in issues}
+    assert "duplicate workload 'w' (first at row 2)" in said[("workloads.csv", 3)]
+
+
 def test_a_table_missing_a_column_has_its_rows_checked_all_the_same(tmp_path):
     # offers without usd_per_gpu_hour: that one error, and its rows' own problems too
     # (an unknown GPU, an unknown region, a negative max_gpus) — they were hidden

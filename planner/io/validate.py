@@ -186,19 +186,25 @@ class _Builder:
         self.duplicates: list[tuple] = []  # (table, row number, values) left out
 
     def _unique(self, table: str, key_of, what: str):
-        """Rows whose key is new; duplicates reported with the first row's number."""
+        """Rows whose key is new; duplicates reported with the first row's number. A row
+        left out for a cell that did not parse still has its key checked where the key's
+        cells did parse: two rows of one id are a problem of their own (every problem
+        at once, SPEC §3)."""
         seen: dict = {}
         for number, values, ok in self.rows[table]:
-            if not ok:
+            try:
+                key = key_of(values)
+            except KeyError:  # a cell of its key did not parse, or its column is missing
                 continue
-            key = key_of(values)
             if key in seen:
                 self.out.error(self.labels[table], number, what.split(",")[0].strip(),
                                f"duplicate {what} {key!r} (first at row {seen[key]})")
-                self.duplicates.append((table, number, values))
+                if ok:  # (a row left out is checked as such: _references_of_rows_left_out)
+                    self.duplicates.append((table, number, values))
                 continue
             seen[key] = number
-            yield number, values
+            if ok:
+                yield number, values
 
     def _ref(self, table, number, column, value, known, what) -> bool:
         """Whether `value` names a valid `what`; an error if it names none at all (a
