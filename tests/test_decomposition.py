@@ -1028,7 +1028,7 @@ def test_demand_the_capacity_or_a_lead_time_holds_back_is_not_unservable(tmp_pat
     only offer (1 GPU at $2/h, max_gpus 1) serves 10 of w's 20 units; the other 10
     (1000 unit-hours at $5: $5000) are unmet for want of capacity, with that reason, and
     not unservable (they were counted so, and left out of the gap). Demand before an
-    offer's lead time lets it serve is treated alike."""
+    offer's lead time lets it serve is treated alike (the test below)."""
     tables = scenario(
         settings={**H, "horizon_months": 2},
         offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 2,
@@ -1045,6 +1045,34 @@ def test_demand_the_capacity_or_a_lead_time_holds_back_is_not_unservable(tmp_pat
         assert t["unmet_unit_hours"] == pytest.approx(1000)
         assert t["unservable_unit_hours"] == 0 and t["unservable_penalty_usd"] == 0
         assert run.plan.unmet["reason"].tolist() == ["capacity exhausted"]
+
+
+@pytest.mark.parametrize("lead_time_days, served, unservable", [(31, 1, 0), (61, 0, 3000)])
+def test_demand_a_lead_time_holds_back_is_unservable_only_past_the_horizon(
+        tmp_path, lead_time_days, served, unservable):
+    """The only offer (on demand, $2/h) starts in month ceil(days / 30): 31 days, month
+    2 of 2027Q1's three, so months 0 and 1 (2 × 10 units × 100 h = 2000 unit-hours at
+    $5: $10,000) are unmet for its lead time but a plan serves month 2 (1 GPU: $200):
+    not unservable, in the gap. 61 days: month 3, past the 3-month horizon, so no plan
+    serves any of it; months 0–2 unmet (3000 unit-hours, $15,000), unservable, out of
+    the gap, each with the lead time as its reason."""
+    tables = scenario(
+        settings={**H, "horizon_months": 3},
+        offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 2,
+                 "lead_time_days": lead_time_days}],
+        workloads=[{"workload": "w", "kind": "inference",
+                    "unmet_penalty_usd_per_unit_hour": 5}],
+        demand=[{"workload": "w", "period": "2027Q1", "amount": 10}])
+    s = load_scenario(write_csv(tmp_path / "s", tables))
+    run = plan_scenario(s, time_limit=30)
+    assert check_plan(s, run.plan) == []
+    t = run.plan.totals
+    assert t["total_cost_usd"] == pytest.approx(200 * served)  # months served
+    assert t["unmet_unit_hours"] == pytest.approx(3000 - 1000 * served)
+    assert t["unservable_unit_hours"] == pytest.approx(unservable)
+    assert t["unservable_penalty_usd"] == pytest.approx(5 * unservable)
+    assert set(run.plan.unmet["reason"]) == {"lead time: no offer available yet in this month"}
+    assert run.result.status == "optimal"
 
 
 def test_json_is_strict_where_unmet_demand_has_no_site(tmp_path):

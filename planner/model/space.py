@@ -188,10 +188,11 @@ class ModelSpace:
         SLO and allowed jurisdictions (nor a GPU type, a term or provider the variant
         allows) in any month, none usable yet that month (lead time), and demand beyond
         what every source in reach could deliver at its max_gpus. Of these, the first —
-        no source at all, in any month (`never`) — is unservable (SPEC §4 v2):
-        `unservable_usd`, left out of the gap; demand a lead time or the capacity holds
-        back stays in the gap (offers within reach exist: SPEC names only SLO and
-        jurisdictions)."""
+        no source at all, in any month (`never`: also where every offer in reach starts
+        past the horizon, which no plan can change) — is unservable (SPEC §4 v2):
+        `unservable_usd`, left out of the gap; demand a lead time holds back in some
+        months only, or the capacity, stays in the gap (a source within reach serves
+        the workload in the horizon)."""
         reach = {key: set(regions) for key, regions in self.c.regions_for_site.items()}
         first_in: dict[tuple, int] = {}  # (workload, site) -> first month a source serves
         for (w, site), near in reach.items():
