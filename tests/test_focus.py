@@ -64,6 +64,10 @@ def test_charges_hand_worked(tmp_path):
         "2027-01", "2027-02", "2027-03", "2027-04"]
     assert len(unused) == 8
     assert all(r["EffectiveCost"] == pytest.approx(100 * 1700 / 1200) for r in used + unused)
+    # stated to a millionth by their running sum, they add up to the contract's $1,700
+    # exactly (12 × $141.666667 had made $1,700.000004), and the whole to the plan's total
+    assert sum(r["EffectiveCost"] for r in used + unused) == pytest.approx(1700, abs=1e-9)
+    assert sum(r["EffectiveCost"] for r in rows) == pytest.approx(1802, abs=1e-9)
     [egress] = [r for r in rows if r["PricingUnit"] == "GB"]
     assert egress["EffectiveCost"] == pytest.approx(2) and egress["PricingQuantity"] == 200
 

@@ -136,6 +136,10 @@ def _contract_charges(out: _Charges, plan: Plan) -> None:
                       CommitmentDiscountId=c.contract, CommitmentDiscountType=kind,
                       CommitmentDiscountCategory="Usage")
         term = f"{kind} {_months(c.commit_months)}" if c.kind != "existing" else kind
+        # the usage rows' EffectiveCost to a millionth by their running sum, so that a
+        # contract's rows add up to its cost exactly (3 × $213.333333 had summed to
+        # $639.999999 of $640)
+        spread = stated = 0.0
         for m in counted:
             if c.monthly_payment_usd:
                 out.add(m, c.provider, c.region, ChargeCategory="Purchase",
@@ -160,6 +164,9 @@ def _contract_charges(out: _Charges, plan: Plan) -> None:
             for status, hours in (("Used", used), ("Unused", c.gpus * hpm - used)):
                 if hours <= 1e-9:
                     continue
+                spread += hours * amortized
+                effective = round(spread, 6) - stated
+                stated += effective
                 out.add(m, c.provider, c.region, ChargeCategory="Usage",
                         ChargeFrequency="Usage-Based",
                         ChargeDescription=f"{c.contract}: {c.gpu} GPU-hours {status.lower()}"
@@ -168,7 +175,7 @@ def _contract_charges(out: _Charges, plan: Plan) -> None:
                         PricingCategory="Committed", PricingUnit=GPU_HOURS,
                         PricingQuantity=hours, ListUnitPrice=list_rate,
                         ListCost=hours * list_rate, BilledCost=0.0,
-                        EffectiveCost=hours * amortized,
+                        EffectiveCost=effective,
                         ConsumedQuantity=hours if status == "Used" else "",
                         ConsumedUnit=GPU_HOURS if status == "Used" else "",
                         CommitmentDiscountStatus=status, **common)
