@@ -72,6 +72,35 @@ def test_steady_use_repeats_beyond_the_horizon(tmp_path):
     assert c["break_even_month"] == 2
 
 
+@pytest.mark.parametrize("short_term", ["reserved", "build_to_order"])
+def test_after_the_horizon_the_last_months_use_is_drawn_from_the_contracts_still_on(
+        tmp_path, short_term):
+    """Found by a black-box audit. 2 months of 100 h (prorate): 3 GPUs of use, then 2;
+    on demand $3. The plan ($560): A, 1 GPU for 2 months at $1 ($200), and B, 2 GPUs
+    for 6 months at $0.9 (its cap: $1,080, $360 of it in the horizon). Use goes to the
+    soonest to end first: month 0 A 1, B 2; month 1 A 1, B 1. After the horizon the
+    last month's 2 GPUs repeat, and A has ended: B serves both in months 2-5. A: 200 of
+    200 GPU-hours, saving (600 - 200) / 2 = $200 a month; B: 200 + 100 + 4 x 200 = 1,100
+    of 1,200 (utilization 11/12), idle 100 h x $0.9 = $90, saving (1,100 x $3 - $1,080)
+    / 6 = $370 a month. (B had repeated its own last month, 1 GPU: 7/12, $450 idle,
+    $170; and with A's term named build_to_order use had gone to B first: the figures
+    followed the names.)"""
+    plan = solve_tables(tmp_path, scenario(
+        settings={"hours_per_month": 100, "horizon_months": 2, "tail_policy": "prorate"},
+        demand=[{"workload": "w", "period": "2027-01", "amount": 30},
+                {"workload": "w", "period": "2027-02", "amount": 20}],
+        offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 3},
+                {"region": "r1", "gpu": "A", "term": short_term, "usd_per_gpu_hour": 1,
+                 "commit_months": 2},
+                {"region": "r1", "gpu": "A", "term": "reserved", "usd_per_gpu_hour": 0.9,
+                 "commit_months": 6, "max_gpus": 2}]))
+    assert plan.totals["total_cost_usd"] == pytest.approx(560)
+    figures = {c["commit_months"]: (c["gpus"], c["utilization"], c["idle_usd"],
+                                    c["monthly_saving_usd"], c["break_even_month"])
+               for c in plan_json(plan)["commitments"]}
+    assert figures == {2: (1, 1.0, 0.0, 200.0, 1), 6: (2, 0.9167, 90.0, 370.0, 1)}
+
+
 def test_a_commitment_that_never_pays_back(tmp_path):
     # Two GPUs' demand. On demand is cheaper ($0.50) but holds one GPU (max_gpus 1), so
     # the second is reserved ($1, $500 upfront) rather than left unmet at $1,000 a

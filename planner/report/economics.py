@@ -4,8 +4,11 @@ back, what it leaves idle, and the plan's effective savings rate and lock-in.
 Definitions (each stated in the workbook's notes too):
 
 * A commitment's use is the GPU-hours the plan draws from it (planner.report.plan
-  allocates pooled committed GPUs to contracts). Beyond the horizon the forecast's last
-  month is assumed to repeat: each month after it uses what the horizon's last month used.
+  allocates pooled committed GPUs to the contracts active, the soonest to end first).
+  Beyond the horizon the forecast's last month is assumed to repeat: in each month after
+  it, the committed GPUs the horizon's last month used at a region and GPU type, segment
+  by segment, are drawn again from the contracts still active there, in the same order
+  (a contract ending with the horizon leaves its share to those that run on).
 * Its pay-as-you-go equivalent prices that use at the cheapest pay-as-you-go source of the
   same GPU type for each workload drawing on it: in the commitment's region, else in any
   region the workload may use; on demand, or spot (per delivered GPU-hour: rate ÷ (1 −
@@ -27,7 +30,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 
-from planner.report.plan import Plan, records
+from planner.report.plan import Plan, records, use_order
 
 EPS = 1e-9
 
@@ -58,9 +61,14 @@ def payg_rate(plan: Plan, workload: str, gpu: str) -> float | None:
 
 def monthly_use(plan: Plan) -> dict[str, dict[int, list[float]]]:
     """contract -> month -> [used GPU-hours, their pay-as-you-go equivalent USD (NaN
-    where no pay-as-you-go source could serve that use: no saving can be stated)]."""
+    where no pay-as-you-go source could serve that use: no saving can be stated)], in
+    the horizon and, for the months of a term after it, the horizon's last month
+    repeated (`_after_horizon`)."""
     rates: dict[tuple, float | None] = {}
     use: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(lambda: [0., 0.]))
+    last = plan.scenario.settings.horizon_months - 1
+    # (region, GPU type, segment) -> [GPUs, hours, pay-as-you-go USD] used in the last month
+    last_month: dict[tuple, list[float]] = defaultdict(lambda: [0., 0., 0.])
     committed = plan.assignments[~plan.assignments["term"].isin(["spot", "on_demand"])]
     for a in records(committed):
         key = (a.workload, a.gpu)
@@ -71,7 +79,36 @@ def monthly_use(plan: Plan) -> dict[str, dict[int, list[float]]]:
         cell = use[a.contract][int(a.month)]
         cell[0] += hours
         cell[1] += hours * rate
+        if int(a.month) == last:
+            pooled = last_month[(a.region, a.gpu, int(a.segment))]
+            pooled[0] += a.gpus
+            pooled[1] = a.hours
+            pooled[2] += hours * rate
+    _after_horizon(plan, last_month, use)
     return use
+
+
+def _after_horizon(plan: Plan, last_month: dict, use: dict) -> None:
+    """Into `use`: each month after the horizon, the committed GPUs its last month used
+    (`last_month`: by region, GPU type and segment) drawn from the contracts active then
+    at that region and GPU type, in the order the plan allocates use (`use_order`)."""
+    contracts = list(records(plan.contracts))
+    for (region, gpu, _), (gpus, hours, payg) in sorted(last_month.items()):
+        if gpus <= EPS:
+            continue
+        here = [c for c in contracts if c.region == region and c.gpu == gpu]
+        ends = max((int(c.end) for c in here), default=-1)
+        for m in range(plan.scenario.settings.horizon_months, ends + 1):
+            need = gpus
+            for c in use_order([c._asdict() for c in here
+                                if int(c.start) <= m <= int(c.end)]):
+                take = min(need, float(c["gpus"]))
+                if take <= EPS:
+                    break
+                need -= take
+                cell = use[c["contract"]][m]
+                cell[0] += take * hours
+                cell[1] += payg * take / gpus
 
 
 def line_economics(plan: Plan, contracts: list, use=None) -> dict:
@@ -79,7 +116,6 @@ def line_economics(plan: Plan, contracts: list, use=None) -> dict:
     offer, whatever GPUs each signs (`contracts`: rows of plan.contracts, in order)."""
     st = plan.scenario.settings
     use = monthly_use(plan) if use is None else use
-    last = st.horizon_months - 1
     # an existing contract's months before the horizon are not the plan's
     start, end = max(int(contracts[0].start), 0), int(contracts[-1].end)
     rate = float(contracts[0].usd_per_gpu_hour)
@@ -97,7 +133,7 @@ def line_economics(plan: Plan, contracts: list, use=None) -> dict:
     used = payg_total = term_hours = 0.0
     cumulative, paid_upfront, break_even = 0.0, 0.0, None
     for j, m in enumerate(range(start, end + 1), start=1):
-        hours, payg = series[min(m, last)]  # after the horizon: its last month again
+        hours, payg = series[m]  # (after the horizon: its last month repeated)
         committed_hours = gpus[m] * st.hours_per_month
         used += hours
         payg_total += payg

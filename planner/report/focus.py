@@ -160,7 +160,7 @@ def _contract_charges(out: _Charges, plan: Plan) -> None:
                         PricingQuantity=c.gpus, ListUnitPrice=c.upfront_usd / c.gpus,
                         ListCost=c.upfront_usd, BilledCost=c.upfront_usd,
                         EffectiveCost=0.0, **common)
-            used = use.get(c.contract, {}).get(min(m, last), [0.0, 0.0])[0]
+            used = use.get(c.contract, {}).get(m, [0.0, 0.0])[0]
             for status, hours in (("Used", used), ("Unused", c.gpus * hpm - used)):
                 if hours <= 1e-9:
                     continue

@@ -307,7 +307,7 @@ def _existing_contracts(s: Scenario) -> list[dict]:
 
 def _new_contracts(s: Scenario, solution: Solution) -> list[dict]:
     """The commitments the plan signs, as contract rows, by start month, term and offer
-    (the order committed GPUs are allocated to them in)."""
+    (the order they are numbered in)."""
     st = s.settings
     term_order = {t: i for i, t in enumerate(TERMS)}
     new = sorted(
@@ -337,11 +337,20 @@ def _new_contracts(s: Scenario, solution: Solution) -> list[dict]:
     return contracts
 
 
+def use_order(active: list) -> list:
+    """Contracts (rows with `start` and `end`, in the schedule's order) in the order
+    pooled committed use is drawn from them: the soonest to end first, then the earliest
+    signed — whatever their terms' or offers' names (which had decided it)."""
+    return [c for _, c in sorted(enumerate(active),
+                                 key=lambda x: (x[1]["end"], x[1]["start"], x[0]))]
+
+
 def _assignments(s: Scenario, load: dict, usage_rows: list[dict], contracts: list[dict],
                  hours: list[float]) -> pd.DataFrame:
     """GPUs per workload, by offer or by contract: a pool's GPUs shared out in proportion
     to its workloads' loads; committed GPUs allocated to the contracts active in the
-    month in their order (each contract's used GPU-hours and utilization are set here)."""
+    month, the soonest to end first (`use_order`: their hours are the first lost; each
+    contract's used GPU-hours and utilization are set here)."""
     st, workloads = s.settings, s.workload_by_name
     assignment_rows = []
 
@@ -370,8 +379,8 @@ def _assignments(s: Scenario, load: dict, usage_rows: list[dict], contracts: lis
                 gpu=u["gpu"], term=o.term, contract=o.key, gpus=n, hours=u["hours"],
                 usd_per_gpu_hour=o.usd_per_gpu_hour))
     for (r, g, m, k), uses in sorted(committed_use.items(), key=str):
-        active = [row for row in contracts
-                  if row["region"] == r and row["gpu"] == g and row["start"] <= m <= row["end"]]
+        active = use_order([row for row in contracts if row["region"] == r
+                            and row["gpu"] == g and row["start"] <= m <= row["end"]])
         room = [row["gpus"] for row in active]
         for u in sorted(uses, key=lambda x: x["pool"]):
             need = u["gpus"]

@@ -248,8 +248,10 @@ def commitments_sheet(wb, plan: Plan, plans: Sheet, contracts: Sheet,
                                  "utilization assumes the forecast's last month goes on)",
         "Idle cost": "counted payments inside the horizon not used by any workload",
         "Term utilization": "GPU-hours used / GPU-hours committed over the whole term (an "
-                            "existing contract: from the horizon's start); after the "
-                            "horizon the forecast's last month is assumed to repeat",
+                            "existing contract: from the horizon's start); pooled use "
+                            "goes to the contract that ends soonest first; after the "
+                            "horizon the forecast's last month is assumed to repeat, "
+                            "drawn from the contracts still running",
         "Term idle cost": "GPU-hours unused over the whole term × the hourly rate",
         "Monthly saving": "per month of the term: the same use at its cheapest "
                           "pay-as-you-go source, minus the monthly payment (net of idle "
