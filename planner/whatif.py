@@ -1,7 +1,8 @@
 """What-if runs: commitment policies × demand levels, and a stress test of each policy.
 
-A policy allows a set of terms, each optionally capped in commit_months
-(`r12=spot,on_demand,monthly,reserved:12`). Each (policy, demand level) is an independent
+A policy allows a set of terms and a longest commit_months (SPEC §4): a term may be
+capped (`r12=spot,on_demand,monthly,reserved:12`), and a commitment term given without a
+cap takes the policy's longest cap (there: monthly at most 12 months too). Each (policy, demand level) is an independent
 solve of the scenario restricted to the policy's offers with demand scaled. The stress test
 keeps the commitments a policy's plan signs at the base demand level and re-optimises only
 pay-as-you-go capacity under lower and higher demand: what stranded commitments cost when
@@ -73,6 +74,12 @@ def parse_policy(text: str) -> Policy:
             if not months.strip().isdigit() or int(months) < 1:
                 raise PolicyError(f"'{text}': '{months}' is not a number of months ≥ 1")
         terms[term] = int(months) if colon else None
+    # "r12" signs nothing longer than 12 months: a commitment term given without a cap
+    # takes the longest given (a 24-month offer on the monthly term had passed)
+    longest = max((m for m in terms.values() if m is not None), default=None)
+    for term, months in terms.items():
+        if months is None and term not in PAY_AS_YOU_GO:
+            terms[term] = longest
     return Policy(name, terms)
 
 

@@ -34,7 +34,13 @@ POLICIES = [parse_policy(p) for p in ("payg=spot,on_demand", "monthly=on_demand,
 def test_parse_policy():
     p = parse_policy("r12=spot, on_demand,monthly,reserved:12")
     assert p.name == "r12"
-    assert p.terms == {"spot": None, "on_demand": None, "monthly": None, "reserved": 12}
+    # a policy's longest commit_months bounds its other commitment terms too (SPEC §4:
+    # "a set of terms and a longest commit_months"; a 24-month monthly offer had passed)
+    assert p.terms == {"spot": None, "on_demand": None, "monthly": 12, "reserved": 12}
+    assert parse_policy("p=monthly:1,reserved:36,build_to_order").terms == {
+        "monthly": 1, "reserved": 36, "build_to_order": 36}
+    assert parse_policy("all=spot,monthly,reserved").terms == {
+        "spot": None, "monthly": None, "reserved": None}
     for bad in ("r12", "=spot", "x=weekly", "x=spot:3", "x=reserved:0", "x=reserved:abc",
                 "x=reserved:", "x=reserved:12,reserved:36"):  # no cap; two caps
         with pytest.raises(PolicyError):
@@ -155,6 +161,28 @@ def test_stress_strands_only_payments_inside_the_horizon(tmp_path):
     assert r12.plan.totals["beyond_horizon_usd"] == pytest.approx(1080)
     assert r12.stress[1.2]["idle_committed_usd"] == pytest.approx(0, abs=1e-6)
     assert r12.stress[0.4]["idle_committed_usd"] == pytest.approx(540)
+
+
+def test_a_policys_longest_term_bounds_its_uncapped_commitment_terms(tmp_path):
+    # found by a black-box audit: r12 signed a 24-month offer on the monthly term. 2
+    # months of 100 h (prorate), 2 GPUs: the 24-month "monthly" at $0.5 ($200 counted,
+    # $2,200 after the horizon) is not r12's; its 12-month reserved at $1 is: 2 GPUs ×
+    # 2 months × 100 h × $1 = $400 counted (on demand: 2 × 2 × 100 × $3 = $1,200)
+    tables = scenario(
+        settings={"hours_per_month": 100, "horizon_months": 2, "tail_policy": "prorate"},
+        offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 3},
+                {"region": "r1", "gpu": "A", "term": "monthly", "usd_per_gpu_hour": 0.5,
+                 "commit_months": 24},
+                {"region": "r1", "gpu": "A", "term": "reserved", "usd_per_gpu_hour": 1,
+                 "commit_months": 12}],
+        demand=[{"workload": "w", "period": p, "amount": 20}
+                for p in ("2027-01", "2027-02")])
+    s = load_scenario(write_csv(tmp_path / "scn", tables))
+    (r12,) = run_whatif(s, [parse_policy("r12=spot,on_demand,monthly,reserved:12")], [1.0],
+                        stress_scales=())
+    commitments = r12.plan.commitments
+    assert commitments["commit_months"].tolist() == [12]
+    assert r12.plan.totals["total_cost_usd"] == pytest.approx(400)
 
 
 def test_parallel_equals_sequential(tmp_path):
