@@ -92,16 +92,15 @@ def _after_horizon(plan: Plan, last_month: dict, use: dict) -> None:
     """Into `use`: each month after the horizon, the committed GPUs its last month used
     (`last_month`: by region, GPU type and segment) drawn from the contracts active then
     at that region and GPU type, in the order the plan allocates use (`use_order`)."""
-    contracts = list(records(plan.contracts))
+    contracts = plan.contracts.to_dict("records")
     for (region, gpu, _), (gpus, hours, payg) in sorted(last_month.items()):
         if gpus <= EPS:
             continue
-        here = [c for c in contracts if c.region == region and c.gpu == gpu]
-        ends = max((int(c.end) for c in here), default=-1)
+        here = [c for c in contracts if c["region"] == region and c["gpu"] == gpu]
+        ends = max((int(c["end"]) for c in here), default=-1)
         for m in range(plan.scenario.settings.horizon_months, ends + 1):
             need = gpus
-            for c in use_order([c._asdict() for c in here
-                                if int(c.start) <= m <= int(c.end)]):
+            for c in use_order([c for c in here if c["start"] <= m <= c["end"]]):
                 take = min(need, float(c["gpus"]))
                 if take <= EPS:
                     break
