@@ -5,8 +5,9 @@ capped (`r12=spot,on_demand,monthly,reserved:12`), and a commitment term given w
 cap takes the policy's longest cap (there: monthly at most 12 months too). Each (policy,
 demand level) is an independent solve of the scenario restricted to the policy's offers
 with demand scaled. The stress test keeps the commitments a policy's plan signs at the
-base demand level and re-optimises only pay-as-you-go capacity under lower and higher demand: what stranded commitments cost when
-demand falls, and what on-demand top-up costs when it rises.
+base demand level and re-optimises only pay-as-you-go capacity under lower and higher
+demand: what stranded commitments cost when demand falls, and what on-demand top-up
+costs when it rises.
 
 Variants, then stress tests, run on Dask workers (`jobs` local ones, or an existing
 cluster) with time limits reckoned as if one after another: a solve that ends before its
