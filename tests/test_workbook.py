@@ -3,6 +3,7 @@ reconciling totals, finance formatting, text that never becomes a formula, atomi
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import re
@@ -239,6 +240,22 @@ def test_input_text_never_becomes_a_formula(finance):
     column = header["=4+4"].column_letter
     assert '"==4+4"' in costs[f"{column}2"].value
     assert '"=m~*"' in costs[f"{header['m*'].column_letter}2"].value
+
+
+def test_scenario_name_never_becomes_a_formula(finance, tmp_path):
+    # the scenario's name is its folder's: a folder named '=1+2' wrote the formula =1+2
+    # into Summary!B3 (found by an outside audit of SPEC §5)
+    plan, _ = finance
+    named = dataclasses.replace(plan, scenario=dataclasses.replace(plan.scenario,
+                                                                   name="=1+2"))
+    path = tmp_path / "named.xlsx"
+    write_workbook(named, path)
+    summary = load_workbook(path)["Summary"]
+    cell = {r[0].value: r[1] for r in summary.iter_rows(max_col=2)}["Scenario"]
+    assert cell.value == "=1+2" and cell.data_type == "s"
+    # the workbook's own figures beside it stay formulas
+    total = {r[0].value: r[1] for r in summary.iter_rows(max_col=2)}["Total cost (nominal)"]
+    assert total.data_type == "f" and total.value.startswith("=Costs!")
 
 
 def test_write_is_atomic(finance, tmp_path, monkeypatch):

@@ -55,10 +55,11 @@ def text_cell(cell, value) -> None:
 
 
 def value_cell(cell, value, fmt: str | None = None) -> None:
-    """A figure of a label–value block: a formula the workbook wrote ('=…'), or a value
-    (text as text), with its number format."""
-    if isinstance(value, str) and value.startswith("="):
-        cell.value = value
+    """A figure of a label–value block, with its number format: a formula only when the
+    workbook wrote it (an `F`); any other text stays text, whatever it starts with (a
+    scenario named '=1+2')."""
+    if isinstance(value, F):
+        cell.value = value.text.format(r=cell.row)
     else:
         text_cell(cell, value)
     if fmt:

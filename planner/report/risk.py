@@ -40,7 +40,7 @@ def risk_sheet(wb, result) -> None:
     r = last + 2
     lines = [
         ("Schedule chosen", result.chosen.name, None),
-        ("Expected cost (objective)", f"=SUM({c('Weighted')}{first}:{c('Weighted')}{last})",
+        ("Expected cost (objective)", F(f"=SUM({c('Weighted')}{first}:{c('Weighted')}{last})"),
          USD),
         (f"CVaR at α = {result.alpha:g} (worst {1 - result.alpha:.0%})", result.cvar_usd,
          USD),

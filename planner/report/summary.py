@@ -12,6 +12,7 @@ from planner.report.cells import (
     NUM,
     PCT,
     USD,
+    F,
     Sheet,
     define_name,
     shown_width,
@@ -78,13 +79,14 @@ def _summary_rows(plan: Plan, costs: Sheet, ps: Sheet, cs: Sheet,
         ("Rounds (decomposition)", res.rounds or "solved whole", None, None),
         (None, None, None, None),
         ("Totals", "Workbook (formula)", None, "Solver"),
-        ("Total cost (nominal)", f"=Costs!{cc('Total')}{tr}", USD, t["total_cost_usd"]),
-        ("Total cost (discounted)", f"=Costs!{cc('Discounted total')}{tr}", USD,
+        ("Total cost (nominal)", F(f"=Costs!{cc('Total')}{tr}"), USD, t["total_cost_usd"]),
+        ("Total cost (discounted)", F(f"=Costs!{cc('Discounted total')}{tr}"), USD,
          t["discounted_total_cost_usd"]),
     ]
     for term in COST_KEYS:
-        rows.append((f"  {term}", f"=Costs!{cc(term)}{tr}", USD, t["cost_by_term_usd"][term]))
-    rows.append(("  egress", f"=Costs!{cc('egress')}{tr}", USD, t["egress_usd"]))
+        rows.append((f"  {term}", F(f"=Costs!{cc(term)}{tr}"), USD,
+                     t["cost_by_term_usd"][term]))
+    rows.append(("  egress", F(f"=Costs!{cc('egress')}{tr}"), USD, t["egress_usd"]))
     rows += [
         ("Unmet demand (unit-hours)", t["unmet_unit_hours"], NUM, None),
         ("Unmet penalty", t["unmet_penalty_usd"], USD, None),
@@ -92,30 +94,31 @@ def _summary_rows(plan: Plan, costs: Sheet, ps: Sheet, cs: Sheet,
          None),
         ("Objective (discounted, with penalty)", t["objective_usd"], USD,
          res.objective),
-        ("Commitment obligation (new)", f"=SUMIFS({cs.rng('Total obligation')},"
-         f"{cs.rng('Kind')},\"new\")", USD, t["obligation_usd"]),
-        ("  of which beyond the horizon", f"=SUMIFS({cs.rng('Beyond horizon')},"
-         f"{cs.rng('Kind')},\"new\")", USD, t["beyond_horizon_usd"]),
+        ("Commitment obligation (new)", F(f"=SUMIFS({cs.rng('Total obligation')},"
+         f"{cs.rng('Kind')},\"new\")"), USD, t["obligation_usd"]),
+        ("  of which beyond the horizon", F(f"=SUMIFS({cs.rng('Beyond horizon')},"
+         f"{cs.rng('Kind')},\"new\")"), USD, t["beyond_horizon_usd"]),
         ("  months it runs after the horizon (obligation-weighted)",
          savings["lock_in_months"], "0.0", None),
         ("Existing contracts' payments after the horizon (sunk)",
-         f"=SUMIFS({cs.rng('Beyond horizon')},{cs.rng('Kind')},\"existing\")", USD, None),
+         F(f"=SUMIFS({cs.rng('Beyond horizon')},{cs.rng('Kind')},\"existing\")"), USD,
+         None),
         ("Effective savings rate", savings["effective_savings_rate"], PCT, None),
         ("  on-demand equivalent (horizon)", savings["on_demand_equivalent_usd"], USD, None),
         (None, None, None, None),
         ("Reconciliation", None, None, None),
-        ("Plan costs (sum of Plan)", f"=SUM({ps.rng('Cost')})", USD, t["plan_cost_usd"]),
+        ("Plan costs (sum of Plan)", F(f"=SUM({ps.rng('Cost')})"), USD, t["plan_cost_usd"]),
         # SPEC §5: the total is the Plan's costs, idle committed capacity, upfronts and
         # egress; a commitment's payments after the horizon are capacity no plan uses
-        ("Idle committed capacity", f"=SUM({cs.rng('Idle cost')})"
-         f"+SUM({cs.rng('Counted after horizon')})", USD,
+        ("Idle committed capacity", F(f"=SUM({cs.rng('Idle cost')})"
+                                     f"+SUM({cs.rng('Counted after horizon')})"), USD,
          t["idle_committed_usd"] + t["after_horizon_usd"]),
-        ("  of which idle in the horizon", f"=SUM({cs.rng('Idle cost')})", USD,
+        ("  of which idle in the horizon", F(f"=SUM({cs.rng('Idle cost')})"), USD,
          t["idle_committed_usd"]),
-        ("  of which payments after the horizon", f"=SUM({cs.rng('Counted after horizon')})",
-         USD, t["after_horizon_usd"]),
-        ("Upfronts", f"=SUM({cs.rng('Counted upfront')})", USD, t["upfront_usd"]),
-        ("Egress", f"=SUM({es.rng('Cost')})", USD, t["egress_usd"]),
+        ("  of which payments after the horizon",
+         F(f"=SUM({cs.rng('Counted after horizon')})"), USD, t["after_horizon_usd"]),
+        ("Upfronts", F(f"=SUM({cs.rng('Counted upfront')})"), USD, t["upfront_usd"]),
+        ("Egress", F(f"=SUM({es.rng('Cost')})"), USD, t["egress_usd"]),
     ]
     return rows
 
