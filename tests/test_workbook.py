@@ -428,6 +428,25 @@ def test_no_number_renders_as_hashes(finance, tmp_path):
     write_workbook(plan, tmp_path / "unmet.xlsx")
     assert too_narrow(tmp_path / "unmet.xlsx",
                       recalculated(tmp_path / "unmet.xlsx", tmp_path / "recalc2")) == []
+    # and demand served by the billion: formulas carry no value to size their column by
+    # (Plan's GPU-hours at 12 characters showed 21,900,000,000.000 as ###; Costs' totals
+    # of $102 B did not fit 18). 10-40 M units a month on 1-unit GPUs, 730 hours:
+    # a 3-month reservation of 10 M GPUs and monthly contracts for the peak
+    plan = solve_tables(tmp_path, scenario(
+        settings={"horizon_months": 3},
+        offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 2},
+                {"region": "r1", "gpu": "A", "term": "reserved", "usd_per_gpu_hour": 1,
+                 "commit_months": 3, "upfront_usd_per_gpu": 100},
+                {"region": "r1", "gpu": "A", "term": "monthly", "usd_per_gpu_hour": 1.5,
+                 "commit_months": 1}],
+        throughput=[{"workload": "w", "gpu": "A", "units_per_gpu": 1}],
+        demand=[{"workload": "w", "period": "2027-01", "amount": 2e7},
+                {"workload": "w", "period": "2027-02", "amount": 4e7},
+                {"workload": "w", "period": "2027-03", "amount": 1e7}]))
+    assert plan.totals["total_cost_usd"] > 5e10 and len(plan.contracts) >= 2
+    write_workbook(plan, tmp_path / "served.xlsx")
+    assert too_narrow(tmp_path / "served.xlsx",
+                      recalculated(tmp_path / "served.xlsx", tmp_path / "recalc3")) == []
 
 
 # Every kind of value a table holds, as the rows written straight into the sheet's XML

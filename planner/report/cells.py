@@ -166,6 +166,14 @@ class Sheet:
         self.ws.append(cells)
         return r
 
+    def fit(self, largest: dict[str, float]) -> None:
+        """Columns (by name) as wide as the largest figure each can show: its formulas
+        carry no value to measure (a $10 B total in a column sized for $999 M showed
+        ###)."""
+        for name, value in largest.items():
+            j = self.columns.index(name)
+            self.widths[j] = max(self.widths[j], shown_width(float(value), self.formats[j]))
+
     def finish(self) -> None:
         for j, w in enumerate(self.widths, start=1):
             fmt = self.formats[j - 1]

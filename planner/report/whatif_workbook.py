@@ -148,6 +148,10 @@ def _comparison_sheet(wb: Workbook, variants: list[Variant], scales: list[float]
         values, notes = _comparison_row(v, scales, sh.col)
         r = sh.add(values)
         note[r] = notes
+        if v.plan is not None:  # formulas carry no value to size their column by
+            total = v.plan.totals["total_cost_usd"]
+            sh.fit({"Total cost": total, "Pay-as-you-go total": total,
+                    "Savings vs pay-as-you-go": -total})
         rows.append((v, r))
     _savings(sh, rows, note)
     for r, notes in note.items():

@@ -138,6 +138,9 @@ def plan_sheet(wb, plan: Plan, title: str = "Plan") -> Sheet:
                 F(f"={sh.col('GPUs')}{{r}}*{sh.col('Hours')}{{r}}"),
                 F(f"={sh.col('GPU-hours')}{{r}}*{sh.col('USD per GPU-hour')}{{r}}"),
                 a.cost_usd])
+    if len(plan.assignments):
+        a = plan.assignments
+        sh.fit({"GPU-hours": (a["gpus"] * a["hours"]).max(), "Cost": a["cost_usd"].max()})
     sh.finish()
     return sh
 
@@ -203,6 +206,10 @@ def contracts_sheet(wb, plan: Plan, title: str = "Contracts") -> Sheet:
             F(f"={c('Counted payments')}{{r}}+{c('Counted upfront')}{{r}}"),
             F(f"={c('GPUs')}{{r}}*{c('Months in horizon')}{{r}}*HoursPerMonth"),
         ])
+        # no money figure of a contract is more than its obligation
+        sh.fit({name: k.obligation_usd for name, fmt in zip(sh.columns, sh.formats)
+                if fmt == USD})
+        sh.fit({"Available GPU-hours": int(k.gpus) * inside * st.hours_per_month})
     sh.finish()
     return sh
 
@@ -293,6 +300,12 @@ def commitments_sheet(wb, plan: Plan, plans: Sheet, contracts: Sheet,
               f"-{c('Used cost')}{{r}}"),
             e["utilization"], e["idle_usd"], e["monthly_saving_usd"], e["break_even_month"],
         ])
+        # no money figure of a line is more than its contracts' obligations
+        sh.fit({name: sum(x.obligation_usd for x in line)
+                for name, fmt in zip(sh.columns, sh.formats) if fmt == USD})
+        sh.fit({name: sum(int(x.gpus) * sum(1 for m in st.months if x.start <= m <= x.end)
+                          for x in line) * st.hours_per_month
+                for name in ("Used GPU-hours", "Available GPU-hours")})
     if sh.row >= 2:
         for name in ("Utilization", "Term utilization"):
             util = f"{c(name)}2:{c(name)}{sh.row}"
@@ -365,6 +378,9 @@ def _costs_sheet(wb, plan: Plan, ps: Sheet, cs: Sheet, es: Sheet) -> Sheet:
         r = sh.add(row)
         first = first or r
     last = sh.row
+    # no month, term or provider, nor the total row, counts more than the plan's total
+    sh.fit({name: plan.totals["total_cost_usd"] for name, fmt in zip(sh.columns, sh.formats)
+            if fmt == USD})
     sh.finish()
     sh.ws.auto_filter.ref = None
     total_row = last + 1
