@@ -672,3 +672,20 @@ def test_a_whatifs_solves_stop_by_the_commands_own_end(tmp_path, monkeypatch):
     assert took < 3.0 + 1.0, took  # was 3 × (1.5 × 0.8 + 1) s and the stress tests after
     assert all(v.plan is not None for v in variants)
     assert all(x == {"status": "not_run"} for v in variants for x in v.stress.values())
+
+
+def test_no_figure_of_the_comparison_renders_as_hashes(tmp_path):
+    # TABLES at 10^8 times the demand: totals by the hundred billion, which the Comparison's
+    # formulas (Total cost, the pay-as-you-go total, the saving) carry no value to size
+    # their column by ($180,000,000,000.00 did not fit a column sized for $999 M)
+    from rendering import recalculated, too_narrow
+
+    from planner.report.whatif_workbook import write_whatif_workbook
+
+    tables = dict(TABLES, demand=[dict(d, amount=2e9) for d in TABLES["demand"]])
+    s = load_scenario(write_csv(tmp_path / "scn", tables))
+    variants = run_whatif(s, POLICIES, [1.0], stress_scales=())
+    assert min(v.plan.totals["total_cost_usd"] for v in variants) == pytest.approx(1.8e11)
+    path = tmp_path / "whatif.xlsx"
+    write_whatif_workbook(s, variants, path, ())
+    assert too_narrow(path, recalculated(path, tmp_path / "recalc")) == []
