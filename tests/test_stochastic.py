@@ -103,6 +103,23 @@ def test_the_newsvendor_commits_for_the_low_scenario(tmp_path):
                        "scenarios"}
 
 
+def test_no_figure_of_the_risk_sheet_renders_as_hashes(tmp_path):
+    # the newsvendor at 10^8 times its demand: an expected $250 B. The figures under the
+    # table share column B with the probabilities, sized for 0.5000: any expected cost
+    # from $10 M on showed ###, and the Weighted column (formulas) was sized for $999 M
+    from rendering import recalculated, too_narrow
+
+    tables = dict(NEWSVENDOR, demand=[dict(d, amount=float(d["amount"]) * 1e8)
+                                      for d in NEWSVENDOR["demand"]])
+    folder = write_csv(tmp_path / "s", tables)
+    path = tmp_path / "plan.xlsx"
+    res = CliRunner().invoke(app, ["solve", str(folder), "--stochastic", "--json",
+                                   "--no-baselines", "-o", str(path)])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["stochastic"]["expected_cost_usd"] == pytest.approx(2.5e11)
+    assert too_narrow(path, recalculated(path, tmp_path / "recalc")) == []
+
+
 def test_a_short_budget_still_leaves_small_models_their_cuts(tmp_path):
     # 10 s: the solves take a fraction of a second each, so there is time for the cuts
     # and for every schedule; they were each reckoned at 2 s, which left none for the

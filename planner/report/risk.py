@@ -7,7 +7,17 @@ from __future__ import annotations
 
 from openpyxl.chart import BarChart, Reference
 
-from planner.report.cells import BOLD, NUM, PCT, USD, F, Sheet, text_cell, value_cell
+from planner.report.cells import (
+    BOLD,
+    NUM,
+    PCT,
+    USD,
+    F,
+    Sheet,
+    shown_width,
+    text_cell,
+    value_cell,
+)
 
 
 def risk_sheet(wb, result) -> None:
@@ -33,6 +43,7 @@ def risk_sheet(wb, result) -> None:
                 row["objective_usd"], row["unmet_unit_hours"], row["stranded_usd"],
                 row["wait_and_see_usd"],
                 F(f"={sh.col('Probability')}{{r}}*{sh.col('Objective (with penalty)')}{{r}}")])
+        sh.fit({"Weighted": row["objective_usd"]})  # a formula: no value to size it by
     first, last = 2, sh.row
     sh.finish()
     ws = sh.ws
@@ -60,19 +71,27 @@ def risk_sheet(wb, result) -> None:
              check["expected_cost_usd"], USD),
             ("  difference to the expected cost above", check["difference_usd"], USD),
         ]
+    # column B holds the probabilities above and these figures: as wide as they show (a
+    # $26 M expected cost showed ### in the probabilities' 13), the expected cost's
+    # formula at its value
+    shown = [shown_width(result.expected_cost_usd, USD)]
     for label, value, fmt in lines:
         ws.cell(r, 1, label).font = BOLD
         value_cell(ws.cell(r, 2), value, fmt)
+        if fmt and not isinstance(value, F) and value is not None:
+            shown.append(shown_width(value, fmt))
         r += 1
     ws.cell(r + 1, 1, "Candidate schedules (expected objective)").font = BOLD
     r += 2
     probabilities = [s.probability for s in result.scenarios]
     for candidate in result.candidates:
         text_cell(ws.cell(r, 1), candidate.name)
-        ws.cell(r, 2, float(sum(p * x for p, x in zip(probabilities, candidate.costs()))))
-        ws.cell(r, 2).number_format = USD
+        expected = float(sum(p * x for p, x in zip(probabilities, candidate.costs())))
+        ws.cell(r, 2, expected).number_format = USD
+        shown.append(shown_width(expected, USD))
         r += 1
     ws.column_dimensions["A"].width = max(ws.column_dimensions["A"].width or 0, 44)
+    ws.column_dimensions["B"].width = max(ws.column_dimensions["B"].width or 0, *shown)
     chart = BarChart()
     chart.title, chart.y_axis.title = "Objective per scenario under the schedule", "USD"
     col = sh.columns.index("Objective (with penalty)") + 1
