@@ -103,6 +103,10 @@ def test_template_filled_by_hand_loads(tmp_path):
     assert notes["multiplier"].endswith("required")
     lists = [dv.formula1 for dv in offers.data_validations.dataValidation]
     assert any("reserved" in f for f in lists)
+    # it prints as the reports do: one page wide, the header row on every page
+    for ws in wb.worksheets:
+        assert ws.print_title_rows == "$1:$1", ws.title
+        assert ws.sheet_properties.pageSetUpPr.fitToPage and ws.page_setup.fitToWidth == 1
     # a user fills it in
     settings = wb["settings"]
     for row in settings.iter_rows(min_row=2):

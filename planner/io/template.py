@@ -3,7 +3,8 @@
 Every table is a sheet with its columns (required ones in bold), a note per column
 (meaning, unit, default), drop-down lists for enumerations and true/false columns (and the
 settings' enumerated values) that refuse any other value, and the settings pre-filled with
-their keys and defaults. A README sheet explains the tables.
+their keys and defaults. A README sheet explains the tables. Every sheet prints one page
+wide with its header row on every page, as the reports' sheets do.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from openpyxl.utils import get_column_letter
 from openpyxl.worksheet.datavalidation import DataValidation
 
 from planner.io.schema import SETTINGS, TABLES, Column
-from planner.report.cells import HEADER_FILL, text_cell
+from planner.report.cells import HEADER_FILL, print_setup, save_atomically, text_cell
 
 ROWS_WITH_LISTS = 1000  # rows that carry the drop-down lists
 
@@ -82,7 +83,8 @@ def write_template(path: str | Path) -> None:
                     text_cell(ws.cell(i, 2), str(c.default))
                 ws.cell(i, 1).comment = Comment(_note(c), "planner", width=320, height=120)
                 _drop_down(ws, c, f"B{i}")  # a setting's value: tail_policy, solver
-    wb.save(path)
+    print_setup(wb)  # each table prints one page wide, its header on every page
+    save_atomically(wb, Path(path))  # a failed write leaves an earlier file as it was
 
 
 def _drop_down(ws, col: Column, cells: str) -> None:
