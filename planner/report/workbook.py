@@ -124,7 +124,8 @@ def plan_sheet(wb, plan: Plan, title: str = "Plan") -> Sheet:
     ], notes={
         "Segment": "hours of the month in which every workload is at a fixed level "
                    "(0 = the first hours: the peaks)",
-        "GPUs": "GPUs this workload uses; a pool's GPUs are shared in proportion to load",
+        "GPUs": "GPUs this workload uses; a pool's GPUs are shared in proportion to load, "
+                "as are the paid, idle GPUs of a part-used whole instance",
         "Contract": "pay-as-you-go offer, or the commitment / existing contract drawn on",
         "Cost": "= GPUs × hours × rate; committed rows are part of the commitment's payment",
     })
