@@ -95,6 +95,12 @@ CASES = [
      "not a month"),
     ("period as words", _with("demand", period="January"), "demand.csv", 2, "period",
      "quarter"),
+    # a date's text names its month only if it is a date (2027-01-99 read as January)
+    ("period a day that is not", _with("demand", period="2027-02-30"), "demand.csv", 2,
+     "period", "not a date"),
+    ("start month a day that is not", _settings(start_month="2027-01-45"), "settings.csv",
+     2, "value", "not a date"),
+    ("year 0", _settings(start_month="0000-01"), "settings.csv", 2, "value", "not a month"),
     ("bad term", _with("offers", term="weekly"), "offers.csv", 2, "term", "not one of"),
     ("bad kind", _with("workloads", kind="serving"), "workloads.csv", 2, "kind",
      "not one of"),

@@ -15,7 +15,7 @@ from planner.io.load import RawTable
 from planner.io.schema import Column
 
 # YYYY-MM; a full date (as spreadsheets export date cells) names its month
-_MONTH = re.compile(r"^(\d{4})-(\d{1,2})(?:-\d{1,2}(?:[ T]00:00(?::00)?)?)?$")
+_MONTH = re.compile(r"^(\d{4})-(\d{1,2})(?:-(\d{1,2})(?:[ T]00:00(?::00)?)?)?$")
 _QUARTER = re.compile(r"^(\d{4})\s*-?\s*Q([1-4])$", re.IGNORECASE)
 _TRUE = {"true", "yes", "y", "1", "t"}
 _FALSE = {"false", "no", "n", "0", "f"}
@@ -62,9 +62,15 @@ def parse_month(v: object) -> tuple[int, int]:
     if isinstance(v, (dt.date, dt.datetime)):
         return (v.year, v.month)
     m = _MONTH.match(str(v).strip())
-    if not m or not 1 <= int(m.group(2)) <= 12:
+    if not m or not 1 <= int(m.group(2)) <= 12 or int(m.group(1)) < 1:
         raise CellError(f"'{v}' is not a month (YYYY-MM)")
-    return (int(m.group(1)), int(m.group(2)))
+    year, month = int(m.group(1)), int(m.group(2))
+    if m.group(3) is not None:  # a date's text names its month only if it is a date
+        try:
+            dt.date(year, month, int(m.group(3)))
+        except ValueError:
+            raise CellError(f"'{v}' is not a month (YYYY-MM): not a date") from None
+    return (year, month)
 
 
 def _date(v: object) -> dt.date:
@@ -130,8 +136,10 @@ def parse_cell(col: Column, v: object):
             return ("quarter", (int(q.group(1)), int(q.group(2))))
         try:
             return ("month", parse_month(v))
-        except CellError:
-            raise CellError(f"'{v}' is not a month (2027-01) or a quarter (2027Q1)") from None
+        except CellError as e:
+            why = ": not a date" if str(e).endswith("not a date") else ""
+            raise CellError(f"'{v}' is not a month (2027-01) or a quarter (2027Q1){why}") \
+                from None
     x = _number(v)
     if t == "int":
         if abs(x - round(x)) > 1e-9:
