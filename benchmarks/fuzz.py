@@ -469,11 +469,11 @@ def run_case(seed: int, modes: list[str], root: Path,
         done = [(d, w) for d, w in ((d, d(market, rng)) for d in chosen) if w]
         market.changes.append(", ".join(f"{d.__name__[1:]} {w}" for d, w in done))
         dropped = {(w[0], w[2]) for d, w in done if d is _missing_column}
-        # a map with a row left out says of no site that it is off the map (a duplicate
-        # leaves nothing out: its first row stands)
-        map_short = any(w[0] in ("sites", "links", "regions") and d is not _duplicate
-                        for d, w in done)
-        where = [w for d, w in done if not (d is _unreachable_site and map_short)
+        # a site no link names is off the map whatever else the map's rows get wrong,
+        # unless a column of their sites is missing (a row may then join any site)
+        map_unread = any(d is _missing_column and w[0] in ("links", "regions")
+                         for d, w in done)
+        where = [w for d, w in done if not (d is _unreachable_site and map_unread)
                  and not (d is not _missing_column and (w[0], w[2]) in dropped)]
         mode = rng.choice(["solve", "whatif", "samples"])
         if not where:

@@ -513,3 +513,26 @@ def test_a_broken_network_map_is_said_once_not_in_every_demand_row(tmp_path, fmt
     result, issues = _issues(tmp_path / "b", data, fmt)
     assert result is None
     assert [(i.table, i.row, i.column) for i in issues if i.severity == "error"] == [said]
+
+
+@pytest.mark.parametrize("broken, said", [
+    ("link", ("links.csv", 3, "site_b")),
+    ("region", ("regions.csv", 3, "site")),
+])
+def test_a_site_no_row_could_connect_is_said_beside_the_maps_own_errors(tmp_path, broken,
+                                                                        said):
+    # LINKED plus demand at 'island', which no link names: it is unreachable whatever
+    # the map's other rows say, so its error stands beside theirs (found by an outside
+    # audit: a link or region at an unknown site had hidden it)
+    data = copy.deepcopy(LINKED)
+    data["sites"].append({"site": "island", "country": "FJ", "jurisdiction": "FJ"})
+    data["demand"].append({"workload": "w", "period": "2027-02", "amount": 1,
+                           "site": "island"})
+    if broken == "link":
+        data["links"].append({"site_a": "s1", "site_b": "atlantis", "rtt_ms": 5})
+    else:
+        data["regions"].append({"region": "r9", "provider": "p", "site": "mars"})
+    result, issues = _issues(tmp_path, data)
+    assert result is None
+    assert sorted((i.table, i.row, i.column) for i in issues if i.severity == "error") == \
+        sorted([said, ("demand.csv", 3, "site")]), issues

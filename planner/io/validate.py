@@ -13,6 +13,8 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
+import networkx as nx
+
 from planner.io.issues import Collector, Issue, ScenarioError
 from planner.io.load import RawScenario, RawTable, load_raw
 from planner.io.parse import (
@@ -476,6 +478,29 @@ class _Builder:
         return all(whole(name, kept) for name, kept in (
             ("sites", sites), ("links", links), ("regions", regions)))
 
+    def _reachable_at_most(self) -> set[str] | None:
+        """Where the map lacks rows: the sites (casefolded) that its rows, those left out
+        included, could connect to a region's site at most — every link row joins its two
+        names and every region row's name is a region's site, known, valid or not. A
+        site outside it is unreachable whatever those rows' errors are, so it is said
+        with them (every problem at once, SPEC §3). None where a table is missing or a
+        row names no site it can be read as (it could join any)."""
+        if {"sites", "links", "regions"} & set(self.absent):
+            return None
+        graph = nx.Graph()
+        for _, v, _ in self.rows["links"]:
+            if not isinstance(v.get("site_a"), str) or not isinstance(v.get("site_b"), str):
+                return None
+            graph.add_edge(v["site_a"].casefold(), v["site_b"].casefold())
+        region_sites = set()
+        for _, v, _ in self.rows["regions"]:
+            if not isinstance(v.get("site"), str):
+                return None
+            region_sites.add(v["site"].casefold())
+        graph.add_nodes_from(region_sites)
+        return {site for component in nx.connected_components(graph)
+                if component & region_sites for site in component}
+
     def _demand_site(self, number: int, v: dict, w: Workload, reachable) -> bool:
         """A demand row's site, where its workload `w` has a latency SLO: given, and on
         the map with a region (`reachable`: None where the map is not whole); whether
@@ -487,7 +512,8 @@ class _Builder:
                            f"workload '{w.workload}' has a latency SLO, so its demand "
                            "needs the site of its users")
             return False
-        if reachable is not None and v["site"] not in reachable:
+        if reachable is not None and v["site"] not in reachable \
+                and v["site"].casefold() not in reachable:
             self.out.error(self.labels["demand"], number, "site",
                            f"site '{v['site']}' is not connected to any region on the "
                            "network map, so the latency SLO can never be met")
@@ -500,8 +526,10 @@ class _Builder:
         by_name = checked  # rows of workloads left out are checked all the same
         valid = {w.workload for w in workloads}
         s = self.settings
-        reachable = (_reachable_from_regions(sites, links, regions)
-                     if self._whole_map(sites, links, regions) else None)
+        if self._whole_map(sites, links, regions):
+            reachable = _reachable_from_regions(sites, links, regions)
+        else:
+            reachable = self._reachable_at_most()
         rows: list[Demand] = []
         seen: dict[tuple, int] = {}
         outside = partly = 0  # demand rows wholly, and quarters partly, outside
@@ -712,8 +740,6 @@ def _month_index(settings: Settings, year_month: tuple[int, int]) -> int:
 
 def _reachable_from_regions(sites, links, regions) -> set[str]:
     """Sites connected by some path to the site of at least one region."""
-    import networkx as nx
-
     from planner.model.graph import build_graph
 
     graph = build_graph(sites, links)
