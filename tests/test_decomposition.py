@@ -1311,3 +1311,24 @@ def test_a_pair_whose_room_comes_too_late_is_not_chosen(tmp_path):
     run = plan_scenario(s, time_limit=30, gap=1e-9, method="decompose")
     assert run.result.objective == pytest.approx(12_000)
     assert check_plan(s, run.plan) == []
+
+
+def test_a_plan_the_decomposition_made_for_skipped_branch_and_bound_replays(tmp_path,
+                                                                           monkeypatch):
+    # a small model, solved whole, whose branch and bound is not started (its root node
+    # reckoned past its share): the plan is the decomposition's, and the result states
+    # its rounds and its seconds (they were "" and 0.0: `--rounds` had nothing to replay,
+    # and the JSON's solve_seconds said the solve took no time; found by an outside audit)
+    import planner.solve.whole as whole
+
+    generate(tmp_path / "g", 8, 6, 3, 1)
+    s = load_scenario(tmp_path / "g")
+    monkeypatch.setattr(whole, "root_node_s", lambda domain: 1e9)
+    run = plan_scenario(s, time_limit=30, gap=1e-9)
+    assert "not run" in run.result.termination and run.result.rounds
+    assert run.result.seconds > 0
+    assert check_plan(s, run.plan) == []
+    again = plan_scenario(s, time_limit=30, gap=1e-9, rounds=Rounds.parse(run.result.rounds))
+    assert again.result.rounds == run.result.rounds
+    assert again.plan.totals["objective_usd"] == pytest.approx(run.plan.totals["objective_usd"],
+                                                              abs=1e-6)

@@ -180,6 +180,7 @@ def _whole(builder: ModelBuilder, solver: str, budget: Budget, gap: float,
     (it rents as many as they need). With `fallback`, where branch and bound stops short
     of its gap (in WHOLE_SHARE of the budget), the decomposition's plan is made in the
     rest: the cheaper that passes the checker stands, under the better bound."""
+    began = time.perf_counter()
     model = builder.build()
     budget.spend(build_s(builder.cell_count))
     asked = min(gap, WHOLE_GAP)
@@ -205,10 +206,12 @@ def _whole(builder: ModelBuilder, solver: str, budget: Budget, gap: float,
     if raw.status in ("infeasible", "error"):
         bound = None  # lost in the numbers (`_standing_optimum`): its bound means nothing
     standing = _standing_optimum(builder, raw, found) if fallback else None
+    rounds = None  # the decomposition's, where its plan stands: `--rounds` replays it
     if fallback and standing is None:
         outcome, plan, _, _ = _decomposed(builder, budget, solver, threads, repair=False,
                                           gap=gap)
         found.append(plan)
+        rounds = str(outcome.rounds)
         bound = outcome.bound if bound is None else max(bound, outcome.bound)
     if not found:
         return Solution(), raw
@@ -228,10 +231,13 @@ def _whole(builder: ModelBuilder, solver: str, budget: Budget, gap: float,
         termination = f"{raw.termination}; the decomposition's plan (branch and bound's " \
             "was dearer)"
     # the solver that made the plan: the decomposition's LPs and MIPs are HiGHS's
+    # the seconds of the whole solve: branch and bound not run took none of them
     result = SolveResult(
         solver=raw.solver if stands else "highs", status=status, termination=termination,
         has_solution=True, objective=objective, bound=bound, gap=value,
-        seconds=raw.seconds, version=raw.version if stands else _version("highs"),
+        seconds=time.perf_counter() - began,
+        version=raw.version if stands else _version("highs"),
+        rounds="" if stands or rounds is None else rounds,
         unservable_usd=builder.unservable_usd)
     return solution, result
 
