@@ -170,6 +170,15 @@ def test_probabilities_that_do_not_sum_to_one_are_bad_input(tmp_path):
     assert res.exit_code == 2
     assert "sum to 1.1" in " ".join(res.output.split())
     assert "probability 0.6 on row 3" in " ".join(res.output.split())
+    # probabilities that do not parse (above 1, negative) are said on their rows, and
+    # the sum they leave unknown is not also said ("sum to 0, not 1"; an outside audit)
+    bad = dict(NEWSVENDOR, demand_scenarios=[
+        {"scenario": "low", "probability": 1.2, "multiplier": 0.5},
+        {"scenario": "high", "probability": -0.2, "multiplier": 1.5}])
+    res = CliRunner().invoke(app, ["validate", str(write_csv(tmp_path / "t", bad))])
+    said = " ".join(res.output.split())
+    assert res.exit_code == 2 and "row 2" in said and "row 3" in said
+    assert "sum to" not in said
 
 
 def test_a_scenarios_probability_once_on_one_of_its_rows(tmp_path):

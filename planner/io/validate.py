@@ -691,7 +691,9 @@ class _Builder:
             self.out.warn(label, None, "period",
                              f"{outside} row(s) lie outside the horizon; ignored")
         total = sum(x["probability"] for x in found.values())
-        if found and abs(total - 1.0) > 1e-6:
+        # a probability that did not parse (1.2, -0.2: said on its row) leaves the sum
+        # unknown: not also "sum to 0, not 1"
+        if found and not unreadable and abs(total - 1.0) > 1e-6:
             self.out.error(label, None, "probability",
                            f"the scenarios' probabilities sum to {total:g}, not 1")
         return [DemandScenario(name, x["probability"],
