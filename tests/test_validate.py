@@ -124,6 +124,8 @@ CASES = [
      "links.csv", 2, "rtt_ms", "negative"),
     ("country not ISO", _with("sites", country="USA"), "sites.csv", 2, "country",
      "ISO 3166"),
+    ("country no country's", _with("sites", country="XX"), "sites.csv", 2, "country",
+     "no country's ISO 3166"),
     ("missing start month", scenario(settings=[{"key": "horizon_months", "value": "3"}]),
      "settings.csv", None, "key", "start_month"),
     ("bad start month", _settings(start_month="2027/01"), "settings.csv", 2, "value",
@@ -536,3 +538,16 @@ def test_a_site_no_row_could_connect_is_said_beside_the_maps_own_errors(tmp_path
     assert result is None
     assert sorted((i.table, i.row, i.column) for i in issues if i.severity == "error") == \
         sorted([said, ("demand.csv", 3, "site")]), issues
+
+
+def test_a_reserved_country_code_is_warned_of_and_kosovo_is_a_country(tmp_path):
+    # UK is reserved in ISO 3166 (the United Kingdom's code is GB): used in practice, so
+    # accepted, with a warning that a residency of GB will not match it; XK (Kosovo) is
+    # in common use; XX is no country's (an outside audit: any two letters passed)
+    result, issues = _issues(tmp_path / "uk", _with("sites", country="uk"))
+    assert result is not None and result.sites[0].country == "UK"
+    warned = [i for i in issues if i.severity == "warning"]
+    assert [(i.table, i.row, i.column) for i in warned] == [("sites.csv", 2, "country")]
+    assert "GB" in warned[0].message
+    result, issues = _issues(tmp_path / "xk", _with("sites", country="XK"))
+    assert result is not None and issues == []

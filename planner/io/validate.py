@@ -9,6 +9,7 @@ Three passes, each collecting issues rather than stopping at the first:
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 from collections import defaultdict
 from pathlib import Path
@@ -280,6 +281,15 @@ class _Builder:
         if not re.fullmatch(r"[A-Z]{2}", country):
             self.out.error(self.labels["sites"], number, "country",
                            f"'{v['country']}' is not an ISO 3166 alpha-2 code (two letters)")
+            return None
+        if country in _RESERVED_COUNTRIES:
+            self.out.warn(self.labels["sites"], number, "country",
+                          f"'{country}' is reserved in ISO 3166, not a country's code"
+                          + (" (the United Kingdom's is GB)" if country == "UK" else "")
+                          + f": a residency must name it '{country}' to match")
+        elif country not in _countries():
+            self.out.error(self.labels["sites"], number, "country",
+                           f"'{v['country']}' is no country's ISO 3166 alpha-2 code")
             return None
         return country
 
@@ -738,6 +748,20 @@ def _month_index(settings: Settings, year_month: tuple[int, int]) -> int:
     """Index of (year, month) counted from the start of the horizon (may be negative)."""
     y0, m0 = settings.start_month
     return (year_month[0] - y0) * 12 + year_month[1] - m0
+
+
+# ISO 3166's exceptionally reserved codes (UK, EU …), used as countries in practice:
+# accepted, with a warning that a residency of GB does not match UK
+_RESERVED_COUNTRIES = {"AC", "CP", "DG", "EA", "EU", "EZ", "FX", "IC", "SU", "TA", "UK",
+                       "UN"}
+
+
+@functools.cache
+def _countries() -> frozenset[str]:
+    """ISO 3166-1's alpha-2 codes (pycountry) and XK, Kosovo's in common use."""
+    import pycountry
+
+    return frozenset({c.alpha_2 for c in pycountry.countries} | {"XK"})
 
 
 def _reachable_from_regions(sites, links, regions) -> set[str]:
