@@ -239,3 +239,28 @@ def test_branch_and_bound_is_not_started_where_its_root_node_would_not_fit(tmp_p
     assert run.result.termination.startswith("branch and bound: not run")
     assert run.plan.totals["objective_usd"] == pytest.approx(200.0)  # the decomposition's
     assert check_plan(s, run.plan) == []
+
+
+def test_a_plan_the_wall_clock_stopped_is_said_to_be_so(monkeypatch):
+    # a busy machine: the wall clock's safety stop passed with reckoned work left, so
+    # another run may stop at another round (an outside audit saw five round counts in
+    # five runs, with nothing said); the rounds to replay it are named
+    from types import SimpleNamespace
+
+    from planner.cli import common
+    from planner.solve.budget import Work
+
+    said = []
+    monkeypatch.setattr(common, "warn", said.append)
+    stopped = Budget(10.0, work=Work(2.0), wall_end=time.perf_counter() - 1.0)
+    feasible = SimpleNamespace(status="feasible", rounds="0+3+0+41")
+    common.warn_clock_stopped(stopped, feasible)
+    assert len(said) == 1 and "--rounds 0+3+0+41 replays" in said[0]
+    # nothing to say: proven within its gap, its work clock spent, or the wall in time
+    common.warn_clock_stopped(stopped, SimpleNamespace(status="optimal", rounds="0+1+0+1"))
+    spent = Budget(10.0, work=Work(0.0), wall_end=time.perf_counter() - 1.0)
+    spent.spend(9.9)
+    common.warn_clock_stopped(spent, feasible)
+    in_time = Budget(10.0, work=Work(0.0), wall_end=time.perf_counter() + 60.0)
+    common.warn_clock_stopped(in_time, feasible)
+    assert len(said) == 1

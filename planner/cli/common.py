@@ -426,6 +426,21 @@ def warn_past_limit(budget, what: str) -> None:
              f"--time-limit {budget.seconds:g} s: {what} take longer than that here")
 
 
+def warn_clock_stopped(budget, result) -> None:
+    """Say so when the wall clock, not the work clock, ended a plan short of its gap:
+    the machine ran behind its reckoning (busy, or slower than its pace), so another
+    run may stop at another round (5 runs of a generated 20x8x6 market at --time-limit
+    10, each beside the comparison plans on a loaded machine: 5 round counts); its
+    rounds replay it."""
+    if result.status == "optimal" or not budget.out_of_time() \
+            or budget.work_left() <= max(0.5, 0.05 * budget.seconds):
+        return
+    replay = f"; --rounds {result.rounds} replays this plan" if result.rounds else ""
+    warn(f"the wall clock stopped the plan with {budget.work_left():.1f} s of its "
+         "reckoned work left: this machine ran behind its pace (busy, or slower), so "
+         f"another run may stop elsewhere{replay}")
+
+
 def warn_short_budget(budget, keep: float) -> bool:
     """Say so when the time limit leaves nothing to plan with once the `keep` seconds
     the tables and workbooks take are set aside: the command still writes a whole plan

@@ -35,6 +35,7 @@ from planner.cli.common import (
     report_seconds,
     show_stage,
     warn,
+    warn_clock_stopped,
     warn_past_limit,
     warn_short_budget,
     warn_solver,
@@ -177,11 +178,12 @@ def _plan_and_compare(s, budget, keep: float, solver, gap, threads: int, baselin
                 status.update(f"planning: {report}")
 
             share = PLAN_SHARE if baselines and beside is None else 1.0
+            planning = work.share(share, keep, writing_seconds)
             run = plan_scenario(s, solver, gap=gap, threads=threads or None,
-                                budget=work.share(share, keep, writing_seconds),
-                                rounds=fixed_rounds,
-                                progress=progress)
+                                budget=planning, rounds=fixed_rounds, progress=progress)
         _exit_without_plan(run)
+        if fixed_rounds is None:
+            warn_clock_stopped(planning, run.result)
         warn_solver(solver or s.settings.solver, run.result.solver)
         _exit_if_check_fails(s, run.plan)
         with show_stage("solving the comparison plans"):
