@@ -231,6 +231,19 @@ def test_cli_whatif_json_and_workbook(tmp_path):
     assert "[1/1]" not in quiet.output and "solving" not in quiet.output
 
 
+def test_policy_names_with_braces_name_their_sheets(tmp_path):
+    # a variant's sheets are titled after its policy, and the formulas that name those
+    # sheets are templates whose {r} is their row: 'b}{' ended the command with an
+    # unexpected error; braces in a title are written as '_'
+    folder = write_csv(tmp_path / "scn", TABLES)
+    out = tmp_path / "w.xlsx"
+    res = CliRunner().invoke(app, ["whatif", str(folder), "--policy", "a{0}=on_demand",
+                                   "--policy", "b}{=on_demand,reserved:3", "-o", str(out)])
+    assert res.exit_code == 0, res.output
+    titles = load_workbook(out).sheetnames
+    assert "a_0_ @1 Commitments" in titles and "b__ @1 Commitments" in titles
+
+
 def test_cli_whatif_bad_policy_exits_2(tmp_path):
     folder = write_csv(tmp_path / "scn", TABLES)
     res = CliRunner().invoke(app, ["whatif", str(folder), "--policy", "x=weekly"])

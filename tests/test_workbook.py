@@ -518,3 +518,23 @@ def test_a_table_longer_than_a_worksheet_holds_is_refused(monkeypatch):
     sh.add(["b"])
     with pytest.raises(ValueError, match="the Plan sheet would have more than 3 rows"):
         sh.add(["c"])
+
+
+def test_names_with_braces_stay_names_in_the_formulas(tmp_path):
+    # a formula template's {r} is its row: a provider named 'p{x}}' in the Costs sheet's
+    # SUMIFS criteria ended the command with an unexpected error (KeyError 'x'). Its
+    # column sums to the plan's total, recalculated: 2 GPUs x 100 h x $2 on demand
+    plan = solve_tables(tmp_path, scenario(
+        settings={"hours_per_month": 100},
+        regions=[{"region": "r1", "provider": "p{x}}", "site": "s1"}],
+        workloads=[{"workload": "w{r}", "kind": "inference"}],
+        throughput=[{"workload": "w{r}", "gpu": "A", "units_per_gpu": 10}],
+        demand=[{"workload": "w{r}", "period": "2027-01", "amount": 20}]))
+    assert plan.totals["total_cost_usd"] == pytest.approx(400)
+    path = tmp_path / "braces.xlsx"
+    write_workbook(plan, path)
+    done = recalculated(path, tmp_path / "recalc")
+    assert error_values(done) == []
+    costs = load_workbook(done, data_only=True)["Costs"]
+    column = [c.value for c in costs[1]].index("p{x}}") + 1
+    assert costs.cell(2, column).value == pytest.approx(400)

@@ -74,6 +74,13 @@ def criterion(text: str) -> str:
     return '"=' + escaped.replace('"', '""') + '"'
 
 
+def in_template(text: str) -> str:
+    """`text` (a name from the input) as it stands inside an `F`'s formula, whose `{r}`
+    is its row: braces doubled (a provider named 'p{x}' ended the command with an
+    unexpected error)."""
+    return text.replace("{", "{{").replace("}", "}}")
+
+
 def shown_width(value, fmt: str | None) -> int:
     """Characters a value takes as its format shows it, and a margin."""
     if isinstance(value, (int, float)) and not isinstance(value, bool):

@@ -36,7 +36,11 @@ from planner.whatif import Variant, break_even
 
 
 def _sheet_title(label: str, suffix: str, taken: set[str]) -> str:
-    base = re.sub(r"[\[\]:*?/\\']", "_", label)[: 31 - len(suffix) - 1]
+    """A variant's sheet title: what Excel refuses in one (and ' ), and braces, which
+    the formulas naming the sheet would read as their row's placeholder (a policy
+    named 'b}{' ended the command with an unexpected error), as '_'; at most 31
+    characters, unique."""
+    base = re.sub(r"[\[\]:*?/\\'{}]", "_", label)[: 31 - len(suffix) - 1]
     title = f"{base} {suffix}"
     n = 2
     while title.lower() in taken:

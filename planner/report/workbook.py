@@ -36,6 +36,7 @@ from planner.report.cells import (
     criterion,
     define_name,
     fit_figures,
+    in_template,
     month_date,
     print_setup,
     save_atomically,
@@ -366,13 +367,14 @@ def _costs_sheet(wb, plan: Plan, ps: Sheet, cs: Sheet, es: Sheet) -> Sheet:
         row.append(F(f"={c('Total')}{{r}}*{c('Discount factor')}{{r}}"))
         row.append(None)
         for p in providers:
+            name = in_template(criterion(p))  # inside an F, whose {r} is its row
             payg = "+".join(
                 f"SUMIFS({ps.rng('Cost')},{ps.rng('Month #')},$B{{r}},"
-                f"{ps.rng('Provider')},{criterion(p)},{ps.rng('Term')},\"{term}\")"
+                f"{ps.rng('Provider')},{name},{ps.rng('Term')},\"{term}\")"
                 for term in PAY_AS_YOU_GO)  # committed rows are paid by their contract
-            commit = _commitment_formula(cs, criterion(p), "Provider")[1:]
+            commit = _commitment_formula(cs, name, "Provider")[1:]
             egress = (f"SUMIFS({es.rng('Cost')},{es.rng('Month #')},$B{{r}},"
-                      f"{es.rng('Provider')},{criterion(p)})")
+                      f"{es.rng('Provider')},{name})")
             row.append(F(f"={payg}+{commit}+{egress}"))
         row.append(F(f"=SUM({c(providers[0])}{{r}}:{c(providers[-1])}{{r}})"
                      if providers else "=0"))
