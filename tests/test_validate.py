@@ -551,3 +551,40 @@ def test_a_reserved_country_code_is_warned_of_and_kosovo_is_a_country(tmp_path):
     assert "GB" in warned[0].message
     result, issues = _issues(tmp_path / "xk", _with("sites", country="XK"))
     assert result is not None and issues == []
+
+
+def test_a_duplicate_row_has_its_own_rules_checked_too(tmp_path):
+    # found by a black-box audit: a second site s1 with country USA said only that it
+    # repeats s1, not that USA is no ISO code; a spot offer with commit_months 12 beside
+    # one without was said a duplicate "('r1', 'A', 'spot', 0)" and not that spot takes
+    # no commit_months; a second workload w and a link of a site to itself likewise
+    data = scenario(
+        sites=[{"site": "s1", "country": "US", "jurisdiction": "US"},
+               {"site": "s1", "country": "USA", "jurisdiction": "US"}],
+        links=[{"site_a": "s1", "site_b": "s1", "rtt_ms": 1},
+               {"site_a": "s1", "site_b": "s1", "rtt_ms": 2}],
+        offers=[{"region": "r1", "gpu": "A", "term": "spot", "usd_per_gpu_hour": 1},
+                {"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 2},
+                {"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 2,
+                 "min_gpus": 3, "max_gpus": 1},
+                {"region": "r1", "gpu": "A", "term": "spot", "usd_per_gpu_hour": 1,
+                 "commit_months": 12}],
+        workloads=[{"workload": "w", "kind": "inference"},
+                   {"workload": "w", "kind": "inference", "peak_to_average": 3,
+                    "peak_hours_share": 0.5}])
+    result, issues = _issues(tmp_path, data)
+    errors = {(i.table, i.row, i.column): i.message for i in issues if i.severity == "error"}
+    assert result is None
+    assert set(errors) == {
+        ("sites.csv", 3, "site"), ("sites.csv", 3, "country"),
+        ("links.csv", 2, "site_b"), ("links.csv", 3, "site_a"), ("links.csv", 3, "site_b"),
+        ("offers.csv", 4, "region"), ("offers.csv", 4, "min_gpus"),
+        ("offers.csv", 5, "commit_months"),
+        ("workloads.csv", 3, "workload"), ("workloads.csv", 3, "peak_hours_share"),
+    }, errors
+    assert "is not an ISO 3166 alpha-2 code" in errors[("sites.csv", 3, "country")]
+    assert "spot is pay-as-you-go and takes no commit_months (got 12)" \
+        in errors[("offers.csv", 5, "commit_months")]
+    assert errors[("offers.csv", 4, "region")] == (
+        "duplicate region, gpu, term, commit_months ('r1', 'A', 'on_demand', 0) "
+        "(first at row 3)")

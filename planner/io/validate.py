@@ -269,7 +269,7 @@ class _Builder:
             if country is not None:
                 sites.append(Site(v["site"], country, str(v["jurisdiction"]).strip().upper(),
                                   v["lat"], v["lon"]))
-        for number, v in self._partial("sites"):
+        for number, v in self._left_out("sites"):
             self._country(number, v)
         return sites
 
@@ -300,12 +300,18 @@ class _Builder:
             "links", lambda v: tuple(sorted((v["site_a"], v["site_b"]))), "site_a, site_b pair"
         ):
             ok = self._refs("links", number, v, {"site": site_names})
-            if v["site_a"] == v["site_b"]:
-                self.out.error(label, number, "site_b", "a link joins a site to itself")
-                ok = False
-            if ok:
+            if self._link_rules(label, number, v) and ok:
                 links.append(Link(v["site_a"], v["site_b"], v["rtt_ms"]))
+        for number, v in self._left_out("links"):
+            self._link_rules(label, number, v)
         return links
+
+    def _link_rules(self, label: str, number: int, v: dict) -> bool:
+        """A link row's own rule; whether it keeps it."""
+        if v.get("site_a") is not None and v.get("site_a") == v.get("site_b"):
+            self.out.error(label, number, "site_b", "a link joins a site to itself")
+            return False
+        return True
 
     def _regions(self, site_names):
         regions = []
@@ -318,9 +324,8 @@ class _Builder:
         offers = []
         label = self.labels["offers"]
 
-        def key(v):
-            months = v["commit_months"] if v["term"] in COMMITMENT_TERMS else 0
-            return (v["region"], v["gpu"], v["term"], months)
+        def key(v):  # commit_months as written: a pay-as-you-go row's is said as such
+            return (v["region"], v["gpu"], v["term"], v["commit_months"] or 0)
 
         for number, v in self._unique("offers", key, "region, gpu, term, commit_months"):
             ok = self._refs("offers", number, v, {"region": region_names, "gpu": gpu_names})
@@ -329,15 +334,18 @@ class _Builder:
                 fields["commit_months"] = int(v["commit_months"] or 0)
                 fields["source"] = v["source"] or ""
                 offers.append(Offer(**fields))
-        for number, v in self._partial("offers"):
+        for number, v in self._left_out("offers"):
             self._offer_rules(label, number, v)
         return offers
 
-    def _partial(self, table: str):
+    def _left_out(self, table: str):
         """(row number, the cells that parsed) of the rows of `table` left out for a cell
-        that did not: their rules are checked on the cells they have (every problem at
-        once, SPEC §3)."""
-        return [(number, v) for number, v, ok in self.rows[table] if not ok]
+        that did not parse or for repeating an earlier row's key (once `_unique` has
+        run): their own rules are checked all the same, on the cells they have (every
+        problem at once, SPEC §3)."""
+        partial = [(number, v) for number, v, ok in self.rows[table] if not ok]
+        return sorted(partial + [(number, v) for t, number, v in self.duplicates
+                                 if t == table], key=lambda row: row[0])
 
     def _offer_rules(self, label: str, number: int, v: dict) -> bool:
         """An offer row's own rules, on the cells it has; whether it keeps them all
@@ -397,8 +405,8 @@ class _Builder:
         checked: dict[str, Workload] = {}
         complete = [(n, v, True) for n, v in self._unique("workloads",
                                                           lambda v: v["workload"], "workload")]
-        partial = [(n, v, False) for n, v, ok in self.rows["workloads"]
-                   if not ok and v.get("workload") is not None]
+        partial = [(n, v, False) for n, v in self._left_out("workloads")
+                   if v.get("workload") is not None]
         for number, v, ok in complete + partial:
             share, ratio = v.get("peak_hours_share"), v.get("peak_to_average")
             if share is not None and ratio is not None and share * ratio > 1 + EPS:
