@@ -588,3 +588,17 @@ def test_a_duplicate_row_has_its_own_rules_checked_too(tmp_path):
     assert errors[("offers.csv", 4, "region")] == (
         "duplicate region, gpu, term, commit_months ('r1', 'A', 'on_demand', 0) "
         "(first at row 3)")
+
+
+def test_terms_of_commitments_on_a_pay_as_you_go_offer_are_warned_of(tmp_path):
+    # found by an outside audit: an on-demand offer with an upfront of $1,000 a GPU was
+    # read without a word, and the plan paid none of it (SPEC §2 counts an upfront on
+    # commitments); it is said as min_gpus there is, and the scenario stays valid
+    data = _with("offers", upfront_usd_per_gpu=1000, min_gpus=4)
+    result, issues = _issues(tmp_path, data)
+    assert result is not None
+    said = {(i.table, i.row, i.column): i.message for i in issues}
+    assert set(said) == {("offers.csv", 2, "upfront_usd_per_gpu"),
+                         ("offers.csv", 2, "min_gpus")}, said
+    assert "applies to commitments only; ignored" in said[("offers.csv", 2,
+                                                           "upfront_usd_per_gpu")]

@@ -375,6 +375,9 @@ class _Builder:
         if term in PAY_AS_YOU_GO and low:
             self.out.warn(label, number, "min_gpus",
                           "min_gpus applies to commitments only; ignored")
+        if term in PAY_AS_YOU_GO and v.get("upfront_usd_per_gpu"):
+            self.out.warn(label, number, "upfront_usd_per_gpu",
+                          "an upfront payment applies to commitments only; ignored")
         if term is not None and term != "spot" and v.get("interruption_rate"):
             self.out.warn(label, number, "interruption_rate",
                           "interruption_rate applies to spot only; ignored")
