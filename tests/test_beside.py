@@ -4,6 +4,7 @@ cheapest standing as the plan where it costs less than the plan found."""
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import operator
@@ -163,6 +164,32 @@ def test_a_comparison_plan_no_cheaper_leaves_the_plan(tmp_path):
     assert cheapest.objective == pytest.approx(1800)  # the single GPU type: the plan's
     assert cheapest.name != PAYG
     assert cheaper_plan(run, run.plan, cheapest, 1e-4) is None
+
+
+def test_a_comparison_plan_cheaper_by_dollars_on_billions_stands(tmp_path, capsys):
+    # an outside audit: a comparison plan $174 cheaper than the plan on $1.247 B was said
+    # to cost less ("the plan is not the best found") yet did not stand (cheaper by 1e-6
+    # of the objective, $1,247, had been asked). One rule now: by more than half a cent
+    # and 1e-9 of the objective. YEAR's prices × 1e6: the plan reserves, $1.8 B
+    from planner.baselines import Cheapest, cheaper_plan
+    from planner.cli.solve import _warn_beaten
+    from planner.io.validate import load_scenario
+    from planner.solve.pipeline import plan_scenario
+
+    tables = copy.deepcopy(YEAR)
+    tables["settings"].append({"key": "unmet_penalty_usd_per_unit_hour", "value": "1e9"})
+    for o in tables["offers"]:
+        o["usd_per_gpu_hour"] *= 1e6
+    run = plan_scenario(load_scenario(write_csv(tmp_path / "s", tables)))
+    ours = run.plan.totals["objective_usd"]
+    assert ours == pytest.approx(1.8e9)
+    for less, stands in ((174.0, True), (0.004, False)):
+        better = cheaper_plan(run, run.plan, Cheapest("rival", ours - less,
+                                                      run.solution), 1e-4)
+        assert (better is not None) == stands
+        _warn_beaten([{"name": "rival", "objective_usd": ours - less}], run.plan)
+        assert ("'rival' costs" in capsys.readouterr().err) == stands
+    assert better is None
 
 
 def test_a_comparison_plan_cheaper_than_the_plan_is_said(capsys):

@@ -278,9 +278,11 @@ def _say_done(plan, started: float, out: Path) -> None:
 def _warn_beaten(compare: list[dict], plan) -> None:
     """Say so when a comparison plan's objective is below the plan's (it did not stand
     as the plan: no time left to turn it into tables, or it failed the check)."""
+    from planner.baselines import costs_less
+
     ours = plan.totals["objective_usd"]
     for b in compare:
-        if b.get("objective_usd") is not None and b["objective_usd"] < ours - 0.005:
+        if b.get("objective_usd") is not None and costs_less(b["objective_usd"], ours):
             warn(f"the comparison plan '{b['name']}' costs "
                  f"${ours - b['objective_usd']:,.0f} less than the plan (objective): "
                  f"the plan is not the best found")
