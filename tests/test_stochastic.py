@@ -232,6 +232,23 @@ def test_samples_are_seeded_and_the_cluster_gives_the_sequential_result(tmp_path
         [r["total_cost_usd"] for r in two.scenario_rows()]
 
 
+def test_a_dask_cluster_at_its_address_gives_the_result_of_one_worker(tmp_path):
+    # SPEC §4: `--scheduler ADDRESS` (an existing cluster, as `dask scheduler` and `dask
+    # worker` start one: here two worker processes listening on TCP) gives the result
+    # of a run on one local worker. The newsvendor's two scenarios: its optimum, $2,500
+    from distributed import LocalCluster
+
+    alone = _solve(tmp_path / "a", "--jobs", "1")
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, protocol="tcp",
+                      dashboard_address=":0") as cluster:
+        remote = _solve(tmp_path / "b", "--scheduler", cluster.scheduler_address)
+    st, own = remote["stochastic"], alone["stochastic"]
+    assert st["expected_cost_usd"] == pytest.approx(2500)
+    assert remote["commitments"] == alone["commitments"] != []
+    assert (st["expected_cost_usd"], st["bound_usd"], st["evpi_usd"]) == \
+        (own["expected_cost_usd"], own["bound_usd"], own["evpi_usd"])
+
+
 def test_sampled_scenarios_are_checked_out_of_sample(tmp_path):
     # 4 samples choose the schedule; 4 fresh ones (the seed + FRESH_SEED) evaluate it. On a
     # sample with multiplier f the schedule of q GPUs costs 200 q + 300 max(0, 10 f − q)
