@@ -503,9 +503,10 @@ def test_a_price_read_again_on_a_later_date_is_said(tmp_path, small_catalog):
     out = " ".join(res.output.split())
     assert "the same price, dated anew (2):" in out
     assert "acme-east/H100/on_demand 2026-11-01 → 2026-12-01" in out
-    assert "0 price(s) up, 0 down" in out
+    assert "0 price(s) up, 0 down" in out and "no change" not in out
     assert {r["price_date"] for r in _offers(scn).values()} == {"2026-12-01"}
     # read again on the same date: nothing to say
     res = CliRunner().invoke(app, ["market", "import", str(scn), "--catalog",
                                    str(small_catalog), "--price-date", "2026-12-01"])
     assert "dated anew" not in res.output
+    assert "0 price(s) up, 0 down: no change" in " ".join(res.output.split())

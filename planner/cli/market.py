@@ -192,7 +192,12 @@ def market_import(
                   f"not imported — give each its site in "
                   f"{scenario / 'market' / 'regions.csv'}: "
                   + ", ".join(changes.unplaced_regions))
+    moved = (changes.added, changes.removed, changes.price_up, changes.price_down,
+             changes.resized, changes.redated, changes.gpus_added, changes.regions_added,
+             changes.regions_placed)
     err.print(f"{scenario}: {len(changes.added)} added, {len(changes.removed)} removed, "
-              f"{len(changes.price_up)} price(s) up, {len(changes.price_down)} down")
+              f"{len(changes.price_up)} price(s) up, {len(changes.price_down)} down"
+              + ("" if any(moved) else ": no change, the offers are as the catalogs have "
+                 "them"))
 
 
