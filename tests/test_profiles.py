@@ -269,3 +269,93 @@ def test_scenario_and_profile_problems_together_and_an_unreadable_table_kept(fol
                  "sdxl.toml: parameters_b = 0: must be a number above 0"):
         assert part in text, (part, res.output)
     assert (data / "throughput.csv").read_bytes() == before
+
+
+# Found by an outside audit (stop 61): each test fails on the code before its fix.
+
+def test_a_misspelled_profile_key_is_warned_about_with_the_key_meant(folders):
+    # kv_precison: ignored without a word, the KV cache then read at the weights'
+    # precision (fp8 → bf16 for the 70B's; assistant-us on H100 698.562 → 566.448)
+    data, models = folders
+    _edit(models / "llama-3.1-70b.toml", 'kv_precision = "fp8"', 'kv_precison = "bf16"')
+    _edit(models / "sdxl.toml", "[compute]", "bogus_key = 3\n[compute]")
+    res = _run(data, models)
+    assert res.exit_code == 0, res.output
+    text = _lines(res.output)
+    assert ("llama-3.1-70b.toml: [serving] kv_precison: unknown key; ignored (did you "
+            "mean kv_precision?)") in text
+    assert "sdxl.toml: bogus_key: unknown key; ignored" in text
+    # the shipped profiles hold no unknown key
+    assert "unknown key" not in _lines(_run(*_fresh(folders)).output)
+
+
+def _fresh(folders):
+    data, models = folders
+    shutil.rmtree(data.parent / "again", ignore_errors=True)
+    shutil.copytree(ROOT / "data", data.parent / "again" / "data")
+    shutil.copytree(ROOT / "models", data.parent / "again" / "models")
+    return data.parent / "again" / "data", data.parent / "again" / "models"
+
+
+def test_measured_figures_on_a_gpu_type_the_scenario_lacks_are_said(folders):
+    # measured figures of finetune-8b on 'h100' (the scenario's is H100) and on Z999
+    # had been dropped without a word, the roofline figure standing in
+    data, models = folders
+    with (models / "llama-3.1-8b.toml").open("a") as f:
+        f.write("\n[measured.training.bf16.h100]\nunits_per_gpu = 7000\n"
+                "[measured.training.bf16.Z999]\nunits_per_gpu = 9000\n")
+    res = _run(data, models)
+    assert res.exit_code == 0, res.output
+    text = _lines(res.output)
+    assert ("[measured.training.bf16.h100]: no GPU type 'h100' in the scenario's gpus; "
+            "not used (did you mean H100?)") in text
+    assert "[measured.training.bf16.Z999]: no GPU type 'Z999'" in text
+
+
+def test_a_pool_whose_workloads_get_replicas_of_other_sizes_is_bad_input(folders):
+    # assistant-eu at bf16 in the pool of the fp8 assistants: 4 H100s a replica against
+    # 2. The table had been written (exit 0) and `planner validate` then refused it
+    data, models = folders
+    before = (data / "throughput.csv").read_bytes()
+    _edit(models / "workloads.csv", "assistant-eu,llama-3.1-70b,fp8",
+          "assistant-eu,llama-3.1-70b,bf16")
+    res = _run(data, models)
+    assert res.exit_code == 2, res.output
+    text = _lines(res.output)
+    assert ("workloads.csv, row 7, column precision: pool 'llama-70b': assistant-eu gets "
+            "replicas of other sizes than assistant-us on H100 (4 against 2)") in text
+    assert (data / "throughput.csv").read_bytes() == before
+
+
+def test_a_row_left_out_for_its_own_problem_has_its_profile_checked(folders):
+    # a precision fp4 on the embeddings row hid bge-large's negative flops_per_unit; a
+    # row listed twice hid that it names no profile
+    data, models = folders
+    _edit(models / "bge-large.toml", "flops_per_unit = 6.7e8", "flops_per_unit = -6.7e8")
+    _edit(models / "workloads.csv", "embeddings,bge-large,bf16,compute",
+          "embeddings,bge-large,fp4,compute")
+    with (models / "workloads.csv").open("a") as f:
+        f.write("image-gen-eu,sdxl-turbo,bf16,compute\n")
+    res = _run(data, models)
+    assert res.exit_code == 2, res.output
+    text = _lines(res.output)
+    for part in ("workloads.csv, row 11, column precision: 'fp4'",
+                 "bge-large.toml: [compute] flops_per_unit = -6.7e+08: must be a number "
+                 "above 0",
+                 "workloads.csv, row 13, column workload: 'image-gen-eu' is listed twice",
+                 "workloads.csv, row 13, column model: no profile"):
+        assert part in text, (part, res.output)
+
+
+def test_a_blank_memory_is_said_for_every_workload_it_leaves_out(folders):
+    # a GPU type with no memory_gb: training and compute (min_memory_gb) get no rows on
+    # it either, but the warning had named the six inference workloads alone
+    data, models = folders
+    with (data / "gpus.csv").open("a") as f:
+        f.write("X2,,4.0,900,,\n")
+    res = _run(data, models)
+    assert res.exit_code == 0, res.output
+    text = _lines(res.output)
+    assert ("column memory_gb: blank or 0: no throughput is derived on X2 for "
+            "pretrain-70b, finetune-8b, hparam-sweeps and 8 more") in text
+    assert not any(",X2," in line for line in _rows(data))

@@ -64,23 +64,40 @@ NEEDS: dict[str, dict[str, dict[str, tuple[Figure, bool]]]] = {
                             "min_memory_gb": (SIZE_GB, False)}},
 }
 MEASURED_KEYS = ("units_per_gpu", "gpus_per_replica", "source")
+# Every key a profile may hold (section "" the top level): NEEDS' keys and those read or
+# kept for the reader (name, source, notes, kv_precision, a compute unit's name, the
+# precisions offered). Any other is said with its nearest known key: a misspelled
+# optional key (kv_precison) had been ignored, and its default changed the figures by
+# a quarter without a word.
+KNOWN_KEYS: dict[str, set[str]] = {
+    "": {"name", "parameters_b", "layers", "kv_heads", "head_dim", "source", "notes",
+         "serving", "training", "compute", "precision", "measured"},
+    "serving": {*NEEDS["inference"]["serving"], "kv_precision", "source", "notes"},
+    "training": {*NEEDS["training"]["training"], "source", "notes"},
+    "compute": {*NEEDS["compute"]["compute"], "unit", "source", "notes"},
+    "precision": {"options", "source", "notes"},
+}
 
 
 @dataclass(frozen=True)
 class ModelUse:
-    """A row of MODELS/workloads.csv: which model a workload runs, and how."""
+    """A row of MODELS/workloads.csv: which model a workload runs, and how (None: a cell
+    of a row left out that did not parse; its profile is checked all the same)."""
     row: int
-    workload: str
+    workload: str | None
     model: str
-    precision: str
-    mode: str
+    precision: str | None
+    mode: str | None
 
 
 # --- MODELS/workloads.csv and the profiles, checked --------------------------------------
 
-def read_uses(models_dir: Path, out: Collector) -> list[ModelUse]:
+def read_uses(models_dir: Path, out: Collector) -> tuple[list[ModelUse], list[ModelUse]]:
     """The rows of MODELS/workloads.csv, read as a scenario's CSV files are; each problem
-    with its row and column. None when a required column is missing."""
+    with its row and column: (the rows to derive, the rows left out for a problem of
+    their own — a cell that did not parse, a workload listed twice — whose profiles are
+    checked all the same: every problem at once). None when a required column is
+    missing."""
     file = models_dir / "workloads.csv"
     label = str(file)
     try:
@@ -105,32 +122,40 @@ def read_uses(models_dir: Path, out: Collector) -> list[ModelUse]:
                     tuple(c for c in USES.columns if c.name in table.columns))
     typed = typed_rows(table, present, out)
     if missing:
-        return []
+        return [], []
     uses: list[ModelUse] = []
+    left_out: list[ModelUse] = []
     first: dict[str, int] = {}
     for number, values, ok in typed:
-        if not ok:
-            continue
-        if values["workload"] in first:
+        if ok and values["workload"] in first:
             out.error(label, number, "workload", f"'{values['workload']}' is listed twice "
                       f"(first at row {first[values['workload']]}): a workload runs one model")
+            ok = False
+        if not ok:
+            if values.get("model") is not None:
+                left_out.append(ModelUse(number, values.get("workload"), values["model"],
+                                         values.get("precision"), values.get("mode")))
             continue
         first[values["workload"]] = number
         uses.append(ModelUse(number, **values))
-    return uses
+    return uses, left_out
 
 
-def read_profiles(models_dir: Path, uses: list[ModelUse], out: Collector) -> dict[str, dict]:
+def read_profiles(models_dir: Path, uses: list[ModelUse], out: Collector,
+                  left_out: list[ModelUse] = ()) -> dict[str, dict]:
     """The profile of every model `uses` name, checked for what its uses' rules read; a
-    missing or broken one is reported and left out."""
+    missing or broken one is reported and left out. Those the rows `left_out` name are
+    checked too (for what their cells that parsed say), not returned."""
     label = str(models_dir / "workloads.csv")
-    for u in uses:  # in the order of the rows
+    every = sorted([*uses, *left_out], key=lambda u: u.row)
+    for u in every:  # in the order of the rows
         if not (models_dir / f"{u.model}.toml").is_file():
             out.error(label, u.row, "model", f"no profile {models_dir / f'{u.model}.toml'} "
                       f"{_profiles_there(models_dir)}")
+    derived = {u.model for u in uses}
     profiles: dict[str, dict] = {}
-    for model in dict.fromkeys(u.model for u in uses):
-        users = [u for u in uses if u.model == model]
+    for model in dict.fromkeys(u.model for u in every):
+        users = [u for u in every if u.model == model]
         path = models_dir / f"{model}.toml"
         if not path.is_file():
             continue
@@ -139,7 +164,7 @@ def read_profiles(models_dir: Path, uses: list[ModelUse], out: Collector) -> dic
             continue
         errors = _errors(out)
         _check_profile(profile, path, users, label, out)
-        if _errors(out) == errors:
+        if _errors(out) == errors and model in derived:
             profiles[model] = profile
     return profiles
 
@@ -178,9 +203,9 @@ def _check_profile(profile: dict, path: Path, users: list[ModelUse], uses_label:
     options: each problem once, naming the workloads that need the key."""
     label = str(path)
     _check_key(profile, "", "parameters_b", POSITIVE, True,
-               f"used by {_few([u.workload for u in users])}", label, out)
-    for mode in dict.fromkeys(u.mode for u in users):
-        why = f"needed for mode {mode}: {_few([u.workload for u in users if u.mode == mode])}"
+               f"used by {_few(_names(users))}", label, out)
+    for mode in dict.fromkeys(u.mode for u in users if u.mode is not None):
+        why = f"needed for mode {mode}: {_few(_names(u for u in users if u.mode == mode))}"
         for section, keys in NEEDS[mode].items():
             table = _section(profile, section, why, label, out)
             if table is None:
@@ -195,6 +220,30 @@ def _check_profile(profile: dict, path: Path, users: list[ModelUse], uses_label:
                       f"must be one of {', '.join(BYTES)}")
     _check_measured(profile, label, out)
     _check_options(profile, path, users, uses_label, out)
+    _check_unknown_keys(profile, label, out)
+
+
+def _check_unknown_keys(profile: dict, label: str, out: Collector) -> None:
+    """A key no rule reads is warned about, with the known key it is nearest to (a
+    misspelling): its rule then takes the default."""
+    import difflib
+
+    for section, known in KNOWN_KEYS.items():
+        table = profile.get(section) if section else profile
+        if not isinstance(table, dict):
+            continue
+        for key in table:
+            if key in known:
+                continue
+            near = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.75)
+            name = f"[{section}] {key}" if section else key
+            out.warn(label, None, None, f"{name}: unknown key; ignored"
+                     + (f" (did you mean {near[0]}?)" if near else ""))
+
+
+def _names(users) -> list[str]:
+    """The workloads of `users`, a row's number where its workload did not parse."""
+    return [u.workload or f"row {u.row}" for u in users]
 
 
 def _section(profile: dict, section: str, why: str, label: str, out: Collector):
@@ -289,7 +338,7 @@ def _check_options(profile: dict, path: Path, users: list[ModelUse], uses_label:
         return
     offered = [o.lower() for o in options]
     for u in users:
-        if u.precision not in offered:
+        if u.precision is not None and u.precision not in offered:
             out.warn(uses_label, u.row, "precision", f"{u.precision} is not among the "
                      f"[precision] options of {path.name} ({', '.join(offered)})")
 

@@ -159,6 +159,8 @@ def derive(profile: dict, use: ModelUse, gpus: list[Gpu]) -> Derivation:
     from a checked profile (read_profiles)."""
     measured = profile.get("measured", {}).get(use.mode, {}).get(use.precision, {})
     rule, figures = RULES[use.mode]
+    if profile.get(use.mode, {}).get("min_memory_gb", 0) > 0:  # training, compute
+        figures = ("memory_gb", *figures)  # (a blank one had read as 0 GB: too little)
     found = Derivation(use, [], {}, {})
     for gpu in gpus:
         blank = _blank(gpu, *figures)
@@ -179,11 +181,33 @@ def derive(profile: dict, use: ModelUse, gpus: list[Gpu]) -> Derivation:
 def derive_all(models_dir: Path, gpus: list[Gpu], out: Collector) -> list[Derivation]:
     """Every workload of MODELS/workloads.csv derived on `gpus`; none while `out` holds an
     error (every problem of the file and the profiles it names is in it)."""
-    uses = read_uses(models_dir, out)
-    profiles = read_profiles(models_dir, uses, out)
+    uses, left_out = read_uses(models_dir, out)
+    profiles = read_profiles(models_dir, uses, out, left_out)
     if _errors(out):
         return []
+    _measured_elsewhere(models_dir, profiles, uses, {g.gpu for g in gpus}, out)
     return [derive(profiles[u.model], u, gpus) for u in uses]
+
+
+def _measured_elsewhere(models_dir: Path, profiles: dict[str, dict], uses: list[ModelUse],
+                        names: set[str], out: Collector) -> None:
+    """Measured figures of a workload's mode and precision on a GPU type the scenario's
+    gpus do not name are warned about: they are not used (`[measured.training.bf16.h100]`
+    beside a GPU type H100 had been dropped without a word, its roofline figure standing
+    in). One models folder serves several scenarios, so a GPU type this one lacks is no
+    error."""
+    said = set()
+    for u in uses:
+        measured = profiles[u.model].get("measured", {}).get(u.mode, {}).get(u.precision, {})
+        for gpu in measured:
+            if gpu in names or (u.model, u.mode, u.precision, gpu) in said:
+                continue
+            said.add((u.model, u.mode, u.precision, gpu))
+            alike = sorted(n for n in names if n.casefold() == gpu.casefold())
+            out.warn(str(models_dir / f"{u.model}.toml"), None, None,
+                     f"[measured.{u.mode}.{u.precision}.{gpu}]: no GPU type '{gpu}' in the "
+                     f"scenario's gpus; not used"
+                     + (f" (did you mean {alike[0]}?)" if alike else ""))
 
 
 # --- into a scenario ---------------------------------------------------------------------
@@ -204,6 +228,9 @@ def throughput_table(raw: RawScenario, models_dir: Path,
     _blank_figures(derived, workloads, gpu_rows, raw.tables["gpus"].label, out)
     covered = {d.use.workload for d in derived}
     kept = _kept(current, covered)
+    _one_replica_size_a_pool(rows + kept, _scenario_pools(raw), derived, uses_label, out)
+    if _errors(out):
+        return [], []
     kept_for = {r.workload for r in kept}
     for w in workloads:
         if w not in covered and w not in kept_for:
@@ -256,6 +283,49 @@ def _scenario_workloads(raw: RawScenario, out: Collector) -> list[str]:
         return []
     names = (str(cells.get("workload") or "").strip() for _, cells in table.rows)
     return list(dict.fromkeys(n for n in names if n))
+
+
+def _scenario_pools(raw: RawScenario) -> dict[str, str]:
+    """The pool of each of the scenario's workloads that has one (the workloads table
+    is readable: `_scenario_workloads` said so where not)."""
+    table = raw.tables.get("workloads")
+    if table is None or "pool" not in table.columns:
+        return {}
+    pools = {}
+    for _, cells in table.rows:
+        name, pool = (str(cells.get(c) or "").strip() for c in ("workload", "pool"))
+        if name and pool:
+            pools.setdefault(name, pool)
+    return pools
+
+
+def _one_replica_size_a_pool(rows: list[ThroughputRow], pools: dict[str, str],
+                             derived: list[Derivation], uses_label: str,
+                             out: Collector) -> None:
+    """Workloads of one pool share its replicas, so on each GPU type their rows have one
+    gpus_per_replica (SPEC §2): rows that differ are an error, not a table that `planner
+    validate` then refuses (a pool's assistants at fp8 and one at bf16 had been written:
+    2 and 4 H100s a replica)."""
+    row_of = {d.use.workload: d.use.row for d in derived}
+    first: dict[tuple[str, str], tuple[int, str]] = {}
+    differ: dict[tuple[str, str, str], list[str]] = {}  # (pool, w, first w) → GPU types
+    for r in rows:
+        pool = pools.get(r.workload)
+        try:
+            size = int(float(r.gpus_per_replica or 1))
+        except ValueError:  # a kept row as written: validate says what is wrong with it
+            continue
+        if pool is None:
+            continue
+        size0, w0 = first.setdefault((pool, r.gpu), (size, r.workload))
+        if size0 != size:
+            differ.setdefault((pool, r.workload, w0), []).append(
+                f"{r.gpu} ({size} against {size0})")
+    for (pool, w, w0), where in differ.items():
+        out.error(uses_label, row_of.get(w), "precision",
+                  f"pool '{pool}': {w} gets replicas of other sizes than {w0} on "
+                  f"{_few(where, 4)}; workloads of one pool share replicas of one size: "
+                  "give them one precision, or pools of their own")
 
 
 def _rows_for(derived: list[Derivation], workloads: list[str], uses_label: str,
