@@ -75,8 +75,8 @@ def _need(results: list[dict], limit: float) -> tuple[float, int]:
     """The least time limit a solve of these scenarios needs to make its plan from the
     master's LP, and how many of `results` (solves given `limit`) made none: NEED_MARGIN
     over the slowest one's least limit (`Run.least_s`); one that made none needed more
-    than `limit`, taken as MISSED_GROWTH × limit. A model solved whole needs the seconds its solve took; any
-    solve at least MIN_NEED_S."""
+    than `limit`, taken as MISSED_GROWTH × limit. A model solved whole needs the seconds
+    its solve took; any solve at least MIN_NEED_S."""
     times = [r["least_s"] if r.get("least_s") is not None else r.get("seconds", limit)
              for r in results if r.get("status") != "no_plan"]
     missed = sum(map(_short, results))
@@ -231,10 +231,12 @@ class _Stochastic:
         # samples' solves do not fit at that, samples are left out
         one = solved[0]["task_s"]
         ended = one < measure
-        # (a model solved whole plans at any limit: its need is only what it took)
-        stopped = not ended and solved[0].get("least_s") is not None
-        fits = self._samples_that_fit(self.need + self.overhead if stopped else one) \
-            if ended or stopped else n
+        if ended:
+            fits = self._samples_that_fit(one)
+        elif solved[0].get("least_s") is not None:  # the clock stopped a decomposition
+            fits = self._samples_that_fit(self.need + self.overhead)
+        else:  # a model solved whole plans at any limit: its need is only what it took
+            fits = n
         kept = fits if self.drawn else n
         if fits < n and ended and not self.drawn:  # a table's are all planned: late
             self.overrun_s = (2 * n + 1) * one - self.budget.left()
