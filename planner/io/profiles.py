@@ -4,9 +4,10 @@ A profile (models/<name>.toml) gives a model's size and shape; a GPU's memory, b
 and BF16 TFLOPS come from the scenario's `gpus` table. Measured figures in the profile win;
 otherwise the roofline rules below apply, each stated so a reviewer can redo the arithmetic:
 
-* memory: weights = parameters × bytes per parameter; a serving replica also holds the KV
-  cache of `batch` sequences of `context_tokens`; a replica is the smallest power of two
-  GPUs (≤ 8) whose memory × 0.9 holds it — none: the GPU type cannot serve the model.
+* memory: weights = parameters × bytes per parameter; a serving replica holds 1.1 × the
+  weights (the runtime's overhead) and the KV cache of `batch` sequences of
+  `context_tokens`; a replica is the smallest power of two GPUs (≤ 8) whose memory × 0.9
+  holds it — none: the GPU type cannot serve the model.
 * decode (inference, unit: output tokens/s): each step reads the weights once and every
   sequence's KV cache, so per replica
       tokens/s = min(batch × bandwidth_efficiency × n × bandwidth / bytes read per step,
