@@ -96,19 +96,19 @@ def read_uses(models_dir: Path, out: Collector) -> tuple[list[ModelUse], list[Mo
     """The rows of MODELS/workloads.csv, read as a scenario's CSV files are; each problem
     with its row and column: (the rows to derive, the rows left out for a problem of
     their own — a cell that did not parse, a workload listed twice — whose profiles are
-    checked all the same: every problem at once). None when a required column is
-    missing."""
+    checked all the same: every problem at once); both empty where the file cannot be
+    read or a required column is missing."""
     file = models_dir / "workloads.csv"
     label = str(file)
     try:
         lines = _read_csv(file)
     except UnreadableCsv as e:
         out.error(label, e.row, e.column, e.what)
-        return []
+        return [], []
     except OSError as e:
         out.error(label, None, None, f"cannot be read: {e.strerror or e} (it lists which "
                   "model each workload runs: workload, model, precision, mode)")
-        return []
+        return [], []
     body = ((n, cells) for n, cells in enumerate(lines[1:], start=2))
     table = _make_table("workloads", label, lines[0] if lines else [], body, out.issues)
     missing = [c.name for c in USES.columns if c.name not in table.columns]
