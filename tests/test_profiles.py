@@ -359,3 +359,21 @@ def test_a_blank_memory_is_said_for_every_workload_it_leaves_out(folders):
     assert ("column memory_gb: blank or 0: no throughput is derived on X2 for "
             "pretrain-70b, finetune-8b, hparam-sweeps and 8 more") in text
     assert not any(",X2," in line for line in _rows(data))
+
+
+def test_the_gpu_types_a_workload_gets_no_row_on_are_said_with_why(folders):
+    # an outside audit: the 70B at bf16 lost A10G and L4 without a word while other GPU
+    # types served it (only a workload with no row at all was warned about)
+    data, models = folders
+    _edit(models / "workloads.csv", "assistant-eu,llama-3.1-70b,fp8",
+          "assistant-eu,llama-3.1-70b,bf16")
+    lines = (data / "workloads.csv").read_text().splitlines(keepends=True)
+    (data / "workloads.csv").write_text("".join(  # its own replicas: no pool
+        line.replace(",llama-70b,", ",,") if line.startswith("assistant-eu,") else line
+        for line in lines))
+    res = _run(data, models)
+    assert res.exit_code == 0, res.output
+    text = _lines(res.output)
+    assert "pretrain-70b: no row on L40S, A10G, L4: less than the 80 GB per GPU of " \
+           "[training] min_memory_gb" in text
+    assert re.search(r"assistant-eu: no row on [^:]*L4[^:]*: a replica needs \d+ GB", text)

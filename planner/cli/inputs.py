@@ -73,7 +73,7 @@ def throughput(
             Path(__file__).resolve().parents[2] / "models"
     _check_throughput_folder(scenario)
     issues: list[Issue] = []
-    rows, kept = throughput_table(load_raw(scenario), models, Collector(issues))
+    rows, kept, elsewhere = throughput_table(load_raw(scenario), models, Collector(issues))
     if any(i.severity == "error" for i in issues):
         print_issues(issues, f"{models} for {scenario}")
         raise typer.Exit(EXIT_BAD_INPUT)
@@ -86,6 +86,8 @@ def throughput(
             else str(r.units_per_gpu)
         table_out.add_row(r.workload, r.gpu, units, str(r.gpus_per_replica), r.how)
     err.print(table_out)
+    for workload, why in elsewhere.items():
+        err.print(f"{workload}: no row on {why}", markup=False, highlight=False)
     if kept:
         names = list(dict.fromkeys(r.workload for r in kept))
         err.print(f"kept {len(kept)} row(s) of {', '.join(names)} as they were: no profile "

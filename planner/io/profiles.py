@@ -213,17 +213,18 @@ def _measured_elsewhere(models_dir: Path, profiles: dict[str, dict], uses: list[
 
 # --- into a scenario ---------------------------------------------------------------------
 
-def throughput_table(raw: RawScenario, models_dir: Path,
-                     out: Collector) -> tuple[list[ThroughputRow], list[ThroughputRow]]:
+def throughput_table(raw: RawScenario, models_dir: Path, out: Collector
+                     ) -> tuple[list[ThroughputRow], list[ThroughputRow], dict[str, str]]:
     """The throughput table for the scenario `raw` from the profiles in `models_dir`:
-    (every row to write, those of them kept from its current table). Nothing while `out`
-    holds an error: then nothing may be written."""
+    (every row to write, those of them kept from its current table, and for each workload
+    with rows why the other GPU types have none). Nothing while `out` holds an error:
+    then nothing may be written."""
     gpu_rows = _scenario_gpus(raw, out)
     workloads = _scenario_workloads(raw, out)
     current = _readable(raw, "throughput", out)
     derived = derive_all(models_dir, list(gpu_rows.values()), out)
     if _errors(out):
-        return [], []
+        return [], [], {}
     uses_label = str(models_dir / "workloads.csv")
     rows = _rows_for(derived, workloads, uses_label, out)
     _blank_figures(derived, workloads, gpu_rows, raw.tables["gpus"].label, out)
@@ -231,14 +232,17 @@ def throughput_table(raw: RawScenario, models_dir: Path,
     kept = _kept(current, covered)
     _one_replica_size_a_pool(rows + kept, _scenario_pools(raw), derived, uses_label, out)
     if _errors(out):
-        return [], []
+        return [], [], {}
     kept_for = {r.workload for r in kept}
     for w in workloads:
         if w not in covered and w not in kept_for:
             out.warn(uses_label, None, None, f"workload '{w}' of the scenario has neither a "
                      "profile here nor a row in its throughput table: no GPU type can serve "
                      "it, its demand will go unmet")
-    return rows + kept, kept
+    # (a workload with no row at all is warned about: `_rows_for`)
+    elsewhere = {d.use.workload: _why_none(d.left_out) for d in derived
+                 if d.use.workload in workloads and d.rows and d.left_out}
+    return rows + kept, kept, elsewhere
 
 
 def _readable(raw: RawScenario, name: str, out: Collector) -> RawTable | None:
