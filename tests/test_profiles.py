@@ -279,22 +279,20 @@ def test_a_misspelled_profile_key_is_warned_about_with_the_key_meant(folders):
     data, models = folders
     _edit(models / "llama-3.1-70b.toml", 'kv_precision = "fp8"', 'kv_precison = "bf16"')
     _edit(models / "sdxl.toml", "[compute]", "bogus_key = 3\n[compute]")
-    res = _run(data, models)
-    assert res.exit_code == 0, res.output
-    text = _lines(res.output)
+    text = _said(data, models)
     assert ("llama-3.1-70b.toml: [serving] kv_precison: unknown key; ignored (did you "
             "mean kv_precision?)") in text
     assert "sdxl.toml: bogus_key: unknown key; ignored" in text
     # the shipped profiles hold no unknown key
-    assert "unknown key" not in _lines(_run(*_fresh(folders)).output)
+    shutil.copytree(ROOT / "models", models, dirs_exist_ok=True)
+    assert "unknown key" not in _said(data, models)
 
 
-def _fresh(folders):
-    data, models = folders
-    shutil.rmtree(data.parent / "again", ignore_errors=True)
-    shutil.copytree(ROOT / "data", data.parent / "again" / "data")
-    shutil.copytree(ROOT / "models", data.parent / "again" / "models")
-    return data.parent / "again" / "data", data.parent / "again" / "models"
+def _said(data: Path, models: Path, exit_code: int = 0) -> str:
+    """What `planner throughput` says, its exit status checked."""
+    res = _run(data, models)
+    assert res.exit_code == exit_code, res.output
+    return _lines(res.output)
 
 
 def test_measured_figures_on_a_gpu_type_the_scenario_lacks_are_said(folders):
@@ -304,9 +302,7 @@ def test_measured_figures_on_a_gpu_type_the_scenario_lacks_are_said(folders):
     with (models / "llama-3.1-8b.toml").open("a") as f:
         f.write("\n[measured.training.bf16.h100]\nunits_per_gpu = 7000\n"
                 "[measured.training.bf16.Z999]\nunits_per_gpu = 9000\n")
-    res = _run(data, models)
-    assert res.exit_code == 0, res.output
-    text = _lines(res.output)
+    text = _said(data, models)
     assert ("[measured.training.bf16.h100]: no GPU type 'h100' in the scenario's gpus; "
             "not used (did you mean H100?)") in text
     assert "[measured.training.bf16.Z999]: no GPU type 'Z999'" in text
@@ -319,9 +315,7 @@ def test_a_pool_whose_workloads_get_replicas_of_other_sizes_is_bad_input(folders
     before = (data / "throughput.csv").read_bytes()
     _edit(models / "workloads.csv", "assistant-eu,llama-3.1-70b,fp8",
           "assistant-eu,llama-3.1-70b,bf16")
-    res = _run(data, models)
-    assert res.exit_code == 2, res.output
-    text = _lines(res.output)
+    text = _said(data, models, exit_code=2)
     assert ("workloads.csv, row 7, column precision: pool 'llama-70b': assistant-eu gets "
             "replicas of other sizes than assistant-us on H100 (4 against 2)") in text
     assert (data / "throughput.csv").read_bytes() == before
@@ -336,15 +330,13 @@ def test_a_row_left_out_for_its_own_problem_has_its_profile_checked(folders):
           "embeddings,bge-large,fp4,compute")
     with (models / "workloads.csv").open("a") as f:
         f.write("image-gen-eu,sdxl-turbo,bf16,compute\n")
-    res = _run(data, models)
-    assert res.exit_code == 2, res.output
-    text = _lines(res.output)
+    text = _said(data, models, exit_code=2)
     for part in ("workloads.csv, row 11, column precision: 'fp4'",
                  "bge-large.toml: [compute] flops_per_unit = -6.7e+08: must be a number "
                  "above 0",
                  "workloads.csv, row 13, column workload: 'image-gen-eu' is listed twice",
                  "workloads.csv, row 13, column model: no profile"):
-        assert part in text, (part, res.output)
+        assert part in text, (part, text)
 
 
 def test_a_blank_memory_is_said_for_every_workload_it_leaves_out(folders):
@@ -353,9 +345,7 @@ def test_a_blank_memory_is_said_for_every_workload_it_leaves_out(folders):
     data, models = folders
     with (data / "gpus.csv").open("a") as f:
         f.write("X2,,4.0,900,,\n")
-    res = _run(data, models)
-    assert res.exit_code == 0, res.output
-    text = _lines(res.output)
+    text = _said(data, models)
     assert ("column memory_gb: blank or 0: no throughput is derived on X2 for "
             "pretrain-70b, finetune-8b, hparam-sweeps and 8 more") in text
     assert not any(",X2," in line for line in _rows(data))
@@ -371,9 +361,7 @@ def test_the_gpu_types_a_workload_gets_no_row_on_are_said_with_why(folders):
     (data / "workloads.csv").write_text("".join(  # its own replicas: no pool
         line.replace(",llama-70b,", ",,") if line.startswith("assistant-eu,") else line
         for line in lines))
-    res = _run(data, models)
-    assert res.exit_code == 0, res.output
-    text = _lines(res.output)
+    text = _said(data, models)
     assert "pretrain-70b: no row on L40S, A10G, L4: less than the 80 GB per GPU of " \
            "[training] min_memory_gb" in text
     assert re.search(r"assistant-eu: no row on [^:]*L4[^:]*: a replica needs \d+ GB", text)
