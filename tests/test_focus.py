@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import csv
 import json
 
@@ -196,3 +197,34 @@ def test_idle_gpus_of_a_rented_instance_are_paid_not_consumed(tmp_path):
     assert row["EffectiveCost"] == pytest.approx(400) == plan.totals["total_cost_usd"]
     assert row["PricingQuantity"] == pytest.approx(400)
     assert row["ConsumedQuantity"] == pytest.approx(300)
+
+
+def test_input_text_in_the_csv_never_opens_as_a_formula(tmp_path):
+    # an outside audit: a provider named =2+3 was written to the FOCUS CSV as it is, and
+    # LibreOffice (as Excel) opened ProviderName as the formula, showing 5 (SPEC §5: text
+    # from the input is never turned into a formula). It gets an apostrophe; a region
+    # named -r1 too; numbers, negative ones included, stay numbers. So in `offers --format
+    # csv`, a listing for people to open
+    tables = copy.deepcopy(TABLES)
+    tables["regions"][0]["provider"] = "=2+3"
+    for table in ("regions", "offers"):
+        for row in tables[table]:
+            row["region"] = "-r1"
+    folder = write_csv(tmp_path / "s", tables)
+    focus = tmp_path / "focus.csv"
+    res = CliRunner().invoke(app, ["solve", str(folder), "-o", str(tmp_path / "p.xlsx"),
+                                   "--no-baselines", "--focus", str(focus)])
+    assert res.exit_code == 0, res.output
+    with focus.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    assert {r["ProviderName"] for r in rows} == {"'=2+3"}
+    assert {r["RegionId"] for r in rows} == {"'-r1"}
+    assert sum(float(r["EffectiveCost"]) for r in rows) == pytest.approx(1802, abs=0.01)
+    sheet = load_workbook(tmp_path / "p.xlsx")["FOCUS"]  # the workbook keeps the text
+    column = [c.value for c in sheet[1]].index("ProviderName") + 1
+    assert sheet.cell(2, column).value == "=2+3" and sheet.cell(2, column).data_type == "s"
+    listed = CliRunner().invoke(app, ["offers", str(folder), "--format", "csv"])
+    assert listed.exit_code == 0, listed.output
+    offers = list(csv.DictReader(listed.stdout.splitlines()))
+    assert {r["provider"] for r in offers} == {"'=2+3"} and offers[0]["region"] == "'-r1"
+    assert float(offers[0]["usd_per_gpu_hour"]) == 0.5

@@ -36,13 +36,15 @@ def _listed(rows: list[dict], columns: list[str], fmt: str) -> bool:
     """Print `rows` as JSON or CSV on stdout when `fmt` asks; False: a table is wanted."""
     import csv
 
+    from planner.report.csv_text import safe_row
+
     if fmt == "json":
         sys.stdout.write(dumps([{c: r[c] for c in columns} for r in rows]))
     elif fmt == "csv":
         writer = csv.DictWriter(sys.stdout, fieldnames=columns, extrasaction="ignore",
                                 lineterminator="\n")
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows(safe_row(r) for r in rows)
     return fmt != "table"
 
 

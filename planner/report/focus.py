@@ -25,6 +25,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from planner.files import write_atomically
+from planner.report.csv_text import safe_row
 from planner.report.economics import monthly_use
 from planner.report.plan import Plan, counted_months, records
 
@@ -206,6 +207,6 @@ def write_focus_csv(rows: list[dict], path: Path) -> None:
         with open(tmp, "w", newline="", encoding="utf-8") as f:
             writer = csv.DictWriter(f, fieldnames=COLUMNS)
             writer.writeheader()
-            writer.writerows(rows)
+            writer.writerows(safe_row(r) for r in rows)
 
     write_atomically(Path(path), write)
