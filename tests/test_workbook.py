@@ -538,3 +538,29 @@ def test_names_with_braces_stay_names_in_the_formulas(tmp_path):
     costs = load_workbook(done, data_only=True)["Costs"]
     column = [c.value for c in costs[1]].index("p{x}}") + 1
     assert costs.cell(2, column).value == pytest.approx(400)
+
+
+def test_the_unmet_penalty_is_shown_nominal_and_discounted(tmp_path):
+    # an outside audit could not rebuild the objective from the Summary: its "Unmet
+    # penalty" was nominal, the objective discounted. One unit of w, which no GPU type
+    # serves, in each of 2 months of 100 h at $1,000: $200,000 nominal; at 12 % a year,
+    # 100,000 × (1 + 1.12^(-1/12)) discounted, which is the objective (no other cost)
+    tables = scenario(settings={"horizon_months": 2, "hours_per_month": 100,
+                                "discount_rate_annual": 0.12},
+                      throughput=[],
+                      demand=[{"workload": "w", "period": f"2027-0{m}", "amount": 1}
+                              for m in (1, 2)])
+    folder = write_csv(tmp_path / "s", tables)
+    out = tmp_path / "plan.xlsx"
+    res = CliRunner().invoke(app, ["solve", str(folder), "-o", str(out), "--json",
+                                   "--no-baselines"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    discounted = 100_000 * (1 + 1.12 ** (-1 / 12))
+    assert data["unmet_penalty_usd"] == pytest.approx(200_000)
+    assert data["discounted_unmet_penalty_usd"] == pytest.approx(discounted, abs=0.01)
+    assert data["objective_usd"] == pytest.approx(discounted, abs=0.01)
+    s = _summary(load_workbook(out)["Summary"])
+    assert s["Unmet penalty (nominal)"][0] == pytest.approx(200_000)
+    assert s["Unmet penalty (discounted)"][0] == pytest.approx(discounted, abs=0.01)
+    assert s["Objective (discounted, with penalty)"][0] == pytest.approx(discounted, abs=0.01)

@@ -535,7 +535,8 @@ def _totals(plan: Plan) -> dict:
         "after_horizon_usd": after,
         "upfront_usd": upfront,
         "unmet_unit_hours": float(plan.unmet["unit_hours"].sum()),
-        "unmet_penalty_usd": penalty,
+        "unmet_penalty_usd": penalty,  # nominal
+        "discounted_unmet_penalty_usd": discounted_penalty,  # as the objective counts it
         "unservable_unit_hours": float(
             plan.unmet.loc[plan.unmet["unservable"].astype(bool), "unit_hours"].sum()),
         # as the objective counts it (discounted): what the gap leaves out

@@ -89,7 +89,10 @@ def _summary_rows(plan: Plan, costs: Sheet, ps: Sheet, cs: Sheet,
     rows.append(("  egress", F(f"=Costs!{cc('egress')}{tr}"), USD, t["egress_usd"]))
     rows += [
         ("Unmet demand (unit-hours)", t["unmet_unit_hours"], NUM, None),
-        ("Unmet penalty", t["unmet_penalty_usd"], USD, None),
+        ("Unmet penalty (nominal)", t["unmet_penalty_usd"], USD, None),
+        # the objective is the discounted total and this (an outside audit could not
+        # rebuild it from the nominal penalty beside it)
+        ("Unmet penalty (discounted)", t["discounted_unmet_penalty_usd"], USD, None),
         ("  of which no offer can serve (unit-hours)", t["unservable_unit_hours"], NUM,
          None),
         ("Objective (discounted, with penalty)", t["objective_usd"], USD,
