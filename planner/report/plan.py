@@ -534,6 +534,9 @@ def _totals(plan: Plan) -> dict:
         "idle_committed_usd": committed_paid - after - committed_used,  # in the horizon
         "after_horizon_usd": after,
         "upfront_usd": upfront,
+        # under prorate, the upfronts' share for months beyond the horizon
+        "uncounted_upfront_usd": float((plan.contracts["upfront_usd"]
+                                        - plan.contracts["counted_upfront_usd"]).sum()),
         "unmet_unit_hours": float(plan.unmet["unit_hours"].sum()),
         "unmet_penalty_usd": penalty,  # nominal
         "discounted_unmet_penalty_usd": discounted_penalty,  # as the objective counts it

@@ -101,6 +101,11 @@ def _summary_rows(plan: Plan, costs: Sheet, ps: Sheet, cs: Sheet,
          f"{cs.rng('Kind')},\"new\")"), USD, t["obligation_usd"]),
         ("  of which beyond the horizon", F(f"=SUMIFS({cs.rng('Beyond horizon')},"
          f"{cs.rng('Kind')},\"new\")"), USD, t["beyond_horizon_usd"]),
+    ]
+    if st.tail_policy == "prorate":  # obligation = counted + beyond + this (audit, stop 61)
+        rows.append(("  of which upfronts' share beyond the horizon (prorate: not counted)",
+                     t["uncounted_upfront_usd"], USD, None))
+    rows += [
         ("  months it runs after the horizon (obligation-weighted)",
          savings["lock_in_months"], "0.0", None),
         ("Existing contracts' payments after the horizon (sunk)",
@@ -120,7 +125,8 @@ def _summary_rows(plan: Plan, costs: Sheet, ps: Sheet, cs: Sheet,
          t["idle_committed_usd"]),
         ("  of which payments after the horizon",
          F(f"=SUM({cs.rng('Counted after horizon')})"), USD, t["after_horizon_usd"]),
-        ("Upfronts", F(f"=SUM({cs.rng('Counted upfront')})"), USD, t["upfront_usd"]),
+        ("Upfronts (as counted)", F(f"=SUM({cs.rng('Counted upfront')})"), USD,
+         t["upfront_usd"]),
         ("Egress", F(f"=SUM({es.rng('Cost')})"), USD, t["egress_usd"]),
     ]
     return rows
@@ -130,7 +136,7 @@ def _reconciliation(ws, r: int, refs: dict[str, str]) -> int:
     """At row `r`: the reconciliation's parts summed, and their difference to the total
     (0 when the workbook's sheets hold the whole cost). The row after them."""
     parts = [refs[k] for k in ("Plan costs (sum of Plan)", "Idle committed capacity",
-                               "Upfronts", "Egress")]
+                               "Upfronts (as counted)", "Egress")]
     ws.cell(r, 1, "Sum of the parts").font = BOLD
     ws.cell(r, 2, "=" + "+".join(parts)).number_format = USD
     r += 1
