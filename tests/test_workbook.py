@@ -575,3 +575,18 @@ def test_the_unmet_penalty_is_shown_nominal_and_discounted(tmp_path):
     assert s["Unmet penalty (nominal)"][0] == pytest.approx(200_000)
     assert s["Unmet penalty (discounted)"][0] == pytest.approx(discounted, abs=0.01)
     assert s["Objective (discounted, with penalty)"][0] == pytest.approx(discounted, abs=0.01)
+
+
+def test_an_existing_contract_obligates_from_the_horizon_on(finance, tmp_path):
+    # FINANCE's existing GPU from 2026-11 to 2027-02: its obligation had been all four
+    # months ($480) beside $240 counted and nothing beyond (an outside audit: $240 in no
+    # column). Now what is left from 2027-01: 2 months × 100 h × $1.20
+    plan, path = finance
+    row = plan.contracts[plan.contracts["kind"] == "existing"].iloc[0]
+    assert row["obligation_usd"] == pytest.approx(240)
+    assert row["counted_payments_usd"] == pytest.approx(240)
+    sheet = load_workbook(recalculated(path, tmp_path / "recalc"), data_only=True)["Contracts"]
+    header = [c.value for c in sheet[1]]
+    existing = next(r for r in sheet.iter_rows(min_row=2, values_only=True)
+                    if r[header.index("Kind")] == "existing")
+    assert existing[header.index("Total obligation")] == pytest.approx(240)

@@ -165,7 +165,8 @@ def contracts_sheet(wb, plan: Plan, title: str = "Contracts") -> Sheet:
         "Kind": "new: to sign; existing: already signed (sunk cost)",
         "Start #": "month index from the start of the horizon (0 = first month)",
         "Total obligation": "monthly payment × months from start to end + upfront, whatever "
-                            "the tail policy",
+                            "the tail policy (an existing contract begun before the horizon: "
+                            "from the horizon's start; the months before are paid)",
         "Beyond horizon": "payments for months after the horizon (existing contracts too: "
                           "owed, though sunk)",
         "Counted after horizon": "of the counted payments, those for months after the "
@@ -198,7 +199,9 @@ def contracts_sheet(wb, plan: Plan, title: str = "Contracts") -> Sheet:
             F(f"={c('GPUs')}{{r}}*HoursPerMonth*{c('USD per GPU-hour')}{{r}}"),
             upfront_per_gpu,
             F(f"={c('GPUs')}{{r}}*{c('Upfront per GPU')}{{r}}"),
-            F(f"={c('Monthly payment')}{{r}}*{span}+{c('Upfront')}{{r}}"),
+            # (an existing contract begun before the horizon: from its start on)
+            F(f"={c('Monthly payment')}{{r}}*MAX(0,{c('End #')}{{r}}-MAX(0,{c('Start #')}{{r}})"
+              f"+1)+{c('Upfront')}{{r}}"),
             inside,
             F(f"={c('Monthly payment')}{{r}}*MAX(0,{c('End #')}{{r}}-HorizonMonths+1)"),
             counted,
