@@ -109,6 +109,11 @@ def test_libreoffice_recalculation_reconciles_with_the_solver(finance, tmp_path)
         - s[uncounted][0] == pytest.approx(float(
             (new["counted_payments_usd"] + new["counted_upfront_usd"]).sum()), rel=1e-9)
     assert s["Difference to total (should be 0)"][0] == pytest.approx(0, abs=1e-6)
+    contracts = wb["Contracts"]  # an existing contract obligates from the horizon on
+    header = [c.value for c in contracts[1]]
+    existing = next(r for r in contracts.iter_rows(min_row=2, values_only=True)
+                    if r[header.index("Kind")] == "existing")
+    assert existing[header.index("Total obligation")] == pytest.approx(240)
     assert s["Commitment obligation (new)"][0] == pytest.approx(t["obligation_usd"])
     assert s["  of which beyond the horizon"][0] == pytest.approx(t["beyond_horizon_usd"])
     assert s["against"][2] == pytest.approx(0.25 * t["total_cost_usd"])  # saving
@@ -577,16 +582,12 @@ def test_the_unmet_penalty_is_shown_nominal_and_discounted(tmp_path):
     assert s["Objective (discounted, with penalty)"][0] == pytest.approx(discounted, abs=0.01)
 
 
-def test_an_existing_contract_obligates_from_the_horizon_on(finance, tmp_path):
+def test_an_existing_contract_obligates_from_the_horizon_on(finance):
     # FINANCE's existing GPU from 2026-11 to 2027-02: its obligation had been all four
     # months ($480) beside $240 counted and nothing beyond (an outside audit: $240 in no
-    # column). Now what is left from 2027-01: 2 months × 100 h × $1.20
-    plan, path = finance
+    # column). Now what is left from 2027-01: 2 months × 100 h × $1.20 (recalculated in
+    # the Contracts sheet: test_libreoffice_recalculation_reconciles_with_the_solver)
+    plan, _ = finance
     row = plan.contracts[plan.contracts["kind"] == "existing"].iloc[0]
     assert row["obligation_usd"] == pytest.approx(240)
     assert row["counted_payments_usd"] == pytest.approx(240)
-    sheet = load_workbook(recalculated(path, tmp_path / "recalc"), data_only=True)["Contracts"]
-    header = [c.value for c in sheet[1]]
-    existing = next(r for r in sheet.iter_rows(min_row=2, values_only=True)
-                    if r[header.index("Kind")] == "existing")
-    assert existing[header.index("Total obligation")] == pytest.approx(240)
