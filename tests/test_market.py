@@ -345,7 +345,9 @@ def test_rules_reach_the_catalog_rows_the_user_did_not_edit(tmp_path, small_cata
     assert _import(scn, small_catalog, "--rules", str(none)).exit_code == 0
     assert _offers(scn)[od]["max_gpus"] == "" and _offers(scn)[spot]["interruption_rate"] == ""
     res = _imported(scn, small_catalog, "--rules", str(v1))
-    assert "acme-east/H100/on_demand max_gpus blank → 64" in " ".join(res.output.split())
+    said = " ".join(res.output.split())
+    assert "acme-east/H100/on_demand max_gpus blank → 64" in said
+    assert "no change" not in said  # a rule changed cells (as first written: unsaid)
     assert (_offers(scn)[od]["max_gpus"], _offers(scn)[spot]["interruption_rate"]) == \
         ("64", "0.15")
     rows = _rows(scn / "offers.csv")

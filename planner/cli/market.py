@@ -178,15 +178,16 @@ def market_import(
         print_issues(issues, f"market import from {catalog} into {scenario}")
     if any(i.severity == "error" for i in issues):
         raise typer.Exit(EXIT_BAD_INPUT)
-    for title, items in (("added", changes.added), ("removed", changes.removed),
-                         ("price up", changes.price_up), ("price down", changes.price_down),
-                         ("instance size", changes.resized),
-                         ("the same price, dated anew", changes.redated),
-                         ("set by a rule", changes.ruled),
-                         ("kept (your own row)", changes.kept_yours),
-                         ("GPU types added", changes.gpus_added),
-                         ("regions added", changes.regions_added),
-                         ("regions placed again", changes.regions_placed)):
+    listed = (("added", changes.added), ("removed", changes.removed),
+              ("price up", changes.price_up), ("price down", changes.price_down),
+              ("instance size", changes.resized),
+              ("the same price, dated anew", changes.redated),
+              ("set by a rule", changes.ruled),
+              ("kept (your own row)", changes.kept_yours),
+              ("GPU types added", changes.gpus_added),
+              ("regions added", changes.regions_added),
+              ("regions placed again", changes.regions_placed))
+    for title, items in listed:
         if items:
             err.print(f"[bold]{title}[/] ({len(items)}): " + ", ".join(items))
     if changes.unplaced_regions:
@@ -194,12 +195,10 @@ def market_import(
                   f"not imported — give each its site in "
                   f"{scenario / 'market' / 'regions.csv'}: "
                   + ", ".join(changes.unplaced_regions))
-    moved = (changes.added, changes.removed, changes.price_up, changes.price_down,
-             changes.resized, changes.redated, changes.gpus_added, changes.regions_added,
-             changes.regions_placed)
+    # every list said above is a change but the user's own rows, kept as they were
+    moved = any(items for _, items in listed if items is not changes.kept_yours)
     err.print(f"{scenario}: {len(changes.added)} added, {len(changes.removed)} removed, "
               f"{len(changes.price_up)} price(s) up, {len(changes.price_down)} down"
-              + ("" if any(moved) else ": no change, the offers are as the catalogs have "
-                 "them"))
+              + ("" if moved else ": no change, the offers are as the catalogs have them"))
 
 
