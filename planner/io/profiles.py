@@ -46,6 +46,7 @@ from planner.io.profile_check import (
 )
 from planner.io.scenario import Gpu
 from planner.io.schema import TABLES_BY_NAME
+from planner.io.validate import PoolReplicaSizes
 
 REPLICA_MOST = 8  # GPUs in one serving replica: one node
 
@@ -312,7 +313,7 @@ def _one_replica_size_a_pool(rows: list[ThroughputRow], pools: dict[str, str],
     validate` then refuses (a pool's assistants at fp8 and one at bf16 had been written:
     2 and 4 H100s a replica)."""
     row_of = {d.use.workload: d.use.row for d in derived}
-    first: dict[tuple[str, str], tuple[int, str]] = {}
+    sizes = PoolReplicaSizes()
     differ: dict[tuple[str, str, str], list[str]] = {}  # (pool, w, first w) → GPU types
     for r in rows:
         pool = pools.get(r.workload)
@@ -320,10 +321,9 @@ def _one_replica_size_a_pool(rows: list[ThroughputRow], pools: dict[str, str],
             size = int(float(r.gpus_per_replica or 1))
         except ValueError:  # a kept row as written: validate says what is wrong with it
             continue
-        if pool is None:
-            continue
-        size0, w0 = first.setdefault((pool, r.gpu), (size, r.workload))
-        if size0 != size:
+        first = None if pool is None else sizes.clash(pool, r.gpu, size, r.workload)
+        if first is not None:
+            size0, w0 = first
             differ.setdefault((pool, r.workload, w0), []).append(
                 f"{r.gpu} ({size} against {size0})")
     for (pool, w, w0), where in differ.items():

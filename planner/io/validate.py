@@ -178,6 +178,22 @@ def _settings(rows, label: str, out: Collector) -> Settings | None:
     return Settings(**kwargs)
 
 
+class PoolReplicaSizes:
+    """Workloads of one pool share its replicas, so on each GPU type their throughput
+    rows have one gpus_per_replica (SPEC §2): the first size seen of each (pool, GPU
+    type), and the rows that differ from it. Both the validator and `planner
+    throughput` (whose table must pass it) hold rows to it."""
+
+    def __init__(self):
+        self.first: dict[tuple[str, str], tuple[int, object]] = {}
+
+    def clash(self, pool: str, gpu: str, size: int, who) -> tuple[int, object] | None:
+        """The first (size, who) of `pool` on `gpu` where `size` is another, else None
+        (a first row is recorded with `who`: whatever names it in a message)."""
+        first = self.first.setdefault((pool, gpu), (size, who))
+        return first if first[0] != size else None
+
+
 class _Builder:
     """Cross-row and cross-table rules, building the typed rows as it goes."""
 
@@ -465,7 +481,7 @@ class _Builder:
         are checked."""
         label = self.labels["throughput"]
         pools = {w.workload: w.pool for w in checked.values() if w.pool}
-        replica_size: dict[tuple[str, str], tuple[int, int, str]] = {}
+        sizes = PoolReplicaSizes()
         rows = []
         for number, v in self._unique(
             "throughput", lambda v: (v["workload"], v["gpu"]), "workload, gpu pair"
@@ -475,12 +491,13 @@ class _Builder:
             pool = pools.get(v["workload"])
             if ok and pool:
                 size = v["gpus_per_replica"]
-                first = replica_size.setdefault((pool, v["gpu"]), (size, number, v["workload"]))
-                if first[0] != size:
+                first = sizes.clash(pool, v["gpu"], size, (number, v["workload"]))
+                if first is not None:
+                    (size0, (number0, workload0)) = first
                     self.out.error(
                         label, number, "gpus_per_replica",
                         f"pool '{pool}' on {v['gpu']}: {size} GPUs per replica, but "
-                        f"{first[2]} (row {first[1]}) has {first[0]}")
+                        f"{workload0} (row {number0}) has {size0}")
                     ok = False
             if ok and v["workload"] in workload_names:
                 rows.append(Throughput(v["workload"], v["gpu"], v["units_per_gpu"],
