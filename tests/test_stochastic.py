@@ -654,23 +654,28 @@ def test_a_few_seconds_are_enough_for_a_tiny_market(tmp_path):
     assert st["cut_rounds"] >= 1 and st["mip_gap"] == pytest.approx(0)
 
 
+class _Recorder:
+    """A runner that records each solve's time limit: every solve takes its limit and
+    0.2 s more, and would have planned from its LP with `least` seconds."""
+
+    def __init__(self, least: float | None = 1.0, workers: int = 1):
+        self.least, self.workers, self.limits = least, workers, []
+
+    def map(self, fn, tasks):
+        self.limits += [t[2] for t in tasks]
+        return [{"least_s": self.least, "seconds": t[2], "task_s": t[2] + 0.2,
+                 "status": "feasible"} for t in tasks]
+
+
 def test_the_mean_forecast_gets_the_time_to_plan_from_its_lp(tmp_path):
     # 8 s, 4 scenarios, one worker: the even share of the wait-and-see step is under a
     # second, where the default scenario's mean forecast needs ~1.2 s to plan from its LP
     # (its schedule is the first candidate: $45.3 M at first prices against $30.8 M).
     # The first wave gets up to MIN_SOLVE_S of that step; the rest share what is left of
     # it, never more than the need each (they had got MIN_SOLVE_S: the command ran 15 s)
-    class Recorder:
-        workers, limits = 1, []
-
-        def map(self, fn, tasks):
-            self.limits += [t[2] for t in tasks]
-            return [{"least_s": 1.0, "seconds": t[2], "task_s": t[2] + 0.2,
-                     "status": "feasible"} for t in tasks]
-
     s = load_scenario(write_csv(tmp_path / "s", scenario()))
     scenarios = sample_scenarios(s, 4, 0.2, 1, 0.5)
-    runner = Recorder()
+    runner = _Recorder()
     run = _Stochastic(s, scenarios, Budget(8.0), runner, None, None, 0.0, 0.9,
                       lambda text: None)
     share = run.each(5, WAIT_SHARE)
@@ -690,16 +695,8 @@ def test_samples_whose_solves_the_clock_stops_are_kept_only_at_their_need(tmp_pa
     # least_s) plans at any limit: all 8 are kept as before
     kept = {}
     for least in (1.5, None):
-        class Recorder:
-            workers, limits = 1, []
-
-            def map(self, fn, tasks):
-                self.limits = self.limits + [t[2] for t in tasks]
-                return [{"least_s": least, "seconds": t[2], "task_s": t[2] + 0.2,
-                         "status": "feasible"} for t in tasks]
-
         s = load_scenario(write_csv(tmp_path / f"s{least}", scenario()))
-        runner = Recorder()
+        runner = _Recorder(least)
         run = _Stochastic(s, sample_scenarios(s, 8, 0.2, 1, 0.5), Budget(20.0), runner,
                           None, None, 0.0, 0.9, lambda text: None, drawn=True)
         run.wait_and_see()
@@ -716,16 +713,7 @@ def test_time_limits_do_not_depend_on_the_workers(tmp_path):
     # counted as a solve's overhead
     seen = {}
     for workers in (1, 2):
-        class Recorder:
-            limits: list = []
-
-            def map(self, fn, tasks):
-                self.limits = self.limits + [t[2] for t in tasks]
-                return [{"least_s": 1.0, "seconds": t[2], "task_s": t[2] + 0.2,
-                         "status": "feasible"} for t in tasks]
-
-        runner = Recorder()
-        runner.workers = workers
+        runner = _Recorder(workers=workers)
         s = load_scenario(write_csv(tmp_path / f"s{workers}", scenario()))
         run = _Stochastic(s, sample_scenarios(s, 4, 0.2, 1, 0.5), Budget(20.0), runner,
                           None, None, 0.0, 0.9, lambda text: None)
