@@ -90,19 +90,27 @@ def test_comparison_plans_beside_the_plan_or_after_it(tmp_path, monkeypatch, bes
     assert {b["status"] for b in data["baselines"]} == {"optimal"}
 
 
-# 1 GPU of demand in the first of 12 months. On-demand: 100 × $2 = $200; a 12-month
-# reservation at $1.5: 12 × 100 × $1.5 = $1800. The plan at first prices alone (the
-# decomposition stopped before its master) reserves the GPU: $1800.
+# 1 GPU of demand (10 units) for 100 hours in the first of 12 months, a training run (one
+# region). r1 sells on-demand at $2 and a 12-month reservation at $1.5; r2 (provider q)
+# on-demand at $1.9. The plan at first prices alone (the decomposition stopped before its
+# master) prices the reserved GPU as if used all its term ($1.5 an hour) and so holds the
+# run to r1, where signing for the reservation ($1800) does not pay: on-demand, $200.
+# Pay-as-you-go only (and the cheapest GPU type, A) runs it on r2: 100 × $1.9 = $190.
 MONTH = scenario(
     settings={"hours_per_month": 100, "horizon_months": 12},
-    offers=YEAR["offers"], demand=[{"workload": "w", "period": "2027-01", "amount": 10}])
+    regions=[{"region": "r1", "provider": "p", "site": "s1"},
+             {"region": "r2", "provider": "q", "site": "s1"}],
+    offers=[*YEAR["offers"],
+            {"region": "r2", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 1.9}],
+    workloads=[{"workload": "w", "kind": "training"}],
+    demand=[{"workload": "w", "period": "2027-01", "amount": 10}])
 
 
 @pytest.mark.parametrize("beside", [True, False], ids=["beside", "after"])
 def test_a_cheaper_comparison_plan_stands_as_the_plan(tmp_path, monkeypatch, beside):
-    # the plan found reserves ($1800); the pay-as-you-go-only plan ($200) is a plan of
-    # the same scenario: it stands as the plan, passes the checker, and saves nothing
-    # against itself; the plan keeps its bound (at first prices: $200, gap 0)
+    # the plan found costs $200; the pay-as-you-go-only plan ($190) is a plan of the same
+    # scenario: it stands as the plan, passes the checker, and saves nothing against
+    # itself; the plan keeps its bound (at first prices: $150, the reserved GPU's hours)
     import planner.baselines
     import planner.solve.pipeline
     from planner.solve.decompose.method import Rounds
@@ -117,14 +125,15 @@ def test_a_cheaper_comparison_plan_stands_as_the_plan(tmp_path, monkeypatch, bes
     monkeypatch.setattr(planner.solve.pipeline, "plan_scenario", at_first_prices)
     monkeypatch.setattr(planner.baselines, "can_solve_beside", lambda threads: beside)
     data, said = _solve(tmp_path, MONTH)
-    assert data["objective_usd"] == pytest.approx(200)
-    assert data["total_cost_usd"] == pytest.approx(200)
+    assert data["objective_usd"] == pytest.approx(190)
+    assert data["total_cost_usd"] == pytest.approx(190)
     assert data["commitments"] == []
-    assert data["cost_by_term_usd"]["on_demand"] == pytest.approx(200)
-    assert data["bound_usd"] <= 200 + 1e-6
+    assert data["cost_by_term_usd"]["on_demand"] == pytest.approx(190)
+    assert {a["region"] for a in data["assignments"]} == {"r2"}
+    assert data["bound_usd"] <= 190 + 1e-6
     payg = next(b for b in data["baselines"] if b["name"] == "pay-as-you-go only")
     assert payg["saving_usd"] == pytest.approx(0, abs=1e-6)
-    assert "'pay-as-you-go only' costs $1,600 less than the plan found" in said
+    assert "'pay-as-you-go only' costs $10 less than the plan found" in said
     assert (tmp_path / "plan.xlsx").exists()
 
 
@@ -147,8 +156,9 @@ def test_a_comparison_plan_far_cheaper_stands_when_no_time_is_left(tmp_path, mon
     monkeypatch.setattr(planner.solve.pipeline, "plan_scenario", at_first_prices)
     monkeypatch.setattr(planner.solve.work, "plan_tables_s", lambda plan: 1e9)
     data, said = _solve(tmp_path, MONTH)
-    assert data["objective_usd"] == pytest.approx(200)
-    assert "'pay-as-you-go only' costs $1,600 less than the plan found" in said
+    assert data["objective_usd"] == pytest.approx(190)
+    assert "'pay-as-you-go only' costs $10 less than the plan found" in said
+
 
 def test_a_comparison_plan_no_cheaper_leaves_the_plan(tmp_path):
     # the year of demand: the plan reserves ($1800), pay-as-you-go only costs $2400

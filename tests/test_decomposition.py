@@ -1332,3 +1332,25 @@ def test_a_plan_the_decomposition_made_for_skipped_branch_and_bound_replays(tmp_
     assert again.result.rounds == run.result.rounds
     assert again.plan.totals["objective_usd"] == pytest.approx(run.plan.totals["objective_usd"],
                                                               abs=1e-6)
+
+
+@pytest.mark.parametrize("months, cost, reserved", [(1, 200.0, 0), (12, 1800.0, 1)])
+def test_the_plan_at_first_prices_signs_only_what_pays(tmp_path, months, cost, reserved):
+    """1 GPU of demand (10 units) in each of the first `months` of a 12-month horizon of
+    100 hours: on-demand at $2, a 12-month reservation at $1.5 ($1800). The plan at
+    first prices alone (no round of any step) reserves only where that costs less than
+    the on-demand it displaces: one month on demand, $200; the year reserved, $1800
+    (on demand: $2400). The first prices price the reserved GPU as if used all its term
+    ($1.5 an hour); signed for wherever their arcs wanted committed GPUs, the month had
+    cost $1800."""
+    s = load_scenario(write_csv(tmp_path / "s", scenario(
+        settings={"hours_per_month": 100, "horizon_months": 12},
+        offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 2},
+                {"region": "r1", "gpu": "A", "term": "reserved", "usd_per_gpu_hour": 1.5,
+                 "commit_months": 12}],
+        demand=[{"workload": "w", "period": f"2027-{m:02d}", "amount": 10}
+                for m in range(1, months + 1)])))
+    run = plan_scenario(s, method="decompose", rounds=Rounds(0, 0, 0, 0))
+    assert check_plan(s, run.plan) == []
+    assert run.plan.totals["objective_usd"] == pytest.approx(cost)
+    assert run.plan.commitments["gpus"].sum() == reserved

@@ -392,11 +392,10 @@ class Draft:
 
 
 def construct(blocks: Blocks, prices, commit: np.ndarray, wanted: dict, pairs: dict,
-              sign_wanted: bool = False, hold: bool = False) -> Draft:
+              hold: bool = False) -> Draft:
     """The plan of the wanted arcs (workload index → arrays (site, source, month,
-    segment, units)) with `commit` signed (more where it takes that to serve demand;
-    with `sign_wanted`, wherever the arcs want committed GPUs: when no LP chose the
-    commitments). `pairs`: the single-region workloads' (region, GPU type) pairs.
+    segment, units)) with `commit` signed (more where it takes that to serve demand).
+    `pairs`: the single-region workloads' (region, GPU type) pairs.
     `hold`: the arcs are an LP's, within capacity; in each (month, segment) where they
     leave demand unmet, the capacity they give a pool is held for it until it is
     planned (`Draft.hold`). 200x40x24's cheapest-single-GPU-type plan, capacity short
@@ -432,15 +431,14 @@ def construct(blocks: Blocks, prices, commit: np.ndarray, wanted: dict, pairs: d
             draft.held_cells += bool(holds)
             for p in order:
                 draft.release(holds, p)
-                plan = _plan_pool(draft, priced, p, m, k, wanted_here, sign_wanted)
+                plan = _plan_pool(draft, priced, p, m, k, wanted_here)
                 if plan.served or plan.unmet:
                     draft.set(p, m, k, plan)
     draft.trim_commitments()
     return draft
 
 
-def _plan_pool(draft: Draft, priced, pool: str, m: int, k: int, wanted,
-               sign_wanted: bool) -> PoolPlan:
+def _plan_pool(draft: Draft, priced, pool: str, m: int, k: int, wanted) -> PoolPlan:
     b = draft.b
     ws = draft.members[pool]
     plan = PoolPlan()
@@ -474,10 +472,6 @@ def _plan_pool(draft: Draft, priced, pool: str, m: int, k: int, wanted,
         want = math.floor(load + 1e-6)
         if want == 0 and not plan.replicas:
             want = 1
-        if sign_wanted and wb0.committed_row[j0] >= 0:
-            short_gpus = want * gpr - draft.room(wb0, j0, m, k)
-            if short_gpus > 0:
-                draft.sign(wb0.committed_row[j0], m, short_gpus)
         fit = min(want, _whole(draft.room(wb0, j0, m, k) - used[key], gpr))
         if fit <= 0:
             short.extend((w, site, u) for w, site, _, u in arcs)

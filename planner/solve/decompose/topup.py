@@ -5,7 +5,8 @@ GPUs. A plan in whole replicas needs more room there: a replica a pool fills in 
 takes its GPUs all the same (200x40x24's off-peak segment: 3 % of its committed
 replicas' room empty), and the load that no longer fits is served pay-as-you-go at the
 same region and GPU type. Where a commitment's price is below the pay-as-you-go it would
-displace over its term, signing more of it pays.
+displace over its term, signing more of it pays. The plan at first prices signs none
+where pay-as-you-go can serve (`_Run.greedy`): there the top-up is what signs them.
 
 For each (region, GPU type) whose plan pays for pay-as-you-go GPUs beside its
 commitments, a small LP says how many GPUs each of its commitments could add:
