@@ -418,6 +418,27 @@ def test_commitments_are_topped_up_to_whole_replicas(tmp_path, idle, monthly, on
     assert plan.totals["objective_usd"] == pytest.approx(cost)
 
 
+
+def test_the_top_ups_moves_count_on_the_work_clock(tmp_path, monkeypatch):
+    """The case above with a committed GPU idle beside one on-demand replica: moving it
+    is one move tried, reckoned on the work clock (`work.top_up_moves_s`). Reckoned by
+    its LPs alone, 1000x100x36's plan at first prices topped up in 14.7 s where 3.5 s
+    were counted, and the comparison plans' process overran its stop (stop 62)."""
+    s = load_scenario(write_csv(tmp_path / "s", scenario(
+        settings=H,
+        offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 3},
+                {"region": "r1", "gpu": "A", "term": "monthly", "usd_per_gpu_hour": 2,
+                 "commit_months": 1}],
+        demand=[{"workload": "w", "period": "2027-01", "amount": 25}])))
+    blocks, n, draft = _two_committed(s, 5.0)
+    draft.add_commit(n, 1)
+    counted = []
+    monkeypatch.setattr(method_module, "top_up_moves_s",
+                        lambda moves: counted.append(moves) or 0.0)
+    _Run(blocks, Budget.of_work(10.0), None, None).top_up(draft)
+    assert draft.cost() == pytest.approx(600.0)
+    assert sum(counted) == 1
+
 def _two_committed(s, on_demand: float, months: int = 1):
     """`s`'s blocks (one workload, GPU type A at r1), its commitment from month 0 and
     a plan holding 2 GPUs on it that carry 20 units in each of `months` months, beside

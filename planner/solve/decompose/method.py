@@ -78,6 +78,7 @@ from planner.solve.work import (
     blocks_s,
     construct_s,
     cover_s,
+    top_up_moves_s,
     top_up_s,
     top_up_scan_s,
     trim_s,
@@ -577,14 +578,14 @@ class _Run:
         started = draft.running_cost()
         self.budget.spend(top_up_scan_s(len(draft.pools)))
         for row, (payg, payers) in payg_beside_commitments(draft).items():
-            onto_committed(draft, row, sorted(payers), payers)
-            self.budget.spend(top_up_s(len(payg)))
+            moves = onto_committed(draft, row, sorted(payers), payers)
+            self.budget.spend(top_up_s(len(payg)) + top_up_moves_s(moves))
         self.budget.spend(top_up_scan_s(len(draft.pools)))
         for row, (payg, payers) in payg_beside_commitments(draft).items():
             adds = proposed_top_up(draft, row, payg)
             self.budget.spend(top_up_s(len(payg)))
             if adds:
-                sign_if_cheaper(draft, row, adds, payers)
+                self.budget.spend(top_up_moves_s(sign_if_cheaper(draft, row, adds, payers)))
         if draft.running_cost() < started:
             self.tried.commitments_cut()  # the room the pools have changed
         self.planned(draft.cost(), "commitments topped up")

@@ -142,12 +142,13 @@ def _solve(cost: list[float], upper: list[float], rows: list[list[tuple[int, flo
     return np.asarray(h.getSolution().col_value)
 
 
-def sign_if_cheaper(draft: Draft, row: int, adds: dict[int, float], payers: dict) -> None:
+def sign_if_cheaper(draft: Draft, row: int, adds: dict[int, float], payers: dict) -> int:
     """Sign `adds` (commitment n → GPUs, `proposed_top_up`) at committed pair `row`,
     move the pay-as-you-go replicas of the months they cover onto them
     (`onto_committed`), and keep all that only if the plan is then cheaper; else the
     commitments and every pool's plan there are put back. `payers`: (month, segment) →
-    the pools paying for pay-as-you-go GPUs there."""
+    the pools paying for pay-as-you-go GPUs there. Returns the moves tried (as
+    `onto_committed`)."""
     cm = draft.b.commitments
     active = cm.active_months(draft.b.months, np.array(sorted(adds), dtype=int))
     months = set(np.flatnonzero(active.any(axis=0)).tolist())
@@ -157,23 +158,25 @@ def sign_if_cheaper(draft: Draft, row: int, adds: dict[int, float], payers: dict
             for pool in sorted(payers[(m, k)]) if (m, k, pool) in draft.pools}
     for n, gpus in adds.items():
         draft.add_commit(n, gpus)
-    onto_committed(draft, row, cells, payers)
+    moves = onto_committed(draft, row, cells, payers)
     if not cheaper(draft.running_cost(), before):
         for n, gpus in adds.items():
             draft.add_commit(n, -gpus)
         for (m, k, pool), plan in kept.items():
             draft.set(pool, m, k, plan)
+    return moves
 
 
-def onto_committed(draft: Draft, row: int, cells, payers: dict) -> None:
+def onto_committed(draft: Draft, row: int, cells, payers: dict) -> int:
     """Pay-as-you-go replicas at committed pair `row`'s region and GPU type moved onto its
     committed GPUs left idle, in each (month, segment) of `cells`: a pool's source at a
     time, the dearest first, as much of its load as the committed replicas that room
     holds (with the spare room of those the pool runs there) can carry (`_moved`); kept
     where the plan gets cheaper. `payers`: (month, segment) → the pools paying for
-    pay-as-you-go GPUs there."""
+    pay-as-you-go GPUs there. Returns the moves tried (what its time goes by)."""
     b = draft.b
     r, g = b.committed_pairs[row]
+    tried = 0
     for m, k in cells:
         moves = []
         for pool in sorted(payers.get((m, k), ())):
@@ -184,6 +187,7 @@ def onto_committed(draft: Draft, row: int, cells, payers: dict) -> None:
                 if key[:2] == (r, g) and key[2] != COMMITTED and n > 0:
                     price = b.builder.payg_offer[key[2]].usd_per_gpu_hour
                     moves.append((-price, pool, key))
+        tried += len(moves)
         for _, pool, key in sorted(moves):
             room = max(0.0, draft.committed[row, m] - draft.used_committed[row, m, k])
             old = draft.pools[(m, k, pool)]
@@ -195,6 +199,7 @@ def onto_committed(draft: Draft, row: int, cells, payers: dict) -> None:
             draft.set(pool, m, k, new)
             if not cheaper(draft.running_cost(), before):
                 draft.set(pool, m, k, old)
+    return tried
 
 
 def _moved(draft: Draft, plan, key: tuple, room: float):
