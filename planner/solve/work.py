@@ -188,8 +188,10 @@ def top_up_moves_s(moves: int) -> float:
     (planner.solve.decompose.topup.onto_committed: the pool's plan copied, costed and
     set, kept or put back): 35-62 µs a move at pace 2.09 (stop 62, the plans at first
     prices topped up: default 952 moves, 50x40x24 5.7 k, 200x40x24 31.6 k, 1000x100x36
-    256 k in 14.7 s, where the top-up had been reckoned at 3.5 s with its LPs alone and
-    the comparison plans' process overran its wall-clock stop)."""
+    256 k, 57 µs each). Taken at the top, the largest's: its top-up, 17.7 s, had been
+    reckoned at 7.3 s with its LPs alone, and the comparison plans' process overran its
+    wall-clock stop; now 23.3 s (200x40x24's 3.1 s for 1.6 s, as much over as the
+    smaller models' other steps on that machine)."""
     return 3.0e-5 * moves
 
 
