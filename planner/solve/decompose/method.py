@@ -373,11 +373,11 @@ class _Run:
         master with arcs that serve the demand, and stands if no LP-guided plan does
         better. It signs commitments only where nothing else can serve; fix and
         optimize tops them up first thing (`improve`), where they displace more
-        pay-as-you-go than they cost. (Signed for wherever the first prices' arcs
-        wanted committed GPUs, as if each were used all its term, the default scenario's
-        plan at first prices cost $43.5 M, above its pay-as-you-go-only plan's $34.9 M;
-        so, and topped up, $31.1 M; 50x40x24 $71.9 M -> $59.8 M, its LP $54.6 M.) The
-        time it took sets what is kept back after the master's rounds."""
+        pay-as-you-go than they cost. (Signed wherever the first prices' arcs wanted
+        committed GPUs, each priced as if used all its term, the default scenario's plan
+        at first prices had cost $43.5 M, above its pay-as-you-go-only plan's $34.9 M;
+        now $33.2 M, and $31.1 M topped up; 50x40x24 $71.9 M -> $59.8 M topped up, its
+        LP $54.6 M.) The time it took sets what is kept back after the master's rounds."""
         b, prices = self.blocks, self.prices
         pairs = choose_pairs(b, {w: pairs_by_cost(wb, b, prices)
                                  for w, wb in enumerate(b.workloads) if wb.single_region})
