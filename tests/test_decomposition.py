@@ -623,6 +623,24 @@ def _bound_optimum_plan(folder) -> None:
         assert optimum <= plan_cost + 1e-6 * max(1.0, optimum)
 
 
+
+@SETTINGS
+@given(tables=scenarios())
+def test_the_plan_at_first_prices_alone_is_valid(tmp_path_factory, tables):
+    """The plan a budget too short for any master round stands on (no round of any
+    step: the plan at first prices, its commitments topped up) passes the checker and
+    costs no less than the optimum, its bound no more, on random scenarios: it signs
+    commitments itself only where nothing else can serve (stop 62)."""
+    s = load_scenario(write_csv(tmp_path_factory.mktemp("first"), tables))
+    run = plan_scenario(s, method="decompose", rounds=Rounds(0, 0, 0, 0))
+    assert check_plan(s, run.plan) == []
+    cost = run.plan.totals["objective_usd"]
+    assert run.result.bound <= cost + 1e-6 * max(1.0, cost)
+    whole = plan_scenario(s, time_limit=60, gap=1e-9, method="whole")
+    if whole.result.status == "optimal":
+        optimum = whole.plan.totals["objective_usd"]
+        assert optimum <= cost + 1e-6 * max(1.0, optimum)
+
 @SETTINGS
 @given(tables=scenarios())
 def test_the_bound_of_pooled_workloads_is_below_the_optimum(tmp_path_factory, tables):
