@@ -112,9 +112,11 @@ def test_a_time_limit_shorter_than_the_writing_is_said_and_still_gets_a_whole_pl
     data = json.loads(res.stdout)
     assert out.exists() and data["unmet_unit_hours"] == 0
     assert data["status"] == "feasible" and data["bound_usd"] < data["objective_usd"]
-    # and a budget that leaves time to plan says nothing of the kind
+    # and a budget that leaves time to plan says nothing of the kind (8 s: at 4 s, a
+    # clean clone's CI run beside the other tests' worker once loaded the scenario past
+    # the time writing needs, and said it; stop 62)
     ok = subprocess.run(
         [sys.executable, "-m", "planner", "solve", "--no-baselines",
-         "-o", str(out), "--time-limit", "4"],
+         "-o", str(out), "--time-limit", "8"],
         capture_output=True, text=True, timeout=600)
     assert ok.returncode == 0 and "leaves no time" not in ok.stderr
