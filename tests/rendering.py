@@ -69,3 +69,27 @@ def error_values(recalculated_path: Path) -> list[tuple]:
     return [(ws.title, cell.coordinate, cell.value) for ws in values.worksheets
             for row in ws.iter_rows() for cell in row
             if isinstance(cell.value, str) and cell.value.startswith(ERRORS)]
+
+
+def stale_values(path: Path, recalculated_path: Path) -> list[tuple]:
+    """Every formula cell whose saved value (what a reader that does not recalculate
+    shows: a file preview, Excel's Protected View, pandas) is not what LibreOffice
+    recalculates it to: [(sheet, cell, formula, saved, recalculated)]."""
+    formulas = load_workbook(path)
+    saved = load_workbook(path, data_only=True)
+    values = load_workbook(recalculated_path, data_only=True)
+    found = []
+    for ws in formulas.worksheets:
+        for row in ws.iter_rows():
+            for cell in row:
+                if cell.data_type != "f":
+                    continue
+                mine = saved[ws.title][cell.coordinate].value
+                theirs = values[ws.title][cell.coordinate].value
+                if theirs in ("", None) and mine in ("", None):
+                    continue
+                same = (isinstance(mine, (int, float)) and isinstance(theirs, (int, float))
+                        and abs(mine - theirs) <= 1e-9 * max(1.0, abs(theirs)))
+                if not same and mine != theirs:
+                    found.append((ws.title, cell.coordinate, cell.value, mine, theirs))
+    return found

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from rendering import error_values, recalculated, too_narrow
+from rendering import error_values, recalculated, stale_values, too_narrow
 from typer.testing import CliRunner
 
 from planner.cli import app, default_scenario
@@ -35,6 +35,7 @@ def test_default_scenario_solves_and_tells_its_story(tmp_path, own_pace):
     # recalculated as finance opens it, every number fits its column (no ###), no errors
     done = recalculated(out, tmp_path / "recalc")
     assert too_narrow(out, done) == [] and error_values(done) == []
+    assert stale_values(out, done) == []  # what a preview shows is what Excel does
     kinds = {w.workload: w.kind for w in load_scenario(default_scenario()).workloads}
     terms_of = {}
     for a in data["assignments"]:

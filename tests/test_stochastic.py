@@ -109,7 +109,7 @@ def test_no_figure_of_the_risk_sheet_renders_as_hashes(tmp_path):
     # the newsvendor at 10^8 times its demand: an expected $250 B. The figures under the
     # table share column B with the probabilities, sized for 0.5000: any expected cost
     # from $10 M on showed ###, and the Weighted column (formulas) was sized for $999 M
-    from rendering import recalculated, too_narrow
+    from rendering import recalculated, stale_values, too_narrow
 
     tables = dict(NEWSVENDOR, demand=[dict(d, amount=float(d["amount"]) * 1e8)
                                       for d in NEWSVENDOR["demand"]])
@@ -119,7 +119,8 @@ def test_no_figure_of_the_risk_sheet_renders_as_hashes(tmp_path):
                                    "--no-baselines", "-o", str(path)])
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["stochastic"]["expected_cost_usd"] == pytest.approx(2.5e11)
-    assert too_narrow(path, recalculated(path, tmp_path / "recalc")) == []
+    done = recalculated(path, tmp_path / "recalc")
+    assert too_narrow(path, done) == [] and stale_values(path, done) == []
 
 
 def test_a_short_budget_still_leaves_small_models_their_cuts(tmp_path):

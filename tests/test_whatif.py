@@ -221,6 +221,11 @@ def test_cli_whatif_json_and_workbook(tmp_path):
     total = ws.cell(2, head.index("Total cost") + 1).value
     assert isinstance(total, str) and total.startswith("=SUM(")
     assert ws.cell(4, head.index("Savings vs pay-as-you-go") + 1).value.startswith("=")
+    # every formula saved with what it comes to (what a preview shows), stress tests,
+    # savings and break-even utilizations among them
+    from rendering import recalculated, stale_values
+
+    assert stale_values(out, recalculated(out, tmp_path / "recalc")) == []
     # progress counts every solve, stress tests included; --quiet turns it off
     assert "solving 4 variant(s) and 4 stress test(s) on 1 local worker(s)" in res.output
     assert "[1/8]" in res.output

@@ -12,7 +12,7 @@ from decimal import Decimal
 import numpy as np
 import pytest
 from openpyxl import load_workbook
-from rendering import error_values, recalculated, too_narrow
+from rendering import error_values, recalculated, stale_values, too_narrow
 from scenarios import scenario, write_csv
 from solving import solve_tables
 from typer.testing import CliRunner
@@ -151,6 +151,30 @@ def test_libreoffice_recalculation_reconciles_with_the_solver(finance, tmp_path)
     for c in plan.contracts.itertuples():
         assert rows[c.contract][head.index("Total obligation")] == pytest.approx(
             c.obligation_usd, rel=1e-9)
+
+
+@pytest.mark.parametrize("tail_policy", ["prorate", "full"])
+def test_every_formula_is_saved_with_what_it_comes_to(finance, tail_policy, tmp_path):
+    # a reader that does not recalculate (a file preview, Excel's Protected View, pandas,
+    # openpyxl's data_only) shows a formula's saved value: there was none, so the totals
+    # read blank; every sheet's formulas, under either tail policy, against LibreOffice
+    plan, path = finance
+    if tail_policy == "full":
+        tables = dict(FINANCE, settings=[dict(row, value="full") if row["key"] == "tail_policy"
+                                         else row for row in FINANCE["settings"]])
+        plan = solve_tables(tmp_path / "full", tables)
+        path = tmp_path / "full.xlsx"
+        write_workbook(plan, path)
+    done = recalculated(path, tmp_path / "recalc")
+    assert stale_values(path, done) == []
+    saved = load_workbook(path, data_only=True)
+    s = _summary(saved["Summary"])
+    assert s["Total cost (nominal)"][0] == pytest.approx(plan.totals["total_cost_usd"])
+    assert s["Difference to total (should be 0)"][0] == pytest.approx(0, abs=1e-6)
+    costs = [c for row in saved["Costs"].iter_rows() for c in row
+             if isinstance(c.value, float)]
+    plan_costs = [row[13] for row in saved["Plan"].iter_rows(min_row=2, values_only=True)]
+    assert costs and plan_costs and None not in plan_costs
 
 
 def test_sheets_formulas_and_finance_formatting(finance):

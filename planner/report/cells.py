@@ -1,7 +1,8 @@
 """How a sheet of the workbooks is written (the finance workbook, planner.report.workbook;
 what-if's, the Risk sheet, the input template): number formats, text that always stays
-text (a name like '=1+1' is never a formula), a table sheet with typed columns and widths
-its figures show without ###, print setup, and saving atomically.
+text (a name like '=1+1' is never a formula), formulas saved with their values, a table
+sheet with typed columns and widths its figures show without ###, print setup, and saving
+atomically.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from openpyxl.utils import get_column_letter
 from openpyxl.workbook.defined_name import DefinedName
 
 from planner.files import write_atomically
-from planner.report.sheet_rows import Rows, save
+from planner.report.sheet_rows import Rows, save, save_value
 
 USD = '"$"#,##0.00'
 RATE = '"$"#,##0.0000'  # prices per GPU-hour or GB: four decimals, so a hand check holds
@@ -35,9 +36,14 @@ AMBER_FILL = PatternFill("solid", fgColor="FFE699")
 
 @dataclass(frozen=True)
 class F:
-    """A formula; `{r}` stands for the row it is written in."""
+    """A formula; `{r}` stands for the row it is written in. `value`: what it comes to,
+    worked out as the formula works it out, saved as the cell's value, which readers
+    that do not recalculate show (a file preview, Excel's Protected View, pandas,
+    openpyxl's data_only); None saves none (Excel and LibreOffice recalculate on load
+    whatever is saved)."""
 
     text: str
+    value: float | str | None = None
 
 
 def month_date(st, index: int) -> dt.date:
@@ -59,11 +65,17 @@ def value_cell(cell, value, fmt: str | None = None) -> None:
     workbook wrote it (an `F`); any other text stays text, whatever it starts with (a
     scenario named '=1+2')."""
     if isinstance(value, F):
-        cell.value = value.text.format(r=cell.row)
+        formula_cell(cell, value)
     else:
         text_cell(cell, value)
     if fmt:
         cell.number_format = fmt
+
+
+def formula_cell(cell, f: F) -> None:
+    """Write the formula `f` (its `{r}` the cell's row) with its value saved."""
+    cell.value = f.text.format(r=cell.row)
+    save_value(cell, f.value)
 
 
 def criterion(text: str) -> str:
@@ -106,11 +118,15 @@ class Sheet:
     """A worksheet holding one table: header row, typed columns, filters, widths."""
 
     def __init__(self, wb: Workbook, title: str, columns: list[tuple[str, str | None]],
-                 notes: dict[str, str] | None = None, edited: bool = False):
+                 notes: dict[str, str] | None = None, edited: bool = False,
+                 keep: bool = False):
         """`edited`: whether cells of its rows are written once the rows are added (its
         rows are then openpyxl's cells; else they are written straight as XML, and only
-        rows after them may be written as cells)."""
+        rows after them may be written as cells). `keep`: whether to keep its rows'
+        figures (`figures`), which other sheets' formulas read."""
         self.ws = wb.create_sheet(title)
+        # each row's figures by column, its formulas' values among them (if kept)
+        self.figures: list[dict[str, object]] | None = [] if keep else None
         self.columns = [c for c, _ in columns]
         self.formats = [f for _, f in columns]
         self.widths = [len(c) + 2 for c in self.columns]
@@ -155,8 +171,11 @@ class Sheet:
                                      min(shown_width(v, self.formats[j]), 50))
         self.row += 1
         r = self.row
+        if self.figures is not None:
+            self.figures.append({name: v.value if isinstance(v, F) else v
+                                 for name, v in zip(self.columns, values)})
         if self._rows is not None:
-            return self._rows.add(values, {j: v.text.format(r=r)
+            return self._rows.add(values, {j: (v.text.format(r=r), v.value)
                                            for j, v in enumerate(values) if isinstance(v, F)})
         cells = []
         for j, v in enumerate(values):
@@ -171,12 +190,15 @@ class Sheet:
         # cells built with their column's style and appended whole: styling cell by cell
         # took a third of writing a 50,000-row Plan sheet
         self.ws.append(cells)
+        for j, v in enumerate(values):
+            if isinstance(v, F):
+                save_value(self.ws.cell(r, j + 1), v.value)
         return r
 
     def fit(self, largest: dict[str, float]) -> None:
-        """Columns (by name) as wide as the largest figure each can show: its formulas
-        carry no value to measure (a $10 B total in a column sized for $999 M showed
-        ###)."""
+        """Columns (by name) as wide as the largest figure each can show: its formulas'
+        values are not measured as rows are added (a $10 B total in a column sized for
+        $999 M showed ###; measuring a million Plan rows' formulas took seconds)."""
         for name, value in largest.items():
             j = self.columns.index(name)
             self.widths[j] = max(self.widths[j], shown_width(float(value), self.formats[j]))

@@ -42,7 +42,8 @@ def risk_sheet(wb, result) -> None:
         sh.add([row["name"], row["probability"], row["total_cost_usd"],
                 row["objective_usd"], row["unmet_unit_hours"], row["stranded_usd"],
                 row["wait_and_see_usd"],
-                F(f"={sh.col('Probability')}{{r}}*{sh.col('Objective (with penalty)')}{{r}}")])
+                F(f"={sh.col('Probability')}{{r}}*{sh.col('Objective (with penalty)')}{{r}}",
+                  row["probability"] * row["objective_usd"])])
         sh.fit({"Weighted": row["objective_usd"]})  # a formula: no value to size it by
     first, last = 2, sh.row
     sh.finish()
@@ -51,8 +52,9 @@ def risk_sheet(wb, result) -> None:
     r = last + 2
     lines = [
         ("Schedule chosen", result.chosen.name, None),
-        ("Expected cost (objective)", F(f"=SUM({c('Weighted')}{first}:{c('Weighted')}{last})"),
-         USD),
+        ("Expected cost (objective)", F(f"=SUM({c('Weighted')}{first}:{c('Weighted')}{last})",
+                                        sum(x["probability"] * x["objective_usd"]
+                                            for x in rows)), USD),
         (f"CVaR at α = {result.alpha:g} (worst {1 - result.alpha:.0%})", result.cvar_usd,
          USD),
         ("Risk aversion λ", result.risk_aversion, "0.00"),

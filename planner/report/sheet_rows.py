@@ -4,10 +4,13 @@ openpyxl makes an object for every cell and writes it through lxml one element a
 time: 12 s for the 200x40x24 plan's workbook (920 k cells), about a minute for
 1000x100x36's, time the planning of a budgeted command does not get. Here a row is
 turned into its XML text when it is added (the same cells openpyxl writes: inline text,
-numbers as '%.16g', dates as serial days, formulas with no saved value, each with its
-column's style), and spliced into the sheet openpyxl wrote with the table's header
+numbers as '%.16g', dates as serial days, formulas with their saved value, each with
+its column's style), and spliced into the sheet openpyxl wrote with the table's header
 only: every other part of the workbook (styles, comments, filters, panes, charts,
 conditional formats) stays openpyxl's.
+
+openpyxl saves no value with a formula; the values of its formula cells given to
+`save_value` are put into the XML it wrote.
 """
 
 from __future__ import annotations
@@ -37,6 +40,10 @@ CHUNK_ROWS = 20_000
 
 # the worksheets whose data rows are held here, each with its Rows
 _HELD: WeakKeyDictionary = WeakKeyDictionary()
+# the values saved with formulas of openpyxl's cells: worksheet -> {coordinate: value}
+_VALUES: WeakKeyDictionary = WeakKeyDictionary()
+# a formula cell as openpyxl writes it: its reference, style and formula, no value
+_FORMULA_CELL = re.compile(rb'<c r="([A-Z]+[0-9]+)"((?: s="[0-9]+")?)><f>([^<]*)</f><v></v></c>')
 
 
 class Rows:
@@ -51,9 +58,9 @@ class Rows:
         self.last = 1  # the last row written
         _HELD[ws] = self
 
-    def add(self, values: list, formulas: dict[int, str]) -> int:
+    def add(self, values: list, formulas: dict[int, tuple[str, object]]) -> int:
         """Write the next row: `values` by column, where `formulas` (column -> formula
-        text with '=') stand instead. Returns the row's number."""
+        text with '=', and its value or None) stand instead. Returns the row's number."""
         if self.last >= EXCEL_ROWS:
             raise ValueError(f"the {self.title} sheet would have more than {EXCEL_ROWS:,} "
                              f"rows, the most a worksheet holds")
@@ -63,8 +70,9 @@ class Rows:
         for j, v in enumerate(values):
             ref = f'{self.letters[j]}{r}" s="{self.styles[j]}'
             if j in formulas:
-                cells.append(f'<c r="{ref}"><f>{formulas[j][1:].translate(_ESCAPES)}</f>'
-                             f'<v></v></c>')
+                text, value = formulas[j]
+                cells.append(_formula(ref, text[1:].translate(_ESCAPES).encode(),
+                                      value).decode())
             else:
                 cells.append(_cell(ref, v))
         self.xml.append(f'<row r="{r}">{"".join(cells)}</row>')
@@ -100,18 +108,54 @@ def _number(ref: str, v) -> str:
     return f'<c r="{ref}" t="n"><v></v></c>'
 
 
+def _formula(ref: str, formula: bytes, value) -> bytes:
+    """A formula cell's XML with its saved value: a figure (NaN or none: empty, which a
+    reader shows as nothing), or text (`t="str"`)."""
+    if isinstance(value, str):
+        if ILLEGAL_CHARACTERS_RE.search(value):
+            raise IllegalCharacterError(f"{value!r} cannot be used in worksheets.")
+        return (f'<c r="{ref}" t="str"><f>'.encode() + formula
+                + f'</f><v>{value.translate(_ESCAPES)}</v></c>'.encode())
+    if isinstance(value, bool):
+        value = int(value)
+    shown = "%.16g" % value if value is not None and math.isfinite(value) else ""
+    return f'<c r="{ref}"><f>'.encode() + formula + f"</f><v>{shown}</v></c>".encode()
+
+
+def save_value(cell, value) -> None:
+    """Save `value` as what the formula of openpyxl's `cell` comes to."""
+    if value is not None:
+        _VALUES.setdefault(cell.parent, {})[cell.coordinate] = value
+
+
+def _with_values(data: bytes, values: dict[str, object]) -> bytes:
+    """A sheet's XML as openpyxl wrote it, its formula cells in `values` with their
+    value."""
+    def cell(m: re.Match) -> bytes:
+        coordinate = m.group(1).decode()
+        if coordinate not in values:
+            return m.group(0)
+        style = m.group(2).decode()  # ' s="3"' or none
+        ref = coordinate + (f'" s="{style[4:-1]}' if style else "")  # as _cell's
+        return _formula(ref, m.group(3), values[coordinate])
+    return _FORMULA_CELL.sub(cell, data)
+
+
 def save(wb, path) -> None:
     """Save `wb` at `path`: openpyxl's workbook, with every held sheet's rows spliced
     into it after its header row."""
     first = io.BytesIO()
     wb.save(first)
     held = {ws.title: rows for ws in wb.worksheets if (rows := _HELD.get(ws)) is not None}
+    valued = {ws.title: values for ws in wb.worksheets if (values := _VALUES.get(ws))}
     with zipfile.ZipFile(first) as src, \
             zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as out:
-        parts = {part: held[title] for title, part in sheet_parts(src).items()
-                 if title in held}
+        titles = {part: title for title, part in sheet_parts(src).items()}
+        parts = {part: held[title] for part, title in titles.items() if title in held}
         for info in src.infolist():
             data = src.read(info.filename)
+            if titles.get(info.filename) in valued:
+                data = _with_values(data, valued[titles[info.filename]])
             if info.filename in parts:
                 _splice(out, info, data, parts[info.filename])
             else:

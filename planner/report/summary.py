@@ -30,6 +30,7 @@ def summary_sheet(wb, ws, plan: Plan, costs: Sheet, ps: Sheet, cs: Sheet, es: Sh
     ws.cell(1, 1, "GPU procurement plan").font = Font(bold=True, size=14)
     r = 3
     refs: dict[str, str] = {}  # label → its value's cell
+    values: dict[str, object] = {}  # label → its value (a formula's as worked out)
     for label, value, fmt, solver in _summary_rows(plan, costs, ps, cs, es):
         if label is not None:
             ws.cell(r, 1, label).font = BOLD if not label.startswith("  ") else Font()
@@ -37,9 +38,11 @@ def summary_sheet(wb, ws, plan: Plan, costs: Sheet, ps: Sheet, cs: Sheet, es: Sh
             if solver is not None:
                 value_cell(ws.cell(r, 3), solver, fmt)
             refs[label] = f"B{r}"
+            values[label] = value.value if isinstance(value, F) else value
         r += 1
-    r = _reconciliation(ws, r, refs)
-    r = _savings_rows(ws, r + 1, plan, refs, baselines, baselines_skipped)  # a blank row
+    r = _reconciliation(ws, r, refs, values)
+    r = _savings_rows(ws, r + 1, plan, refs, values["Total cost (nominal)"], baselines,
+                      baselines_skipped)  # a blank row
     if seconds:
         r += 1
         ws.cell(r, 1, "Seconds per stage").font = BOLD
@@ -65,6 +68,17 @@ def _summary_rows(plan: Plan, costs: Sheet, ps: Sheet, cs: Sheet,
     tr = costs.total_row
     savings = effective_savings(plan)
     cc = costs.col
+    total = costs.totals  # the Costs sheet's totals, as its formulas work them out
+
+    def of(kind: str, column: str) -> float:
+        """The Commitments sheet's `column` summed over its lines of `kind`."""
+        return sum(x[column] for x in cs.figures if x["Kind"] == kind)
+
+    def summed(column: str) -> float:
+        return sum(x[column] for x in cs.figures)
+
+    a = plan.assignments
+    plan_cost = float((a["gpus"] * a["hours"] * a["usd_per_gpu_hour"]).sum())
     rows: list[tuple[str | None, object, str | None, object]] = [
         ("Scenario", s.name, None, None),
         ("Input hash", s.content_hash(), None, None),
@@ -79,14 +93,15 @@ def _summary_rows(plan: Plan, costs: Sheet, ps: Sheet, cs: Sheet,
         ("Rounds (decomposition)", res.rounds or "solved whole", None, None),
         (None, None, None, None),
         ("Totals", "Workbook (formula)", None, "Solver"),
-        ("Total cost (nominal)", F(f"=Costs!{cc('Total')}{tr}"), USD, t["total_cost_usd"]),
-        ("Total cost (discounted)", F(f"=Costs!{cc('Discounted total')}{tr}"), USD,
+        ("Total cost (nominal)", F(f"=Costs!{cc('Total')}{tr}", total["Total"]), USD, t["total_cost_usd"]),
+        ("Total cost (discounted)", F(f"=Costs!{cc('Discounted total')}{tr}",
+                                     total["Discounted total"]), USD,
          t["discounted_total_cost_usd"]),
     ]
     for term in COST_KEYS:
-        rows.append((f"  {term}", F(f"=Costs!{cc(term)}{tr}"), USD,
+        rows.append((f"  {term}", F(f"=Costs!{cc(term)}{tr}", total[term]), USD,
                      t["cost_by_term_usd"][term]))
-    rows.append(("  egress", F(f"=Costs!{cc('egress')}{tr}"), USD, t["egress_usd"]))
+    rows.append(("  egress", F(f"=Costs!{cc('egress')}{tr}", total["egress"]), USD, t["egress_usd"]))
     rows += [
         ("Unmet demand (unit-hours)", t["unmet_unit_hours"], NUM, None),
         ("Unmet penalty (nominal)", t["unmet_penalty_usd"], USD, None),
@@ -98,9 +113,11 @@ def _summary_rows(plan: Plan, costs: Sheet, ps: Sheet, cs: Sheet,
         ("Objective (discounted, with penalty)", t["objective_usd"], USD,
          res.objective),
         ("Commitment obligation (new)", F(f"=SUMIFS({cs.rng('Total obligation')},"
-         f"{cs.rng('Kind')},\"new\")"), USD, t["obligation_usd"]),
+         f"{cs.rng('Kind')},\"new\")", of("new", "Total obligation")), USD,
+         t["obligation_usd"]),
         ("  of which beyond the horizon", F(f"=SUMIFS({cs.rng('Beyond horizon')},"
-         f"{cs.rng('Kind')},\"new\")"), USD, t["beyond_horizon_usd"]),
+         f"{cs.rng('Kind')},\"new\")", of("new", "Beyond horizon")), USD,
+         t["beyond_horizon_usd"]),
     ]
     if st.tail_policy == "prorate":  # obligation = counted + beyond + this (audit, stop 61)
         rows.append(("  of which upfronts' share beyond the horizon (prorate: not counted)",
@@ -109,46 +126,56 @@ def _summary_rows(plan: Plan, costs: Sheet, ps: Sheet, cs: Sheet,
         ("  months it runs after the horizon (obligation-weighted)",
          savings["lock_in_months"], "0.0", None),
         ("Existing contracts' payments after the horizon (sunk)",
-         F(f"=SUMIFS({cs.rng('Beyond horizon')},{cs.rng('Kind')},\"existing\")"), USD,
+         F(f"=SUMIFS({cs.rng('Beyond horizon')},{cs.rng('Kind')},\"existing\")",
+           of("existing", "Beyond horizon")), USD,
          None),
         ("Effective savings rate", savings["effective_savings_rate"], PCT, None),
         ("  on-demand equivalent (horizon)", savings["on_demand_equivalent_usd"], USD, None),
         (None, None, None, None),
         ("Reconciliation", None, None, None),
-        ("Plan costs (sum of Plan)", F(f"=SUM({ps.rng('Cost')})"), USD, t["plan_cost_usd"]),
+        ("Plan costs (sum of Plan)", F(f"=SUM({ps.rng('Cost')})", plan_cost), USD,
+         t["plan_cost_usd"]),
         # SPEC §5: the total is the Plan's costs, idle committed capacity, upfronts and
         # egress; a commitment's payments after the horizon are capacity no plan uses
         ("Idle committed capacity", F(f"=SUM({cs.rng('Idle cost')})"
-                                     f"+SUM({cs.rng('Counted after horizon')})"), USD,
+                                     f"+SUM({cs.rng('Counted after horizon')})",
+                                     summed("Idle cost") + summed("Counted after horizon")),
+         USD,
          t["idle_committed_usd"] + t["after_horizon_usd"]),
-        ("  of which idle in the horizon", F(f"=SUM({cs.rng('Idle cost')})"), USD,
+        ("  of which idle in the horizon", F(f"=SUM({cs.rng('Idle cost')})", summed("Idle cost")),
+         USD,
          t["idle_committed_usd"]),
         ("  of which payments after the horizon",
-         F(f"=SUM({cs.rng('Counted after horizon')})"), USD, t["after_horizon_usd"]),
-        ("Upfronts (as counted)", F(f"=SUM({cs.rng('Counted upfront')})"), USD,
+         F(f"=SUM({cs.rng('Counted after horizon')})", summed("Counted after horizon")), USD,
+         t["after_horizon_usd"]),
+        ("Upfronts (as counted)", F(f"=SUM({cs.rng('Counted upfront')})", summed("Counted upfront")), USD,
          t["upfront_usd"]),
-        ("Egress", F(f"=SUM({es.rng('Cost')})"), USD, t["egress_usd"]),
+        ("Egress", F(f"=SUM({es.rng('Cost')})", sum(x["Cost"] for x in es.figures)), USD,
+         t["egress_usd"]),
     ]
     return rows
 
 
-def _reconciliation(ws, r: int, refs: dict[str, str]) -> int:
+def _reconciliation(ws, r: int, refs: dict[str, str], values: dict[str, object]) -> int:
     """At row `r`: the reconciliation's parts summed, and their difference to the total
     (0 when the workbook's sheets hold the whole cost). The row after them."""
-    parts = [refs[k] for k in ("Plan costs (sum of Plan)", "Idle committed capacity",
-                               "Upfronts (as counted)", "Egress")]
+    parts = ("Plan costs (sum of Plan)", "Idle committed capacity", "Upfronts (as counted)",
+             "Egress")
     ws.cell(r, 1, "Sum of the parts").font = BOLD
-    ws.cell(r, 2, "=" + "+".join(parts)).number_format = USD
+    whole = sum(values[k] for k in parts)
+    value_cell(ws.cell(r, 2), F("=" + "+".join(refs[k] for k in parts), whole), USD)
     r += 1
     ws.cell(r, 1, "Difference to total (should be 0)").font = BOLD
-    ws.cell(r, 2, f"=B{r - 1}-{refs['Total cost (nominal)']}").number_format = USD
+    total = "Total cost (nominal)"
+    value_cell(ws.cell(r, 2), F(f"=B{r - 1}-{refs[total]}", whole - values[total]), USD)
     return r + 1
 
 
-def _savings_rows(ws, r: int, plan: Plan, refs: dict[str, str], baselines: list,
-                  baselines_skipped: str) -> int:
+def _savings_rows(ws, r: int, plan: Plan, refs: dict[str, str], total: float,
+                  baselines: list, baselines_skipped: str) -> int:
     """At row `r`: each comparison plan's total, saving (a formula against the plan's
-    total), status, gap and unmet demand, or why there is none. The row after them."""
+    `total`, the Summary's), status, gap and unmet demand, or why there is none. The row
+    after them."""
     t = plan.totals
     ws.cell(r, 1, "Savings").font = BOLD
     for j, title in enumerate(("Plan of comparison", "Its total", "Saving", "Saving %",
@@ -171,8 +198,11 @@ def _savings_rows(ws, r: int, plan: Plan, refs: dict[str, str], baselines: list,
             ws.cell(r, 7, b["mip_gap"]).number_format = PCT
         ws.cell(r, 8, b["unmet_unit_hours"]).number_format = NUM
         if b["saving_usd"] is not None:
-            ws.cell(r, 4, f"=C{r}-{refs['Total cost (nominal)']}").number_format = USD
-            ws.cell(r, 5, f"=IF(C{r}>0,D{r}/C{r},0)").number_format = PCT
+            theirs = b["total_cost_usd"]
+            value_cell(ws.cell(r, 4), F(f"=C{r}-{refs['Total cost (nominal)']}",
+                                        theirs - total), USD)
+            value_cell(ws.cell(r, 5), F(f"=IF(C{r}>0,D{r}/C{r},0)",
+                                        (theirs - total) / theirs if theirs > 0 else 0), PCT)
         else:
             ws.cell(r, 9, f"no saving stated: it leaves {b['unmet_unit_hours']:,.1f} "
                           f"unit-hours unmet, the plan {t['unmet_unit_hours']:,.1f}")

@@ -24,6 +24,7 @@ from planner.report.cells import (
     print_setup,
     save_atomically,
     text_cell,
+    value_cell,
 )
 from planner.report.plan import COST_KEYS, warning_lines
 from planner.report.workbook import (
@@ -179,7 +180,7 @@ def _comparison_row(v: Variant, scales: list[float], c) -> tuple[list, list[str]
     util = float(commitments["used_gpu_hours"].sum()) / available if available else None
     values = [v.policy.name, v.policy.text, v.demand_scale, v.status, v.plan.result.gap,
               *[t["cost_by_term_usd"][k] for k in COST_KEYS], t["egress_usd"],
-              F(f"=SUM({c(COST_KEYS[0])}{{r}}:{c('egress')}{{r}})"),
+              F(f"=SUM({c(COST_KEYS[0])}{{r}}:{c('egress')}{{r}})", _total(t)),
               t["obligation_usd"], t["beyond_horizon_usd"], util,
               None, None, None, t["unmet_unit_hours"], t["unmet_penalty_usd"]]
     notes = []
@@ -205,7 +206,8 @@ def _comparison_row(v: Variant, scales: list[float], c) -> tuple[list, list[str]
                          "unit-hours unmet")
         values += [stressed.get("payg_usd"),
                    F(f"={c(f'Stress {x:g}× pay-as-you-go')}{{r}}-{c('spot')}{{r}}"
-                     f"-{c('on_demand')}{{r}}")
+                     f"-{c('on_demand')}{{r}}", stressed["payg_usd"]
+                     - t["cost_by_term_usd"]["spot"] - t["cost_by_term_usd"]["on_demand"])
                    if stressed.get("payg_usd") is not None and not short else None]
     if scales:  # summed only over a full set of stress tests
         whole = v.stress and not skipped
@@ -215,6 +217,12 @@ def _comparison_row(v: Variant, scales: list[float], c) -> tuple[list, list[str]
                    if whole else None]
     values.append(None)  # the note, written once every row is there
     return values, notes
+
+
+def _total(totals: dict) -> float:
+    """A plan's total as its Comparison row's formula works it out: its costs by term
+    and egress."""
+    return sum(totals["cost_by_term_usd"][k] for k in COST_KEYS) + totals["egress_usd"]
 
 
 def _savings(sh: Sheet, rows: list[tuple[Variant, int]], note: dict[int, list[str]]) -> None:
@@ -227,7 +235,7 @@ def _savings(sh: Sheet, rows: list[tuple[Variant, int]], note: dict[int, list[st
         if v.plan is not None and set(v.policy.terms) <= {"spot", "on_demand"}:
             t = v.plan.totals
             payg_rows.setdefault(v.demand_scale, []).append(
-                (t["total_cost_usd"], t["unmet_unit_hours"], r))
+                (_total(t), t["unmet_unit_hours"], r))
     for v, r in rows:
         payg = payg_rows.get(v.demand_scale)
         if not payg or v.plan is None:
@@ -240,13 +248,17 @@ def _savings(sh: Sheet, rows: list[tuple[Variant, int]], note: dict[int, list[st
                               "pay-as-you-go only " + " or ".join(
                                   sorted({f"{left:,.1f}" for _, left, _ in payg})))
             continue
-        ref = min(alike)[1]
-        sh.ws[f"{c('Pay-as-you-go total')}{r}"] = f"={c('Total cost')}{ref}"
-        sh.ws[f"{c('Savings vs pay-as-you-go')}{r}"] = (
-            f"={c('Pay-as-you-go total')}{r}-{c('Total cost')}{r}")
-        sh.ws[f"{c('Savings %')}{r}"] = (
-            f"=IF({c('Pay-as-you-go total')}{r}>0,{c('Savings vs pay-as-you-go')}{r}/"
-            f"{c('Pay-as-you-go total')}{r},0)")
+        payg_total, ref = min(alike)
+        total = _total(v.plan.totals)
+        saving = payg_total - total
+        value_cell(sh.ws[f"{c('Pay-as-you-go total')}{r}"],
+                   F(f"={c('Total cost')}{ref}", payg_total))
+        value_cell(sh.ws[f"{c('Savings vs pay-as-you-go')}{r}"],
+                   F(f"={c('Pay-as-you-go total')}{r}-{c('Total cost')}{r}", saving))
+        value_cell(sh.ws[f"{c('Savings %')}{r}"],
+                   F(f"=IF({c('Pay-as-you-go total')}{r}>0,{c('Savings vs pay-as-you-go')}{r}/"
+                     f"{c('Pay-as-you-go total')}{r},0)",
+                     saving / payg_total if payg_total > 0 else 0))
 
 
 def _comparison_chart(sh: Sheet, scales: list[float]) -> None:
@@ -272,9 +284,12 @@ def _break_even_sheet(wb: Workbook, scenario: Scenario) -> None:
                "hours × on-demand rate): below this utilization on-demand is cheaper"})
     b = be.col
     for row in break_even(scenario):
+        months, hours = row["commit_months"], scenario.settings.hours_per_month
         formula = (F(f"=({b('Commit months')}{{r}}*HoursPerMonth*{b('USD per GPU-hour')}{{r}}"
                      f"+{b('Upfront per GPU')}{{r}})/({b('Commit months')}{{r}}*HoursPerMonth*"
-                     f"{b('On-demand USD per GPU-hour')}{{r}})")
+                     f"{b('On-demand USD per GPU-hour')}{{r}})",
+                     (months * hours * row["usd_per_gpu_hour"] + row["upfront_usd_per_gpu"])
+                     / (months * hours * row["on_demand_usd_per_gpu_hour"]))
                    if row["on_demand_usd_per_gpu_hour"] else "no on-demand offer")
         be.add([row["offer"], row["region"], row["gpu"], row["term"], row["commit_months"],
                 row["usd_per_gpu_hour"], row["upfront_usd_per_gpu"],

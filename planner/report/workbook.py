@@ -36,6 +36,7 @@ from planner.report.cells import (
     criterion,
     define_name,
     fit_figures,
+    formula_cell,
     in_template,
     month_date,
     print_setup,
@@ -133,12 +134,14 @@ def plan_sheet(wb, plan: Plan, title: str = "Plan") -> Sheet:
     st = plan.scenario.settings
     line = line_names(plan)  # renewals are one line of the Commitments sheet
     for a in records(plan.assignments):
+        gpu_hours = a.gpus * a.hours
         sh.add([month_date(st, int(a.month)), int(a.month), int(a.segment), a.hours,
                 a.workload, a.region,
                 a.provider, a.gpu, a.term, line.get(a.contract, a.contract), a.gpus,
                 a.usd_per_gpu_hour,
-                F(f"={sh.col('GPUs')}{{r}}*{sh.col('Hours')}{{r}}"),
-                F(f"={sh.col('GPU-hours')}{{r}}*{sh.col('USD per GPU-hour')}{{r}}"),
+                F(f"={sh.col('GPUs')}{{r}}*{sh.col('Hours')}{{r}}", gpu_hours),
+                F(f"={sh.col('GPU-hours')}{{r}}*{sh.col('USD per GPU-hour')}{{r}}",
+                  gpu_hours * a.usd_per_gpu_hour),
                 a.cost_usd])
     if len(plan.assignments):
         a = plan.assignments
@@ -160,7 +163,7 @@ def contracts_sheet(wb, plan: Plan, title: str = "Contracts") -> Sheet:
         ("Months in horizon", "0"), ("Beyond horizon", USD), ("Counted payments", USD),
         ("Counted after horizon", USD), ("Counted upfront", USD), ("Counted cost", USD),
         ("Available GPU-hours", NUM),
-    ], notes={
+    ], keep=True, notes={
         "Line": "the line of the Commitments sheet (renewals of one offer are one line)",
         "Kind": "new: to sign; existing: already signed (sunk cost)",
         "Start #": "month index from the start of the horizon (0 = first month)",
@@ -182,34 +185,41 @@ def contracts_sheet(wb, plan: Plan, title: str = "Contracts") -> Sheet:
     for k in records(plan.contracts):
         upfront_per_gpu = offers[k.offer].upfront_usd_per_gpu if k.kind == "new" else 0.0
         inside = sum(1 for m in st.months if k.start <= m <= k.end)
+        x = _contract_figures(k, upfront_per_gpu, inside, st)
         span = f"({c('End #')}{{r}}-{c('Start #')}{{r}}+1)"
         if k.kind == "existing":
-            counted = F(f"={c('Monthly payment')}{{r}}*{c('Months in horizon')}{{r}}")
+            counted = F(f"={c('Monthly payment')}{{r}}*{c('Months in horizon')}{{r}}",
+                        x["Counted payments"])
             counted_upfront = 0.0
         else:
             counted = F(f'=IF(TailPolicy="full",{c("Monthly payment")}{{r}}*{span},'
-                        f'{c("Monthly payment")}{{r}}*{c("Months in horizon")}{{r}})')
+                        f'{c("Monthly payment")}{{r}}*{c("Months in horizon")}{{r}})',
+                        x["Counted payments"])
             counted_upfront = F(f'=IF(TailPolicy="full",{c("Upfront")}{{r}},'
                                 f'{c("Upfront")}{{r}}*{c("Months in horizon")}{{r}}/'
-                                f'{c("Commit months")}{{r}})')
+                                f'{c("Commit months")}{{r}})', x["Counted upfront"])
         sh.add([
             k.contract, line[k.contract], k.kind, k.region, k.provider, k.gpu, k.term,
             int(k.commit_months), month_date(st, int(k.start)), month_date(st, int(k.end)),
             int(k.start), int(k.end), int(k.gpus), k.usd_per_gpu_hour,
-            F(f"={c('GPUs')}{{r}}*HoursPerMonth*{c('USD per GPU-hour')}{{r}}"),
+            F(f"={c('GPUs')}{{r}}*HoursPerMonth*{c('USD per GPU-hour')}{{r}}",
+              x["Monthly payment"]),
             upfront_per_gpu,
-            F(f"={c('GPUs')}{{r}}*{c('Upfront per GPU')}{{r}}"),
+            F(f"={c('GPUs')}{{r}}*{c('Upfront per GPU')}{{r}}", x["Upfront"]),
             # (an existing contract begun before the horizon: from its start on)
             F(f"={c('Monthly payment')}{{r}}*MAX(0,{c('End #')}{{r}}-MAX(0,{c('Start #')}{{r}})"
-              f"+1)+{c('Upfront')}{{r}}"),
+              f"+1)+{c('Upfront')}{{r}}", x["Total obligation"]),
             inside,
-            F(f"={c('Monthly payment')}{{r}}*MAX(0,{c('End #')}{{r}}-HorizonMonths+1)"),
+            F(f"={c('Monthly payment')}{{r}}*MAX(0,{c('End #')}{{r}}-HorizonMonths+1)",
+              x["Beyond horizon"]),
             counted,
             F(f'=IF(TailPolicy="full",{c("Beyond horizon")}{{r}},0)' if k.kind == "new"
-              else "=0"),
+              else "=0", x["Counted after horizon"]),
             counted_upfront,
-            F(f"={c('Counted payments')}{{r}}+{c('Counted upfront')}{{r}}"),
-            F(f"={c('GPUs')}{{r}}*{c('Months in horizon')}{{r}}*HoursPerMonth"),
+            F(f"={c('Counted payments')}{{r}}+{c('Counted upfront')}{{r}}",
+              x["Counted cost"]),
+            F(f"={c('GPUs')}{{r}}*{c('Months in horizon')}{{r}}*HoursPerMonth",
+              x["Available GPU-hours"]),
         ])
         # no money figure of a contract is more than its obligation
         sh.fit({name: k.obligation_usd for name, fmt in zip(sh.columns, sh.formats)
@@ -217,6 +227,37 @@ def contracts_sheet(wb, plan: Plan, title: str = "Contracts") -> Sheet:
         sh.fit({"Available GPU-hours": int(k.gpus) * inside * st.hours_per_month})
     sh.finish()
     return sh
+
+
+# the Contracts sheet's figures each line of the Commitments sheet sums
+SUMMED = ("Upfront", "Total obligation", "Beyond horizon", "Counted payments",
+          "Counted after horizon", "Counted upfront", "Available GPU-hours")
+
+
+def _contract_figures(k, upfront_per_gpu: float, inside: int, st) -> dict[str, float]:
+    """The figures of contract `k`'s row of the Contracts sheet that are formulas, worked
+    out as its formulas work them out (their saved values): `inside` its months in the
+    horizon."""
+    hours, gpus = st.hours_per_month, int(k.gpus)
+    start, end = int(k.start), int(k.end)
+    full = st.tail_policy == "full"
+    monthly = gpus * hours * k.usd_per_gpu_hour
+    upfront = gpus * upfront_per_gpu
+    beyond = monthly * max(0, end - st.horizon_months + 1)
+    if k.kind == "existing":
+        counted, counted_upfront, after = monthly * inside, 0.0, 0.0
+    else:
+        counted = monthly * ((end - start + 1) if full else inside)
+        counted_upfront = upfront if full else upfront * inside / int(k.commit_months)
+        after = beyond if full else 0.0
+    return {
+        "Monthly payment": monthly, "Upfront": upfront,
+        "Total obligation": monthly * max(0, end - max(0, start) + 1) + upfront,
+        "Beyond horizon": beyond, "Counted payments": counted,
+        "Counted after horizon": after, "Counted upfront": counted_upfront,
+        "Counted cost": counted + counted_upfront,
+        "Available GPU-hours": gpus * inside * hours,
+    }
 
 
 def commitments_sheet(wb, plan: Plan, plans: Sheet, contracts: Sheet,
@@ -237,7 +278,7 @@ def commitments_sheet(wb, plan: Plan, plans: Sheet, contracts: Sheet,
         ("Available GPU-hours", NUM), ("Utilization", PCT), ("Used cost", USD),
         ("Idle cost", USD), ("Term utilization", PCT), ("Term idle cost", USD),
         ("Monthly saving", USD), ("Break-even month", "0"),
-    ], notes={
+    ], keep=True, notes={
         "Kind": "new: to sign; existing: already signed (sunk cost)",
         "Contracts": "contracts on this line (each on the Contracts sheet): contiguous "
                      "contracts of one offer (a term renewed as it ends) are one line, "
@@ -276,33 +317,50 @@ def commitments_sheet(wb, plan: Plan, plans: Sheet, contracts: Sheet,
     c = sh.col
     pc, kc = plans, contracts
     use = monthly_use(plan)
+    # the Contracts rows' and the Plan's figures the SUMIFS below add up, by line
+    by_line: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for row in kc.figures:
+        for column in SUMMED:
+            by_line[row["Line"]][column] += float(row[column])
+    used = _plan_use(plan)
     for line in schedule_lines(plan):
         k, last = line[0], line[-1]
+        name = line_name(line)
         e = line_economics(plan, line, use)
         inside = sum(1 for m in st.months if k.start <= m <= last.end)
+        x = by_line[name]
 
         def summed(column: str) -> F:
-            return F(f"=SUMIFS({kc.rng(column)},{kc.rng('Line')},{c('Contract')}{{r}})")
+            return F(f"=SUMIFS({kc.rng(column)},{kc.rng('Line')},{c('Contract')}{{r}})",
+                     x[column])
 
+        gpu_months = sum(int(y.gpus) * (int(y.end) - int(y.start) + 1) for y in line)
+        used_hours, used_cost = used.get(name, (0.0, 0.0))
         sh.add([
-            line_name(line), k.kind, k.region, k.provider, k.gpu, k.term,
+            name, k.kind, k.region, k.provider, k.gpu, k.term,
             int(k.commit_months), len(line), month_date(st, int(k.start)),
             month_date(st, int(last.end)), int(k.start), int(last.end), int(e["peak_gpus"]),
-            sum(int(x.gpus) * (int(x.end) - int(x.start) + 1) for x in line),
-            k.usd_per_gpu_hour,
+            gpu_months, k.usd_per_gpu_hour,
             F(f"={c('GPU-months')}{{r}}*HoursPerMonth*{c('USD per GPU-hour')}{{r}}/"
-              f"({c('End #')}{{r}}-{c('Start #')}{{r}}+1)"),
+              f"({c('End #')}{{r}}-{c('Start #')}{{r}}+1)",
+              gpu_months * st.hours_per_month * k.usd_per_gpu_hour
+              / (int(last.end) - int(k.start) + 1)),
             summed("Upfront"), summed("Total obligation"), inside, summed("Beyond horizon"),
             summed("Counted payments"), summed("Counted after horizon"),
             summed("Counted upfront"),
-            F(f"={c('Counted payments')}{{r}}+{c('Counted upfront')}{{r}}"),
-            F(f"=SUMIFS({pc.rng('GPU-hours')},{pc.rng('Contract')},{c('Contract')}{{r}})"),
+            F(f"={c('Counted payments')}{{r}}+{c('Counted upfront')}{{r}}",
+              x["Counted payments"] + x["Counted upfront"]),
+            F(f"=SUMIFS({pc.rng('GPU-hours')},{pc.rng('Contract')},{c('Contract')}{{r}})",
+              used_hours),
             summed("Available GPU-hours"),
             F(f"=IF({c('Available GPU-hours')}{{r}}>0,{c('Used GPU-hours')}{{r}}/"
-              f"{c('Available GPU-hours')}{{r}},0)"),
-            F(f"=SUMIFS({pc.rng('Cost')},{pc.rng('Contract')},{c('Contract')}{{r}})"),
+              f"{c('Available GPU-hours')}{{r}},0)",
+              used_hours / x["Available GPU-hours"] if x["Available GPU-hours"] > 0 else 0),
+            F(f"=SUMIFS({pc.rng('Cost')},{pc.rng('Contract')},{c('Contract')}{{r}})",
+              used_cost),
             F(f"={c('Counted payments')}{{r}}-{c('Counted after horizon')}{{r}}"
-              f"-{c('Used cost')}{{r}}"),
+              f"-{c('Used cost')}{{r}}",
+              x["Counted payments"] - x["Counted after horizon"] - used_cost),
             e["utilization"], e["idle_usd"], e["monthly_saving_usd"], e["break_even_month"],
         ])
         # no money figure of a line is more than its contracts' obligations
@@ -320,18 +378,31 @@ def commitments_sheet(wb, plan: Plan, plans: Sheet, contracts: Sheet,
     return sh
 
 
+def _plan_use(plan: Plan) -> dict[str, tuple[float, float]]:
+    """Plan sheet contract (a line's name, or a pay-as-you-go offer) -> the GPU-hours
+    and cost of its rows, as its formulas work them out."""
+    line = line_names(plan)
+    used: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for a in records(plan.assignments[["contract", "gpus", "hours", "usd_per_gpu_hour"]]):
+        x = used[line.get(a.contract, a.contract)]
+        x[0] += a.gpus * a.hours
+        x[1] += a.gpus * a.hours * a.usd_per_gpu_hour
+    return {k: (hours, cost) for k, (hours, cost) in used.items()}
+
+
 def _egress_sheet(wb, plan: Plan) -> Sheet:
     sh = Sheet(wb, "Egress", [
         ("Month", MONTH), ("Month #", "0"), ("Segment", "0"), ("Workload", None),
         ("Region", None), ("Provider", None), ("GB", NUM), ("USD per GB", RATE), ("Cost", USD),
-    ])
+    ], keep=True)
     st = plan.scenario.settings
     regions = plan.scenario.region_by_name
     for e in records(plan.egress):
         sh.add([month_date(st, int(e.month)), int(e.month), int(e.segment), e.workload,
                 e.region,
                 e.provider, e.gb, regions[e.region].egress_usd_per_gb,
-                F(f"={sh.col('GB')}{{r}}*{sh.col('USD per GB')}{{r}}")])
+                F(f"={sh.col('GB')}{{r}}*{sh.col('USD per GB')}{{r}}",
+                  e.gb * regions[e.region].egress_usd_per_gb)])
     sh.finish()
     return sh
 
@@ -347,7 +418,7 @@ def _costs_sheet(wb, plan: Plan, ps: Sheet, cs: Sheet, es: Sheet) -> Sheet:
         ("egress", USD), ("Total", USD), ("Discount factor", "0.0000"),
         ("Discounted total", USD), ("", None),
         *[(f"{p}", USD) for p in providers], ("Total by provider", USD),
-    ], notes={
+    ], keep=True, notes={
         "Month #": "month index from the start of the horizon",
         "In horizon": "months after the horizon carry commitment payments only, counted "
                       "under tail policy full",
@@ -355,19 +426,24 @@ def _costs_sheet(wb, plan: Plan, ps: Sheet, cs: Sheet, es: Sheet) -> Sheet:
     })
     c = sh.col
     first = None
+    x = _MonthCosts(plan, cs, es)
     for m in range(0, last_month + 1):
         inside = m < st.horizon_months
         row = [month_date(st, m), m, "yes" if inside else "no"]
         for term in COST_KEYS:
             if term in PAY_AS_YOU_GO:
                 row.append(F(f"=SUMIFS({ps.rng('Cost')},{ps.rng('Month #')},$B{{r}},"
-                             f"{ps.rng('Term')},\"{term}\")"))
+                             f"{ps.rng('Term')},\"{term}\")", x.plan[(m, term)]))
             else:
-                row.append(F(_commitment_formula(cs, f'"{term}"', "Term")))
-        row.append(F(f"=SUMIFS({es.rng('Cost')},{es.rng('Month #')},$B{{r}})"))
-        row.append(F(f"=SUM({c(COST_KEYS[0])}{{r}}:{c('egress')}{{r}})"))
-        row.append(F("=(1+DiscountRate)^(-$B{r}/12)"))
-        row.append(F(f"={c('Total')}{{r}}*{c('Discount factor')}{{r}}"))
+                row.append(F(_commitment_formula(cs, f'"{term}"', "Term"),
+                             x.committed(m, "Term", term)))
+        row.append(F(f"=SUMIFS({es.rng('Cost')},{es.rng('Month #')},$B{{r}})",
+                     x.egress[m]))
+        total = sum(f.value for f in row[3:])  # the terms' and egress
+        factor = (1 + st.discount_rate_annual) ** (-m / 12)
+        row.append(F(f"=SUM({c(COST_KEYS[0])}{{r}}:{c('egress')}{{r}})", total))
+        row.append(F("=(1+DiscountRate)^(-$B{r}/12)", factor))
+        row.append(F(f"={c('Total')}{{r}}*{c('Discount factor')}{{r}}", total * factor))
         row.append(None)
         for p in providers:
             name = in_template(criterion(p))  # inside an F, whose {r} is its row
@@ -378,9 +454,10 @@ def _costs_sheet(wb, plan: Plan, ps: Sheet, cs: Sheet, es: Sheet) -> Sheet:
             commit = _commitment_formula(cs, name, "Provider")[1:]
             egress = (f"SUMIFS({es.rng('Cost')},{es.rng('Month #')},$B{{r}},"
                       f"{es.rng('Provider')},{name})")
-            row.append(F(f"={payg}+{commit}+{egress}"))
+            row.append(F(f"={payg}+{commit}+{egress}", x.by_provider(m, p)))
+        by_provider = sum(f.value for f in row[-len(providers):]) if providers else 0
         row.append(F(f"=SUM({c(providers[0])}{{r}}:{c(providers[-1])}{{r}})"
-                     if providers else "=0"))
+                     if providers else "=0", by_provider))
         r = sh.add(row)
         first = first or r
     last = sh.row
@@ -391,10 +468,12 @@ def _costs_sheet(wb, plan: Plan, ps: Sheet, cs: Sheet, es: Sheet) -> Sheet:
     sh.ws.auto_filter.ref = None
     total_row = last + 1
     sh.ws.cell(total_row, 1, "Total").font = BOLD
+    sh.totals = {}  # column -> its total, as the total row works it out
     for name in [*COST_KEYS, "egress", "Total", "Discounted total", *providers,
                  "Total by provider"]:
-        cell = sh.ws.cell(total_row, sh.columns.index(name) + 1,
-                          f"=SUM({c(name)}{first}:{c(name)}{last})")
+        sh.totals[name] = sum(row[name] for row in sh.figures)
+        cell = sh.ws.cell(total_row, sh.columns.index(name) + 1)
+        formula_cell(cell, F(f"=SUM({c(name)}{first}:{c(name)}{last})", sh.totals[name]))
         cell.number_format, cell.font = USD, BOLD
     sh.total_row = total_row
     # cost per month by term, stacked, over the whole table (commitments' months after
@@ -410,6 +489,45 @@ def _costs_sheet(wb, plan: Plan, ps: Sheet, cs: Sheet, es: Sheet) -> Sheet:
     chart.width, chart.height = 24, 12
     sh.ws.add_chart(chart, f"A{total_row + 3}")
     return sh
+
+
+class _MonthCosts:
+    """What the Costs sheet's formulas come to month by month, worked out as they work
+    it out: the Plan's costs by month and term (and provider), the Commitments lines'
+    payments and upfronts, the Egress sheet's costs."""
+
+    def __init__(self, plan: Plan, cs: Sheet, es: Sheet):
+        st = plan.scenario.settings
+        self.horizon, self.full = st.horizon_months, st.tail_policy == "full"
+        self.plan: dict[tuple, float] = defaultdict(float)  # (month, term[, provider])
+        a = plan.assignments
+        for row in records(a[["month", "term", "provider", "gpus", "hours",
+                              "usd_per_gpu_hour"]]):
+            cost = row.gpus * row.hours * row.usd_per_gpu_hour
+            self.plan[(int(row.month), row.term)] += cost
+            self.plan[(int(row.month), row.term, row.provider)] += cost
+        self.lines: dict[tuple[str, str], list[dict]] = defaultdict(list)
+        for x in cs.figures:  # by term and by provider
+            for column in ("Term", "Provider"):
+                self.lines[(column, x[column])].append(x)
+        self.egress: dict[int, float] = defaultdict(float)
+        self.egress_by: dict[tuple[int, str], float] = defaultdict(float)
+        for row in es.figures:
+            self.egress[row["Month #"]] += row["Cost"]
+            self.egress_by[(row["Month #"], row["Provider"])] += row["Cost"]
+
+    def committed(self, m: int, column: str, value: str) -> float:
+        """_commitment_formula's value in month `m` for the lines whose `column` is
+        `value`."""
+        lines = self.lines.get((column, value), [])
+        active = sum(x["Monthly payment"] for x in lines
+                     if x["Start #"] <= m <= x["End #"]
+                     and (m < self.horizon or self.full and x["Kind"] == "new"))
+        return active + sum(x["Counted upfront"] for x in lines if x["Start #"] == m)
+
+    def by_provider(self, m: int, provider: str) -> float:
+        return (sum(self.plan[(m, term, provider)] for term in PAY_AS_YOU_GO)
+                + self.committed(m, "Provider", provider) + self.egress_by[(m, provider)])
 
 
 def _commitment_formula(cs: Sheet, value: str, column: str) -> str:
@@ -465,12 +583,16 @@ def _service_sheet(wb, plan: Plan) -> None:
             if key not in demand:
                 continue
             slo = w.latency_slo_ms
+            # (a blank SLO is None, or NaN, which is written as a blank cell)
+            headroom = ("" if slo is None or slo != slo or worst[key] is None
+                        else slo - worst[key])
             sh.add([
                 w.workload, w.kind, month_date(st, m), demand[key], served[key], unmet[key],
-                F(f"={c('Unmet (average)')}{{r}}*HoursPerMonth"),
+                F(f"={c('Unmet (average)')}{{r}}*HoursPerMonth",
+                  unmet[key] * st.hours_per_month),
                 worst[key], slo,
                 F(f'=IF(OR({c("SLO ms")}{{r}}="",{c("Worst transit ms")}{{r}}=""),"",'
-                  f'{c("SLO ms")}{{r}}-{c("Worst transit ms")}{{r}})'),
+                  f'{c("SLO ms")}{{r}}-{c("Worst transit ms")}{{r}})', headroom),
                 ", ".join(sorted(places[key])),
             ])
     if sh.row >= 2:
