@@ -182,6 +182,51 @@ def test_a_bad_rule_is_bad_input_and_nothing_is_written(tmp_path, small_catalog)
     assert not (scn / "offers.csv").exists()
 
 
+def test_a_rule_an_offer_could_not_keep_is_bad_input(tmp_path, small_catalog):
+    # an outside audit: a reservation of 700 months with min_gpus 8 over max_gpus 4 was
+    # written (exit 0) into offers that validate then refused; commitment figures on a
+    # pay-as-you-go rule, and an interruption rate on a reservation, were dropped unsaid
+    scn = _placed(tmp_path / "scn")
+    _write(scn / "market" / "rules.csv", "\n".join([
+        "provider,gpu,term,commit_months,discount,upfront_usd_per_gpu,min_gpus,max_gpus,"
+        "interruption_rate,source",
+        "acme,H100,reserved,700,0.3,,8,4,,a quote",
+        "acme,,on_demand,12,0.1,100,,,,a quote",
+        "acme,,reserved,12,0.3,,1.5,,0.1,a quote",
+    ]) + "\n")
+    before = _snapshot(scn)
+    res = _import(scn, small_catalog)
+    assert res.exit_code == 2
+    out = " ".join(res.output.split())
+    for said in ("700 is above 600", "min_gpus 8 exceeds max_gpus 4",
+                 "commit_months is a commitment's", "discount is a commitment's",
+                 "upfront_usd_per_gpu is a commitment's", "'1.5' is not a whole number",
+                 "only a spot rule takes interruption_rate"):
+        assert said in out, said
+    assert _snapshot(scn) == before
+
+
+def test_catalog_regions_placed_as_one_region_are_one_clouds_at_one_site(tmp_path,
+                                                                          small_catalog):
+    # an outside audit: east (placed at nyc) and west (at sfo) named as one region took
+    # west's price at east's site, without a word; a catalog region placed twice is said
+    scn = _placed(tmp_path / "scn")
+    places = scn / "market" / "regions.csv"
+    places.write_text("cloud,catalog_region,region,site\nacme,east,acme-x,nyc\n"
+                      "acme,west,acme-x,sfo\nacme,east,acme-x,nyc\n")
+    before = _snapshot(scn)
+    res = _import(scn, small_catalog)
+    assert res.exit_code == 2
+    out = " ".join(res.output.split())
+    assert "region 'acme-x' is placed on row 2" in out
+    assert "acme east is placed on row 2 already" in out
+    assert _snapshot(scn) == before
+    # two catalog regions of one cloud at one site may be one region: the cheaper wins
+    places.write_text("cloud,catalog_region,region,site\nacme,east,acme-x,nyc\n"
+                      "acme,west,acme-x,nyc\n")
+    assert _import(scn, small_catalog).exit_code == 0
+
+
 def test_not_a_catalog_is_bad_input(tmp_path):
     res = _import(tmp_path / "scn", tmp_path)
     assert res.exit_code == 2 and "SkyPilot" in res.output
@@ -472,8 +517,12 @@ def test_gpu_memory_from_the_rows_gpu_info(tmp_path, small_catalog):
     with (small_catalog / "acme" / "vms.csv").open("a") as f:
         f.write(f"b200-1x,B200,1,26,360,6.99,east,{info},\n")
     assert _import(scn, small_catalog).exit_code == 0
-    gpus = {r["gpu"]: r["memory_gb"] for r in _rows(scn / "gpus.csv")}
-    assert gpus == {"H100": "80", "B200": "180"}
+    rows = _rows(scn / "gpus.csv")
+    assert {r["gpu"]: r["memory_gb"] for r in rows} == {"H100": "80", "B200": "180"}
+    # each figure cites where it is from (the B200's had named metadata.csv)
+    assert {r["gpu"]: r["source"] for r in rows} == {
+        "H100": "catalog: common/metadata.csv",
+        "B200": "catalog: acme/vms.csv row 9 (GpuInfo)"}
 
 
 def test_offers_take_the_scenarios_own_spelling_of_a_gpu_type(tmp_path, small_catalog):

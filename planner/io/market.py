@@ -53,6 +53,7 @@ REFRESHED = ("usd_per_gpu_hour", "gpus_per_instance", "source", "price_date")
 DERIVED = ("upfront_usd_per_gpu", "lead_time_days", "min_gpus", "max_gpus")  # from a rule
 RULED = ("lead_time_days", "max_gpus", "interruption_rate")  # a rule's, on a catalog row
 BY_RULE = "; by rule: "  # a catalog row's source, then the cells a rule gave it
+OFFER_COLUMNS = {c.name: c for c in TABLES_BY_NAME["offers"].columns}
 RULE_COLUMNS = ("provider", "gpu", "term", "commit_months", "discount",
                 "upfront_usd_per_gpu", "lead_time_days", "min_gpus", "max_gpus",
                 "interruption_rate", "source")
@@ -386,8 +387,11 @@ def _add_gpus(best: dict[tuple, CatalogPrice], gpus: _Table, memory: dict | None
     for (_, gpu, _), p in sorted(best.items(), key=lambda item: item[0][1]):
         if gpu.casefold() not in have_gpus:
             mem = p.memory_gb if p.memory_gb is not None else memory.get(p.catalog_gpu)
+            # the memory's own source: the instance's GpuInfo, else the metadata
+            cited = (f"{p.file} row {p.row} (GpuInfo)" if p.memory_gb is not None
+                     else "common/metadata.csv")
             gpus.rows.append({"gpu": gpu, "memory_gb": "" if mem is None else f"{mem:g}",
-                              "source": f"{CATALOG_MARK} common/metadata.csv"})
+                              "source": f"{CATALOG_MARK} {cited}"})
             have_gpus.add(gpu.casefold())
             changes.gpus_added.append(gpu)
 
@@ -408,26 +412,36 @@ def _rules(table: _Table, issues: list[Issue]) -> list[dict]:
             problems.append(("term", f"'{row.get('term', '')}' is not a term"))
         numbers = ("discount", "upfront_usd_per_gpu", "lead_time_days", "min_gpus",
                    "max_gpus", "commit_months", "interruption_rate")
+        given = {}  # the figures that parse
         for c in numbers:
             text = row.get(c, "")
             if text:
-                try:
-                    x = float(text)
-                    ok = math.isfinite(x) and x >= 0 and (
-                        c not in ("discount", "interruption_rate") or x < 1)
-                except ValueError:
-                    ok = False
-                if not ok:
-                    share = c in ("discount", "interruption_rate")
-                    problems.append((c, f"'{text}' is not " + (
-                        "a share below 1" if share else "a non-negative number")))
+                problem = _rule_number(c, text)
+                if problem:
+                    problems.append((c, problem))
+                else:
+                    given[c] = float(text)
         if term in COMMITMENT_TERMS and not any(c == "commit_months" for c, _ in problems):
-            months = row.get("commit_months", "")
-            if not months or float(months) < 1 or float(months) != int(float(months)):
+            if given.get("commit_months", 0) < 1:
                 problems.append(("commit_months", "a commitment rule needs commit_months, "
                                                   "a whole number ≥ 1"))
             if not row.get("discount"):
                 problems.append(("discount", "a commitment rule needs its discount"))
+        # what a rule gives goes into offers rows, whose rules it must keep (a rule of
+        # 700 months, or of min_gpus above max_gpus, was written into a scenario that
+        # then failed validate); a pay-as-you-go rule's commitment figures, or a spot
+        # figure on another term, were dropped without a word
+        if given.get("min_gpus", 0) > given.get("max_gpus", math.inf):
+            problems.append(("min_gpus", f"min_gpus {row['min_gpus']} exceeds max_gpus "
+                                         f"{row['max_gpus']}"))
+        if term in PAY_AS_YOU_GO:
+            for c in ("commit_months", "discount", "upfront_usd_per_gpu", "min_gpus"):
+                if c in given:
+                    problems.append((c, f"a {term} rule gives only max_gpus, lead_time_days"
+                                        + (" and interruption_rate" if term == "spot" else "")
+                                        + f": {c} is a commitment's"))
+        if term and term != "spot" and "interruption_rate" in given:
+            problems.append(("interruption_rate", "only a spot rule takes interruption_rate"))
         if not row.get("source"):
             problems.append(("source", "every rule cites its source"))
         for column, what in problems:
@@ -435,6 +449,26 @@ def _rules(table: _Table, issues: list[Issue]) -> list[dict]:
         if not problems:
             out.append({**row, "term": term})
     return out
+
+
+def _rule_number(column: str, text: str) -> str | None:
+    """What is wrong with a rule's figure `text` in `column`, or None: a discount is a
+    share below 1; the others follow the offers table's column of that name (whole
+    numbers where it counts them, its least and most)."""
+    try:
+        x = float(text)
+    except ValueError:
+        x = math.nan
+    if column == "discount":
+        return None if math.isfinite(x) and 0 <= x < 1 else f"'{text}' is not a share below 1"
+    spec = OFFER_COLUMNS[column]
+    if not math.isfinite(x) or x < 0:
+        return f"'{text}' is not a non-negative number"
+    if spec.type == "int" and not x.is_integer():
+        return f"'{text}' is not a whole number"
+    if spec.maximum is not None and x > spec.maximum:
+        return f"{text} is above {spec.maximum:g}, the most an offer's {column} may be"
+    return None
 
 
 def _applies(rule: dict, provider: str, gpu: str) -> bool:
@@ -548,8 +582,28 @@ def _site_names(sites: _Table) -> set[str] | None:
 def _check_places(places: _Table, known: set[str] | None, issues: list[Issue]) -> None:
     """market/regions.csv's sites are the scenario's (`known`, `_site_names`) and its
     egress fees are rates: a region placed where the map has no site would make the
-    scenario invalid."""
+    scenario invalid. A catalog region is placed once, and the catalog regions placed
+    as one region are of one cloud at one site (two catalog regions at sites in the US
+    and Japan, named as one region, had their prices merged at the first's site without
+    a word)."""
+    seen: dict[tuple[str, str], int] = {}
+    region: dict[str, tuple[int, str, str]] = {}  # region -> (row, cloud, site)
     for number, row in enumerate(places.rows, start=2):
+        where = (row.get("cloud", ""), row.get("catalog_region", ""))
+        if where in seen:
+            issues.append(Issue("error", places.label, number, "catalog_region",
+                                f"{where[0]} {where[1]} is placed on row {seen[where]} "
+                                "already"))
+        seen.setdefault(where, number)
+        name, site = row.get("region", ""), row.get("site", "")
+        if name and site:
+            first = region.setdefault(name, (number, where[0], site.casefold()))
+            if first[1:] != (where[0], site.casefold()):
+                issues.append(Issue(
+                    "error", places.label, number, "region",
+                    f"region '{name}' is placed on row {first[0]} as {first[1]}'s at "
+                    f"another site or of another cloud: one region is one cloud's, at "
+                    "one site"))
         site = row.get("site", "")
         if site and known is not None and site.casefold() not in known:
             issues.append(Issue("error", places.label, number, "site",
