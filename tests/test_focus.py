@@ -58,9 +58,13 @@ def test_charges_hand_worked(tmp_path):
     assert all(r["EffectiveCost"] == 0 for r in recurring)
     [upfront] = [r for r in rows if r["ChargeFrequency"] == "One-Time"]
     assert upfront["BilledCost"] == 500 and upfront["ChargeCategory"] == "Purchase"
+    # FOCUS 1.2: a commitment bought at its agreed rate is Standard; Committed is the
+    # usage it discounts (an outside audit: the purchases had been Committed)
+    assert {r["PricingCategory"] for r in [*recurring, upfront]} == {"Standard"}
     # amortized: 1,700 / 1,200 GPU-hours; used in months 0–3, unused after
     used = [r for r in rows if r["CommitmentDiscountStatus"] == "Used"]
     unused = [r for r in rows if r["CommitmentDiscountStatus"] == "Unused"]
+    assert {r["PricingCategory"] for r in used + unused} == {"Committed"}
     assert [r["ChargePeriodStart"][:7] for r in used] == [
         "2027-01", "2027-02", "2027-03", "2027-04"]
     assert len(unused) == 8

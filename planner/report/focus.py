@@ -9,8 +9,10 @@ How each cost becomes charges:
   counted_months; a prepaid or free one too): a Purchase row of its monthly payment
   (Recurring; EffectiveCost 0: the cost is carried by its usage rows), a Purchase row of
   its upfront in its start month (One-Time; billed whole, as invoiced, under the prorate
-  tail policy too), and Usage rows at the amortized rate (counted payments + counted
-  upfront spread over the counted months' hours) for its GPU-hours Used and Unused
+  tail policy too), both PricingCategory Standard (FOCUS 1.2: a commitment's purchase at
+  its agreed rate is Standard; Committed is for charges a commitment discounts), and
+  Usage rows (Committed) at the amortized rate (counted payments + counted upfront
+  spread over the counted months' hours) for its GPU-hours Used and Unused
   (BilledCost 0). After the horizon (tail policy full) the forecast's last month is
   assumed to repeat, as in the commitment economics.
 * egress: a Usage row per region and month, priced per GB.
@@ -147,7 +149,7 @@ def _contract_charges(out: _Charges, plan: Plan) -> None:
                         ChargeFrequency="Recurring",
                         ChargeDescription=f"{c.contract}: {int(c.gpus)} {c.gpu} GPUs, "
                                           f"{term}, monthly payment",
-                        PricingCategory="Committed", PricingUnit=GPU_HOURS,
+                        PricingCategory="Standard", PricingUnit=GPU_HOURS,
                         PricingQuantity=c.gpus * hpm, ListUnitPrice=c.usd_per_gpu_hour,
                         ListCost=c.monthly_payment_usd, BilledCost=c.monthly_payment_usd,
                         EffectiveCost=0.0, **common)
@@ -157,7 +159,7 @@ def _contract_charges(out: _Charges, plan: Plan) -> None:
                 out.add(m, c.provider, c.region, ChargeCategory="Purchase",
                         ChargeFrequency="One-Time",
                         ChargeDescription=f"{c.contract}: upfront payment",
-                        PricingCategory="Committed", PricingUnit="GPUs",
+                        PricingCategory="Standard", PricingUnit="GPUs",
                         PricingQuantity=c.gpus, ListUnitPrice=c.upfront_usd / c.gpus,
                         ListCost=c.upfront_usd, BilledCost=c.upfront_usd,
                         EffectiveCost=0.0, **common)
