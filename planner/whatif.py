@@ -104,6 +104,10 @@ class Variant:
     least_s: float | None = None  # its solve's Run.least_s
     work_s: float = 0.0  # the seconds of work its solve is reckoned to have taken
     note: str = ""  # why it was not run
+    # whether the wall clock, not its reckoned work, stopped its solve short of its gap:
+    # the machine ran behind its pace, so another run may give another plan (an outside
+    # audit: two runs at --jobs 2 gave $33,607,410 and $33,620,892, nothing said)
+    clock_stopped: bool = False
     adopted: str = ""  # the policy whose cheaper plan this one took (_adopt_cheaper_plans)
     # workload -> factor on its demand, on top of demand_scale (--scale-workload)
     workload_scales: dict[str, float] = field(default_factory=dict)
@@ -152,9 +156,10 @@ def _solve_budget(scenario: Scenario, time_limit: float | None, stop_by: float |
                           else scenario.settings.time_limit_s, stop_by)
 
 
-def _solve_variant(args) -> tuple[Plan | None, str, float | None, float]:
-    """Worker: one (policy, demand level): its plan, status, `Run.least_s` and the
-    seconds of work its solve is reckoned to have taken (planner.solve.work)."""
+def _solve_variant(args) -> tuple[Plan | None, str, float | None, float, bool]:
+    """Worker: one (policy, demand level): its plan, status, `Run.least_s`, the seconds
+    of work its solve is reckoned to have taken (planner.solve.work) and whether the
+    wall clock stopped it short of its gap (Variant.clock_stopped)."""
     scenario, policy, scale, per_workload, solver, time_limit, gap, stop_by = args
     budget = _solve_budget(scenario, time_limit, stop_by)
     run = plan_scenario(scale_demand(scenario, scale, per_workload), solver, gap=gap,
@@ -162,8 +167,9 @@ def _solve_variant(args) -> tuple[Plan | None, str, float | None, float]:
     plan = run.plan
     if plan is not None:
         plan.candidates = None  # the parent needs the tables, not the search structures
-    return (plan, (plan.result.status if plan else run.result.status), run.least_s,
-            budget.elapsed())
+    status = plan.result.status if plan else run.result.status
+    return (plan, status, run.least_s, budget.elapsed(),
+            status != "optimal" and budget.stopped_with_work_left())
 
 
 def _stress_test(args) -> dict:
@@ -240,7 +246,7 @@ def run_whatif(scenario: Scenario, policies: list[Policy], demand_scales: list[f
             if result is None:
                 v.status, v.note = "not_run", why
                 continue
-            v.plan, v.status, v.least_s, v.work_s = result
+            v.plan, v.status, v.least_s, v.work_s, v.clock_stopped = result
             if v.plan is not None:
                 v.plan.scenario = scale_demand(scenario, v.demand_scale, per_workload)
                 v.plan.reach = reach

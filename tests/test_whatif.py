@@ -255,6 +255,21 @@ def test_cli_whatif_bad_policy_exits_2(tmp_path):
     assert res.exit_code == 2 and "unknown term" in res.output
 
 
+def test_a_policy_that_can_serve_nothing_is_said(tmp_path):
+    # an outside audit: a policy of 2-month reservations where the only reservation is
+    # of 3 months said "$0 (optimal)" and nothing more; all its demand, 2 GPUs' worth
+    # (20 units) for 6 months of 100 h, 12,000 unit-hours, is unmet at its penalty
+    folder = write_csv(tmp_path / "scn", TABLES)
+    res = CliRunner().invoke(app, ["whatif", str(folder), "--policy", "n=reserved:2",
+                                   "--policy", "r3=on_demand,reserved:3", "--jobs", "1",
+                                   "-o", str(tmp_path / "w.xlsx"), "--json"])
+    assert res.exit_code == 0, res.output
+    said = " ".join(res.stderr.split())
+    assert "n @1: the policy allows no offer that can serve w in some months: " \
+           "12,000.0 unit-hours unmet" in said
+    assert "r3 @1: the policy" not in said
+
+
 def test_cli_bad_solver_options_exit_2(tmp_path):
     folder = write_csv(tmp_path / "scn", TABLES)
     for args in (["whatif", str(folder), "--solver", "gurobi"],
@@ -349,6 +364,23 @@ def test_savings_are_against_the_pay_as_you_go_plan_that_serves_as_much(tmp_path
     assert not any(h and h.startswith("Stress") for h in head)
 
 
+def test_the_base_level_the_stress_tests_are_of_is_named_where_it_is_not_1(tmp_path):
+    # an outside audit: with levels 0.5 and 1.5 the stress tests were of 0.5's plans and
+    # the other rows said only "the base demand level's"
+    folder = write_csv(tmp_path / "scn", TABLES)
+    out = tmp_path / "w.xlsx"
+    res = CliRunner().invoke(app, ["whatif", str(folder), "--policy", "r3=reserved:3",
+                                   "--demand-scale", "0.5,1.5", "--stress", "-0.2",
+                                   "-o", str(out), "--jobs", "1"])
+    assert res.exit_code == 0, res.output
+    ws = load_workbook(out)["Comparison"]
+    head = [c.value for c in ws[1]]
+    notes = {(r[0], r[head.index("Demand scale")]): r[head.index("Note")] or ""
+             for r in ws.iter_rows(min_row=2, values_only=True) if r[0]}
+    assert "(×0.5, as 1.0 is not among the levels)" in notes[("r3", 1.5)]
+    assert "stress tests are of" not in notes[("r3", 0.5)]
+
+
 def test_stress_columns_follow_the_scales_given(tmp_path):
     # one fall: its total and idle commitments once; a fall and two rises: each its own
     # columns (a rise: its total, pay-as-you-go and top-up); none ('' ): no columns
@@ -399,6 +431,33 @@ def test_a_variant_stopped_before_its_lp_is_told_apart(tmp_path, monkeypatch):
     monkeypatch.setattr("planner.solve.pipeline.WHOLE_CELLS", 0)
     variants = run_whatif(s, [policy], [1.0, 1.2], stress_scales=(), time_limit=0.0)
     assert [v.short_of_lp for v in variants] == [True, True]
+
+
+def test_a_variant_the_wall_clock_stopped_is_said_to_be_so(tmp_path, monkeypatch):
+    # an outside audit: two runs of one what-if at --jobs 2 on a loaded machine gave two
+    # plans ($33,607,410 and $33,620,892) with nothing said; solve already said so
+    import time
+
+    from planner.cli import whatif as cli_whatif
+    from planner.io.generate import generate
+    from planner.whatif import _solve_variant
+
+    generate(tmp_path / "g", 4, 4, 2, 1)
+    s = load_scenario(tmp_path / "g")
+    policy = parse_policy("payg=spot,on_demand")
+    monkeypatch.setattr("planner.solve.pipeline.WHOLE_CELLS", 0)  # decomposed
+    # the command's own stop already passed: the plan at first prices, work left
+    plan, status, _, _, stopped = _solve_variant(
+        (s, policy, 1.0, None, None, 30.0, None, time.time()))
+    assert plan is not None and status == "feasible" and stopped
+    *_, stopped = _solve_variant((s, policy, 1.0, None, None, 10.0, None, None))
+    assert not stopped
+    said = []
+    monkeypatch.setattr(cli_whatif, "warn", said.append)
+    cli_whatif._warn_variants([Variant(policy, 1.0, plan, status, clock_stopped=True),
+                               Variant(policy, 1.2, plan, status)], "highs")
+    [line] = [w for w in said if "wall clock" in w]
+    assert "the solves of payg @1 with" in line and "payg @1.2" not in line
 
 
 def test_the_variants_come_first_and_stress_tests_take_what_is_left(tmp_path):

@@ -38,6 +38,7 @@ from planner.cli.common import (
     warn_short_budget,
     warn_solver,
 )
+from planner.model.candidates import UNMET_NOT_ALLOWED
 from planner.report.json_text import dumps
 
 
@@ -212,6 +213,21 @@ def _warn_variants(variants, asked: str) -> None:
     if all(v.plan is None for v in variants):
         err.print("[red]no plan found for any policy[/]")
         raise typer.Exit(EXIT_NO_PLAN)
+    for v in variants:  # a policy that allows no offer some workload can use
+        if v.plan is None:
+            continue
+        unmet = v.plan.unmet[v.plan.unmet["reason"] == UNMET_NOT_ALLOWED]
+        if len(unmet):
+            names = sorted(set(unmet["workload"]))
+            warn(f"{v.label}: the policy allows no offer that can serve "
+                 f"{', '.join(names[:5])}{' …' if len(names) > 5 else ''} in some months: "
+                 f"{unmet['unit_hours'].sum():,.1f} unit-hours unmet at their penalty, "
+                 "which its objective counts and its total cost does not")
+    stopped = [v.label for v in variants if v.clock_stopped]
+    if stopped:
+        warn(f"the wall clock stopped the solves of {', '.join(stopped)} with some of "
+             "their reckoned work left: this machine ran behind its pace (busy, or "
+             "slower), so another run may stop them elsewhere, with other plans")
     short = [v.label for v in variants if v.short_of_lp]
     if short:
         warn(f"{len(short)} of {len(variants)} variants ran out of "

@@ -150,7 +150,7 @@ def _comparison_sheet(wb: Workbook, variants: list[Variant], scales: list[float]
     rows: list[tuple[Variant, int]] = []
     note: dict[int, list[str]] = {}  # row -> why a figure is not stated
     for v in variants:
-        values, notes = _comparison_row(v, scales, sh.col)
+        values, notes = _comparison_row(v, scales, sh.col, variants)
         r = sh.add(values)
         note[r] = notes
         if v.plan is not None:  # formulas carry no value to size their column by
@@ -167,9 +167,11 @@ def _comparison_sheet(wb: Workbook, variants: list[Variant], scales: list[float]
         _comparison_chart(sh, scales)
 
 
-def _comparison_row(v: Variant, scales: list[float], c) -> tuple[list, list[str]]:
+def _comparison_row(v: Variant, scales: list[float], c,
+                    others: list[Variant]) -> tuple[list, list[str]]:
     """A variant's row of the Comparison sheet (`c`: its columns' letters) up to its
-    savings, and why any of its figures is not stated."""
+    savings, and why any of its figures is not stated (`others`: every variant, the
+    base level's among them)."""
     if v.plan is None:
         return [v.policy.name, v.policy.text, v.demand_scale, v.status], [
             f"not run: {v.note}" if v.note else
@@ -188,7 +190,10 @@ def _comparison_row(v: Variant, scales: list[float], c) -> tuple[list, list[str]
         notes.append(f"the plan of {v.adopted}: cheaper than this policy's own, and "
                      "every offer it uses is allowed here")
     if scales and not v.stress:
-        notes.append("stress tests are of the base demand level's plans")
+        base = next((u.demand_scale for u in others if u.stress), None)
+        notes.append("stress tests are of the base demand level's plans"
+                     + (f" (×{base:g}, as 1.0 is not among the levels)"
+                        if base is not None and base != 1.0 else ""))
     skipped = [x for x in scales if v.stress.get(x, {}).get("status") == "not_run"]
     if skipped:
         notes.append("stress test at " + ", ".join(f"{x:g}×" for x in skipped)

@@ -122,6 +122,12 @@ class Budget:
         """Whether a work clock's safety stop has passed on the wall clock."""
         return self.work is not None and time.perf_counter() >= self.wall_end
 
+    def stopped_with_work_left(self) -> bool:
+        """Whether a work clock's safety stop has passed with more of its reckoned work
+        left than its noise (5 % of it, and half a second): the machine ran behind its
+        pace (busy, or slower), so another run may stop elsewhere."""
+        return self.out_of_time() and self.work_left() > max(0.5, 0.05 * self.seconds)
+
     def left(self) -> float:
         """Seconds left (on a work clock: none once its safety stop has passed)."""
         if self.work is None:
