@@ -13,7 +13,7 @@ from planner.solve.pipeline import plan_scenario
 from planner.solve.work import model_index_s
 
 
-def _summary(run) -> dict:
+def _summary(run, budget: Budget) -> dict:
     plan = run.plan
     if plan is None:
         return {"status": "no_plan"}
@@ -32,6 +32,9 @@ def _summary(run) -> dict:
         # the seconds of work the solve is reckoned to have taken, index to tables
         # (planner.solve.work: the same on every run, whatever the worker)
         "seconds": run.work_s,
+        # the wall clock, not the reckoned work, stopped it short of its gap: another
+        # run may stop it elsewhere (Budget.stopped_with_work_left)
+        "clock_stopped": plan.result.status != "optimal" and budget.stopped_with_work_left(),
     }
 
 
@@ -39,8 +42,10 @@ def solve_task(args) -> dict:
     """One scenario planned alone (wait and see), with the commitments its model may
     sign ((offer key, start) -> (upper, cost))."""
     scenario, solver, time_limit, gap, stop_by = args
-    run = plan_scenario(scenario, solver, gap=gap, budget=Budget.of_work(time_limit, stop_by))
-    out = {**_summary(run), "space": commitment_space(run.builder), "prices": run.prices}
+    budget = Budget.of_work(time_limit, stop_by)
+    run = plan_scenario(scenario, solver, gap=gap, budget=budget)
+    out = {**_summary(run, budget), "space": commitment_space(run.builder),
+           "prices": run.prices}
     out["task_s"] = run.work_s  # all of it, the cut included (reckoned)
     if run.plan is not None:
         # its first cut: at the decomposition's prices (a small model solved whole: its
@@ -65,9 +70,10 @@ def cut_task(args) -> Cut:
 def evaluate_task(args) -> dict:
     """One scenario's recourse under fixed commitments."""
     scenario, commitments, solver, time_limit, gap, stop_by = args
+    budget = Budget.of_work(time_limit, stop_by)
     return _summary(plan_scenario(scenario, solver, gap=gap,
                                   restrictions=Restrictions(fixed_commitments=dict(commitments)),
-                                  budget=Budget.of_work(time_limit, stop_by)))
+                                  budget=budget), budget)
 
 
 def work_of(result) -> float:
