@@ -79,6 +79,26 @@ def test_from_a_site_within_an_slo(tmp_path):
     assert {r["region"] for r in json.loads(res.stdout)} == {"east"}
 
 
+def test_latencies_read_as_their_links_add_up(tmp_path):
+    # an outside audit: links of 1.1 and 2.2 ms listed 3.3000000000000003 (their float
+    # sum) in offers' and latency's JSON and CSV, and the site itself 0 beside 10.0
+    tables = dict(MARKET, sites=[*MARKET["sites"],
+                                 {"site": "mid", "country": "US", "jurisdiction": "US"}],
+                  links=[{"site_a": "ny", "site_b": "mid", "rtt_ms": 1.1},
+                         {"site_a": "mid", "site_b": "sf", "rtt_ms": 2.2}])
+    folder = write_csv(tmp_path / "market", tables)
+    res = CliRunner().invoke(app, ["offers", str(folder), "--from", "ny", "--format",
+                                   "json"])
+    assert res.exit_code == 0, res.output
+    assert {r["region"]: r["rtt_ms"] for r in json.loads(res.stdout)} == \
+        {"west": 3.3, "east": 0.0}
+    assert '"rtt_ms": 3.3\n' in res.stdout and '"rtt_ms": 0.0\n' in res.stdout
+    res = CliRunner().invoke(app, ["latency", str(folder), "ny", "--format", "csv"])
+    assert res.exit_code == 0, res.output
+    rows = {r["region"]: r["latency_ms"] for r in csv.DictReader(io.StringIO(res.stdout))}
+    assert rows == {"east": "0.0", "west": "3.3"}
+
+
 @pytest.mark.parametrize("args, message", [
     (["--gpu", "Z"], "unknown GPU type 'Z'"),
     (["--from", "paris"], "unknown site 'paris'"),

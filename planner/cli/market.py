@@ -24,6 +24,7 @@ from planner.cli.common import (
     shown_cell,
 )
 from planner.report.json_text import dumps
+from planner.report.offers import shown_ms
 
 
 def _check_format(fmt: str) -> None:
@@ -65,8 +66,7 @@ def latency(scenario: Path = typer.Argument(..., help="folder of CSV files or .x
     s = load_valid(scenario)
     site = resolve_name(site, s.site_by_name, "site")
     rows = [{**row, "latency_ms": None if row["latency_ms"] == float("inf")
-             else float(row["latency_ms"]),  # 0.0 at the site itself, as 90.0 elsewhere
-             "path": " → ".join(row["path"])}
+             else shown_ms(row["latency_ms"]), "path": " → ".join(row["path"])}
             for row in region_latencies(s, site)]
     columns = ["region", "provider", "site", "jurisdiction", "country", "latency_ms", "path"]
     if _listed(rows, columns, fmt):

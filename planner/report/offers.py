@@ -14,6 +14,13 @@ COLUMNS = ("gpu", "provider", "region", "term", "usd_per_gpu_hour",
            "lead_time_days", "source", "price_date")
 
 
+
+def shown_ms(ms: float) -> float:
+    """A transit latency as listed: a float (0.0 at the site itself, as 90.0 elsewhere),
+    to a millionth of a millisecond, so that a path's links of 1.1 and 2.2 ms read 3.3,
+    not their float sum 3.3000000000000003 (an outside audit)."""
+    return round(float(ms), 6)
+
 def effective_rate(offer, hours_per_month: float) -> float:
     """USD per GPU-hour with the upfront payment spread over the term's hours."""
     if not offer.commit_months or not offer.upfront_usd_per_gpu:
@@ -67,7 +74,7 @@ def offer_rows(scenario: Scenario, gpu: str | None = None, region: str | None = 
             ms = transit.latency(origin, scenario.region_by_name[o.region].site)
             if slo_ms is not None and ms > slo_ms + 1e-9:
                 continue
-            row["rtt_ms"] = None if math.isinf(ms) else ms
+            row["rtt_ms"] = None if math.isinf(ms) else shown_ms(ms)
         if w is not None:
             units = scenario.throughput_by_pair[(w.workload, o.gpu)].units_per_gpu * o.derate
             row["usd_per_unit_hour"] = round(row["effective_usd_per_gpu_hour"] / units, 9)
