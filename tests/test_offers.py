@@ -93,7 +93,7 @@ def test_latencies_read_as_their_links_add_up(tmp_path):
     assert {r["region"]: r["rtt_ms"] for r in json.loads(res.stdout)} == \
         {"west": 3.3, "east": 0.0}
     assert '"rtt_ms": 3.3\n' in res.stdout and '"rtt_ms": 0.0\n' in res.stdout
-    res = CliRunner().invoke(app, ["latency", str(folder), "ny", "--format", "csv"])
+    res = CliRunner().invoke(app, ["latency", str(folder), "ny", "--format", "CSV"])
     assert res.exit_code == 0, res.output
     rows = {r["region"]: r["latency_ms"] for r in csv.DictReader(io.StringIO(res.stdout))}
     assert rows == {"east": "0.0", "west": "3.3"}

@@ -27,10 +27,12 @@ from planner.report.json_text import dumps
 from planner.report.offers import shown_ms
 
 
-def _check_format(fmt: str) -> None:
-    if fmt not in FORMATS:
+def _check_format(fmt: str) -> str:
+    """--format as listed in FORMATS, whatever its case (names match whatever theirs)."""
+    if fmt.lower() not in FORMATS:
         err.print(f"[red]error:[/] --format must be one of {', '.join(FORMATS)}, not '{fmt}'")
         raise typer.Exit(EXIT_BAD_INPUT)
+    return fmt.lower()
 
 
 def _listed(rows: list[dict], columns: list[str], fmt: str) -> bool:
@@ -62,7 +64,7 @@ def latency(scenario: Path = typer.Argument(..., help="folder of CSV files or .x
     """List the transit latency from SITE to every region, nearest first."""
     from planner.model.graph import region_latencies
 
-    _check_format(fmt)
+    fmt = _check_format(fmt)
     s = load_valid(scenario)
     site = resolve_name(site, s.site_by_name, "site")
     rows = [{**row, "latency_ms": None if row["latency_ms"] == float("inf")
@@ -104,7 +106,7 @@ def offers(
     from planner.io.schema import TERMS
     from planner.report.offers import COLUMNS, offer_rows
 
-    _check_format(fmt)
+    fmt = _check_format(fmt)
     if slo is not None and origin is None:
         err.print("[red]error:[/] --slo needs --from SITE")
         raise typer.Exit(EXIT_BAD_INPUT)
