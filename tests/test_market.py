@@ -193,8 +193,10 @@ def test_a_rule_an_offer_could_not_keep_is_bad_input(tmp_path, small_catalog):
         "acme,H100,reserved,700,0.3,,8,4,,a quote",
         "acme,,on_demand,12,0.1,100,,,,a quote",
         "acme,,reserved,12,0.3,,1.5,,0.1,a quote",
+        "ACME,*,reserved,12,0.2,,,,,another quote",  # the row above's offers again
     ]) + "\n")
     out = _refused(scn, small_catalog)
+    assert "the same provider, GPU type, term and commit_months as row 4" in out
     for said in ("700 is above 600", "min_gpus 8 exceeds max_gpus 4",
                  "commit_months is a commitment's", "discount is a commitment's",
                  "upfront_usd_per_gpu is a commitment's", "'1.5' is not a whole number",

@@ -405,9 +405,18 @@ def _rules(table: _Table, issues: list[Issue]) -> list[dict]:
         issues.append(Issue("warning", label, 1, None, "unknown column(s) "
                             + ", ".join(repr(c) for c in unknown) + ": not used (the rules' "
                             "columns: " + ", ".join(RULE_COLUMNS) + ")"))
+    seen: dict[tuple, int] = {}  # a rule's key -> its row
     for number, row in enumerate(table.rows, start=2):
         term = row.get("term", "").lower()
         problems = []
+        # two rules for the same offers: the last had won without a word (an audit)
+        key = (row.get("provider", "").casefold().replace("*", ""),
+               row.get("gpu", "").casefold().replace("*", ""), term,
+               row.get("commit_months", "").strip())
+        if key in seen:
+            problems.append(("term", f"the same provider, GPU type, term and "
+                                     f"commit_months as row {seen[key]}: which applies?"))
+        seen.setdefault(key, number)
         if term not in (*PAY_AS_YOU_GO, *COMMITMENT_TERMS):
             problems.append(("term", f"'{row.get('term', '')}' is not a term"))
         numbers = ("discount", "upfront_usd_per_gpu", "lead_time_days", "min_gpus",
