@@ -71,8 +71,7 @@ class Rows:
             ref = f'{self.letters[j]}{r}" s="{self.styles[j]}'
             if j in formulas:
                 text, value = formulas[j]
-                cells.append(_formula(ref, text[1:].translate(_ESCAPES).encode(),
-                                      value).decode())
+                cells.append(_formula(ref, text[1:].translate(_ESCAPES), value))
             else:
                 cells.append(_cell(ref, v))
         self.xml.append(f'<row r="{r}">{"".join(cells)}</row>')
@@ -108,18 +107,17 @@ def _number(ref: str, v) -> str:
     return f'<c r="{ref}" t="n"><v></v></c>'
 
 
-def _formula(ref: str, formula: bytes, value) -> bytes:
-    """A formula cell's XML with its saved value: a figure (NaN or none: empty, which a
-    reader shows as nothing), or text (`t="str"`)."""
+def _formula(ref: str, formula: str, value) -> str:
+    """A formula cell's XML (`formula` escaped, without its '=') with its saved value: a
+    figure (NaN or none: empty, which a reader shows as nothing), or text (`t="str"`)."""
     if isinstance(value, str):
         if ILLEGAL_CHARACTERS_RE.search(value):
             raise IllegalCharacterError(f"{value!r} cannot be used in worksheets.")
-        return (f'<c r="{ref}" t="str"><f>'.encode() + formula
-                + f'</f><v>{value.translate(_ESCAPES)}</v></c>'.encode())
+        return f'<c r="{ref}" t="str"><f>{formula}</f><v>{value.translate(_ESCAPES)}</v></c>'
     if isinstance(value, bool):
         value = int(value)
     shown = "%.16g" % value if value is not None and math.isfinite(value) else ""
-    return f'<c r="{ref}"><f>'.encode() + formula + f"</f><v>{shown}</v></c>".encode()
+    return f'<c r="{ref}"><f>{formula}</f><v>{shown}</v></c>'
 
 
 def save_value(cell, value) -> None:
@@ -137,7 +135,7 @@ def _with_values(data: bytes, values: dict[str, object]) -> bytes:
             return m.group(0)
         style = m.group(2).decode()  # ' s="3"' or none
         ref = coordinate + (f'" s="{style[4:-1]}' if style else "")  # as _cell's
-        return _formula(ref, m.group(3), values[coordinate])
+        return _formula(ref, m.group(3).decode(), values[coordinate]).encode()
     return _FORMULA_CELL.sub(cell, data)
 
 
