@@ -382,6 +382,31 @@ def test_unmet_demand_says_why(tmp_path):
     assert plan.totals["unmet_unit_hours"] == pytest.approx(300)
 
 
+def test_unmet_demand_names_both_rules_where_both_bind(tmp_path):
+    # an outside audit: only an EU region is within the 5-ms SLO of a workload held to
+    # the US, whose US region is 20 ms away: "no offer within the latency SLO" hid the
+    # residency rule; a workload with no residency in reach of nothing says the SLO alone
+    plan = solve_tables(tmp_path, scenario(
+        settings=H,
+        sites=[*us_sites("a", "b"), {"site": "d", "country": "DE", "jurisdiction": "EU"}],
+        links=[{"site_a": "a", "site_b": "d", "rtt_ms": 2},
+               {"site_a": "a", "site_b": "b", "rtt_ms": 20}],
+        regions=[{"region": "rb", "provider": "p", "site": "b"},
+                 {"region": "rd", "provider": "p", "site": "d"}],
+        offers=[od("rb"), od("rd")],
+        workloads=[{"workload": "us", "kind": "inference", "latency_slo_ms": 5,
+                    "residency": "US"},
+                   {"workload": "far", "kind": "inference", "latency_slo_ms": 1}],
+        throughput=[{"workload": w, "gpu": "A", "units_per_gpu": 10} for w in ("us", "far")],
+        demand=flat("us", 1, site="a") + flat("far", 1, site="a")))
+    reasons = dict(zip(plan.unmet["workload"], plan.unmet["reason"]))
+    assert reasons == {
+        "us": "no offer within the latency SLO in an allowed jurisdiction (those within it "
+              "are in jurisdictions it may not use)",
+        "far": "no offer within the latency SLO"}
+    assert plan.unmet["unservable"].all()
+
+
 def test_cbc_states_only_the_bound_it_proved(tmp_path):
     """CBC stops once within its relative gap and says "optimal": its bound is the
     objective less that share of what it saw, not the objective (which had stood above

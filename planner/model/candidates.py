@@ -31,6 +31,8 @@ DOMINATED = "dominated by"  # + the offer that is never worse
 UNMET_NO_GPU = "no GPU type that can serve it"
 UNMET_JURISDICTION = "no offer in an allowed jurisdiction"
 UNMET_LATENCY = "no offer within the latency SLO"
+UNMET_LATENCY_JURISDICTION = ("no offer within the latency SLO in an allowed jurisdiction "
+                              "(those within it are in jurisdictions it may not use)")
 UNMET_SPOT = "its only offers in reach are spot, which it may not use"
 UNMET_LEAD_TIME = "lead time: no offer available yet in this month"
 UNMET_CAPACITY = "capacity exhausted"
@@ -137,8 +139,9 @@ class Candidates:
         if not allowed:
             return UNMET_JURISDICTION
         near = [x for x in allowed if self._within_slo(w, site, x[0])]
-        if not near:
-            return UNMET_LATENCY
+        if not near:  # (an audit: "within the SLO" had hidden the rule that bound too)
+            return UNMET_LATENCY_JURISDICTION if any(
+                self._within_slo(w, site, x[0]) for x in sources) else UNMET_LATENCY
         if w.allow_spot is False:
             near = [x for x in near if x[2] is None or x[2].term != "spot"]
             if not near:  # (else every month read as "lead time")
