@@ -177,6 +177,25 @@ def test_every_formula_is_saved_with_what_it_comes_to(finance, tail_policy, tmp_
     assert costs and plan_costs and None not in plan_costs
 
 
+def test_a_path_exactly_at_the_slo_has_no_headroom_below_zero(tmp_path):
+    # an outside audit: links of 0.1 and 0.2 ms to a region at an SLO of 0.3 ms (within
+    # it) showed a worst transit of 0.30000000000000004 and a headroom of -5.6e-17: "-0"
+    plan = solve_tables(tmp_path, scenario(
+        settings={"hours_per_month": 100},
+        sites=[{"site": s, "country": "US", "jurisdiction": "US"} for s in "abc"],
+        links=[{"site_a": "a", "site_b": "b", "rtt_ms": 0.1},
+               {"site_a": "b", "site_b": "c", "rtt_ms": 0.2}],
+        regions=[{"region": "r1", "provider": "p", "site": "c"}],
+        workloads=[{"workload": "w", "kind": "inference", "latency_slo_ms": 0.3}],
+        demand=[{"workload": "w", "period": "2027-01", "amount": 10, "site": "a"}]))
+    write_workbook(plan, tmp_path / "plan.xlsx")
+    ws = load_workbook(tmp_path / "plan.xlsx", data_only=True)["Service"]
+    head = [c.value for c in ws[1]]
+    [row] = ws.iter_rows(min_row=2, values_only=True)
+    assert row[head.index("Worst transit ms")] == 0.3
+    assert row[head.index("SLO headroom ms")] == 0
+
+
 def test_sheets_formulas_and_finance_formatting(finance):
     plan, path = finance
     wb = load_workbook(path)
