@@ -150,7 +150,7 @@ def _summary_rows(plan: Plan, costs: Sheet, ps: Sheet, cs: Sheet,
          t["after_horizon_usd"]),
         ("Upfronts (as counted)", F(f"=SUM({cs.rng('Counted upfront')})", summed("Counted upfront")), USD,
          t["upfront_usd"]),
-        ("Egress", F(f"=SUM({es.rng('Cost')})", sum(x["Cost"] for x in es.figures)), USD,
+        ("Egress", F(f"=SUM({es.rng('Cost')})", sum(es.costs.values())), USD,
          t["egress_usd"]),
     ]
     return rows

@@ -395,15 +395,19 @@ def _egress_sheet(wb, plan: Plan) -> Sheet:
     sh = Sheet(wb, "Egress", [
         ("Month", MONTH), ("Month #", "0"), ("Segment", "0"), ("Workload", None),
         ("Region", None), ("Provider", None), ("GB", NUM), ("USD per GB", RATE), ("Cost", USD),
-    ], keep=True)
+    ])
     st = plan.scenario.settings
     regions = plan.scenario.region_by_name
+    # each row's cost as its formula works it out, by month and provider (what the Costs
+    # sheet and the Summary sum; a table of its own rows could hold millions)
+    sh.costs = defaultdict(float)
     for e in records(plan.egress):
+        cost = e.gb * regions[e.region].egress_usd_per_gb
+        sh.costs[(int(e.month), e.provider)] += cost
         sh.add([month_date(st, int(e.month)), int(e.month), int(e.segment), e.workload,
                 e.region,
                 e.provider, e.gb, regions[e.region].egress_usd_per_gb,
-                F(f"={sh.col('GB')}{{r}}*{sh.col('USD per GB')}{{r}}",
-                  e.gb * regions[e.region].egress_usd_per_gb)])
+                F(f"={sh.col('GB')}{{r}}*{sh.col('USD per GB')}{{r}}", cost)])
     sh.finish()
     return sh
 
@@ -512,10 +516,9 @@ class _MonthCosts:
             for column in ("Term", "Provider"):
                 self.lines[(column, x[column])].append(x)
         self.egress: dict[int, float] = defaultdict(float)
-        self.egress_by: dict[tuple[int, str], float] = defaultdict(float)
-        for row in es.figures:
-            self.egress[row["Month #"]] += row["Cost"]
-            self.egress_by[(row["Month #"], row["Provider"])] += row["Cost"]
+        self.egress_by = es.costs  # (month, provider) -> cost
+        for (m, _), cost in es.costs.items():
+            self.egress[m] += cost
 
     def committed(self, m: int, column: str, value: str) -> float:
         """_commitment_formula's value in month `m` for the lines whose `column` is
