@@ -24,7 +24,7 @@ from planner.check import check_plan
 from planner.cli import app
 from planner.io.generate import generate
 from planner.io.validate import load_scenario
-from planner.model.builder import ModelBuilder
+from planner.model.builder import ModelBuilder, Restrictions
 from planner.model.candidates import find_candidates
 from planner.report.plan import extract_plan
 from planner.solve.budget import Budget
@@ -1393,3 +1393,28 @@ def test_the_plan_at_first_prices_signs_only_what_pays(tmp_path, months, cost, r
     assert check_plan(s, run.plan) == []
     assert run.plan.totals["objective_usd"] == pytest.approx(cost)
     assert run.plan.commitments["gpus"].sum() == reserved
+
+
+def test_the_plan_at_first_prices_fills_commitments_already_signed(tmp_path):
+    """A stress test's (or a stochastic evaluation's) commitments are fixed: paid
+    whatever the plan. 1 GPU of demand (10 units) for one month of 100 hours; a
+    reservation of 1 GPU at r1 at $1.5 fixed, on-demand at r2 $1. Served on the
+    reservation, $150 in all; at the first prices the reserved GPU had cost $1.5 an
+    hour, dearer than r2's on-demand: the plan at first prices left it idle and paid
+    $100 more ($250). (A what-if's stress test there had left $0.3 M of the very
+    commitments its policy's plan filled idle.)"""
+    s = load_scenario(write_csv(tmp_path / "s", scenario(
+        settings={"hours_per_month": 100},
+        sites=[{"site": "s1", "country": "US", "jurisdiction": "US"}],
+        regions=[{"region": "r1", "provider": "p", "site": "s1"},
+                 {"region": "r2", "provider": "q", "site": "s1"}],
+        offers=[{"region": "r2", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 1},
+                {"region": "r1", "gpu": "A", "term": "reserved", "usd_per_gpu_hour": 1.5,
+                 "commit_months": 1}])))
+    fixed = Restrictions(terms={"on_demand": None},
+                         fixed_commitments={("r1/A/reserved/1", 0): 1})
+    run = plan_scenario(s, method="decompose", rounds=Rounds(0, 0, 0, 0),
+                        restrictions=fixed)
+    assert check_plan(s, run.plan, restricted=True) == []
+    assert run.plan.totals["objective_usd"] == pytest.approx(150)
+    assert set(run.plan.assignments["term"]) == {"reserved"}
