@@ -433,6 +433,33 @@ def test_a_variant_stopped_before_its_lp_is_told_apart(tmp_path, monkeypatch):
     assert [v.short_of_lp for v in variants] == [True, True]
 
 
+def test_a_stress_test_stopped_before_its_lp_is_told_apart(tmp_path, monkeypatch):
+    # an outside audit: stress tests planned at first prices, with no time for their LP,
+    # showed $0.34 M of a policy's commitments idle at 0.8x demand where a plan from the
+    # LP leaves $0.07 M, and nothing said they were rough
+    from planner.cli import whatif as cli_whatif
+    from planner.io.generate import generate
+    from planner.report.whatif_workbook import write_whatif_workbook
+
+    generate(tmp_path / "g", 6, 4, 3, 1)
+    s = load_scenario(tmp_path / "g")
+    monkeypatch.setattr("planner.solve.pipeline.WHOLE_CELLS", 0)  # decomposed
+    policy = parse_policy("r=spot,on_demand,monthly,reserved")
+    [rough] = run_whatif(s, [policy], [1.0], stress_scales=(0.8,), time_limit=0.0)
+    [planned] = run_whatif(s, [policy], [1.0], stress_scales=(0.8,), time_limit=30.0)
+    assert rough.stress[0.8]["rough"] and not planned.stress[0.8]["rough"]
+    assert rough.stress[0.8]["mip_gap"] > planned.stress[0.8]["mip_gap"]
+    write_whatif_workbook(s, [rough], tmp_path / "w.xlsx", (0.8,))
+    ws = load_workbook(tmp_path / "w.xlsx")["Comparison"]
+    head = [c.value for c in ws[1]]
+    assert "stress test at 0.8× (gap " in ws.cell(2, head.index("Note") + 1).value
+    said = []
+    monkeypatch.setattr(cli_whatif, "warn", said.append)
+    cli_whatif._warn_variants([rough, planned], "highs")
+    assert any("1 stress test(s) ran out of time before their plan from the LP (r @1 ×0.8)"
+               in w for w in said)
+
+
 def test_a_variant_the_wall_clock_stopped_is_said_to_be_so(tmp_path, monkeypatch):
     # an outside audit: two runs of one what-if at --jobs 2 on a loaded machine gave two
     # plans ($33,607,410 and $33,620,892) with nothing said; solve already said so

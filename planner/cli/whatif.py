@@ -223,6 +223,12 @@ def _warn_variants(variants, asked: str) -> None:
                  f"{', '.join(names[:5])}{' …' if len(names) > 5 else ''} in some months: "
                  f"{unmet['unit_hours'].sum():,.1f} unit-hours unmet at their penalty, "
                  "which its objective counts and its total cost does not")
+    rough = [f"{v.label} ×{x:g}" for v in variants for x, figures in v.stress.items()
+             if figures.get("rough")]
+    if rough:
+        warn(f"{len(rough)} stress test(s) ran out of time before their plan from the LP "
+             f"({', '.join(rough)}): rough plans, whose idle commitments and top-ups are "
+             "overstated; a longer --time-limit or fewer policies test them better")
     stopped = [v.label for v in variants if v.clock_stopped]
     if stopped:
         warn(f"the wall clock stopped the solves of {', '.join(stopped)} with some of "

@@ -194,6 +194,13 @@ def _comparison_row(v: Variant, scales: list[float], c,
         notes.append("stress tests are of the base demand level's plans"
                      + (f" (×{base:g}, as 1.0 is not among the levels)"
                         if base is not None and base != 1.0 else ""))
+    rough = [(x, v.stress[x].get("mip_gap")) for x in scales
+             if v.stress.get(x, {}).get("rough")]
+    if rough:
+        notes.append("stress test at " + ", ".join(
+            f"{x:g}×" + (f" (gap {gap:.1%})" if gap is not None else "") for x, gap in rough)
+            + " a rough plan: the time held no plan from its LP, so its commitments may "
+              "sit idle where a better plan would fill them")
     skipped = [x for x in scales if v.stress.get(x, {}).get("status") == "not_run"]
     if skipped:
         notes.append("stress test at " + ", ".join(f"{x:g}×" for x in skipped)
