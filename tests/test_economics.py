@@ -174,16 +174,16 @@ def test_workbook_shows_the_economics_and_reconciles_with_renewals_on_one_line(t
     assert (monthly["Contracts"], monthly["GPUs"], monthly["Start #"], monthly["End #"]) == (
         6, 2, 0, 5)
     assert monthly["Total obligation"] == pytest.approx(1800)
-    assert monthly["Utilization"] == pytest.approx(1.0)
+    assert monthly["Utilization in horizon"] == pytest.approx(1.0)
     # the same use on demand: 200 × 5 = $1,000 a month, less the $300 payment
     assert monthly["Monthly saving"] == pytest.approx(700)
     assert monthly["Break-even month"] == 1
     # the reservation: used all year; (12 × 500 − 1,200) / 12 = $400 a month; the $500
     # upfront is covered in month 2
     reserved = by_term["reserved"]
-    assert reserved["Term utilization"] == pytest.approx(1.0)
+    assert reserved["Utilization"] == pytest.approx(1.0)
     assert reserved["Monthly saving"] == pytest.approx(400)
-    assert reserved["Break-even month"] == 2 and reserved["Term idle cost"] == pytest.approx(0)
+    assert reserved["Break-even month"] == 2 and reserved["Idle cost"] == pytest.approx(0)
 
 
 def test_renewals_whose_gpus_change_are_one_line_that_reconciles(tmp_path):
@@ -216,9 +216,9 @@ def test_renewals_whose_gpus_change_are_one_line_that_reconciles(tmp_path):
     assert (row["Contracts"], row["GPUs"], row["GPU-months"]) == (6, 3, 15)
     assert row["Total obligation"] == pytest.approx(1500)
     assert row["Monthly payment"] == pytest.approx(250)
-    assert row["Utilization"] == pytest.approx(1.0)
+    assert row["Utilization in horizon"] == pytest.approx(1.0)
     assert row["Monthly saving"] == pytest.approx(1000)
-    assert row["Break-even month"] == 1 and row["Term idle cost"] == pytest.approx(0)
+    assert row["Break-even month"] == 1 and row["Idle cost"] == pytest.approx(0)
     assert wb.sheetnames.index("Contracts") == wb.sheetnames.index("Commitments") + 1
     s = _summary(wb["Summary"])
     assert s["Total cost (nominal)"][0] == pytest.approx(1500)

@@ -137,12 +137,14 @@ def _summary_rows(plan: Plan, costs: Sheet, ps: Sheet, cs: Sheet,
          t["plan_cost_usd"]),
         # SPEC §5: the total is the Plan's costs, idle committed capacity, upfronts and
         # egress; a commitment's payments after the horizon are capacity no plan uses
-        ("Idle committed capacity", F(f"=SUM({cs.rng('Idle cost')})"
+        ("Idle committed capacity", F(f"=SUM({cs.rng('Idle cost in horizon')})"
                                      f"+SUM({cs.rng('Counted after horizon')})",
-                                     summed("Idle cost") + summed("Counted after horizon")),
+                                     summed("Idle cost in horizon")
+                                     + summed("Counted after horizon")),
          USD,
          t["idle_committed_usd"] + t["after_horizon_usd"]),
-        ("  of which idle in the horizon", F(f"=SUM({cs.rng('Idle cost')})", summed("Idle cost")),
+        ("  of which idle in the horizon", F(f"=SUM({cs.rng('Idle cost in horizon')})",
+                                             summed("Idle cost in horizon")),
          USD,
          t["idle_committed_usd"]),
         ("  of which payments after the horizon",

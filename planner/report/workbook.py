@@ -276,8 +276,8 @@ def commitments_sheet(wb, plan: Plan, plans: Sheet, contracts: Sheet,
         ("Months in horizon", "0"), ("Beyond horizon", USD), ("Counted payments", USD),
         ("Counted after horizon", USD), ("Counted upfront", USD), ("Counted cost", USD),
         ("Used GPU-hours", NUM),
-        ("Available GPU-hours", NUM), ("Utilization", PCT), ("Used cost", USD),
-        ("Idle cost", USD), ("Term utilization", PCT), ("Term idle cost", USD),
+        ("Available GPU-hours", NUM), ("Utilization in horizon", PCT), ("Used cost", USD),
+        ("Idle cost in horizon", USD), ("Utilization", PCT), ("Idle cost", USD),
         ("Monthly saving", USD), ("Break-even month", "0"),
     ], keep=True, notes={
         "Kind": "new: to sign; existing: already signed (sunk cost)",
@@ -295,18 +295,22 @@ def commitments_sheet(wb, plan: Plan, plans: Sheet, contracts: Sheet,
         "Counted cost": "what the plan's total counts: the whole obligation under tail policy "
                         "full; under prorate only the months inside the horizon (existing "
                         "contracts: months inside the horizon)",
-        "Utilization": "GPU-hours the plan uses / GPU-hours available inside the horizon",
+        "Utilization in horizon": "GPU-hours the plan uses / GPU-hours available inside "
+                                  "the horizon",
         "Counted after horizon": "of the counted payments, those for months after the "
                                  "horizon (tail policy full): no Plan row uses them, so the "
-                                 "Summary's idle committed capacity holds them (Term "
-                                 "utilization assumes the forecast's last month goes on)",
-        "Idle cost": "counted payments inside the horizon not used by any workload",
-        "Term utilization": "GPU-hours used / GPU-hours committed over the whole term (an "
+                                 "Summary's idle committed capacity holds them "
+                                 "(Utilization assumes the forecast's last month goes on)",
+        "Idle cost in horizon": "counted payments inside the horizon not used by any "
+                                "workload",
+        "Utilization": "GPU-hours used / GPU-hours committed over the whole term, as the "
+                       "JSON's utilization (an "
                             "existing contract: from the horizon's start); pooled use "
                             "goes to the contract that ends soonest first; after the "
                             "horizon the forecast's last month is assumed to repeat, "
                             "drawn from the contracts still running",
-        "Term idle cost": "GPU-hours unused over the whole term × the hourly rate",
+        "Idle cost": "GPU-hours unused over the whole term × the hourly rate, as the "
+                     "JSON's idle_usd",
         "Monthly saving": "per month of the term: the same use at its cheapest "
                           "pay-as-you-go source, minus the monthly payment (net of idle "
                           "GPUs, before the upfront); blank: no pay-as-you-go source "
@@ -371,7 +375,7 @@ def commitments_sheet(wb, plan: Plan, plans: Sheet, contracts: Sheet,
                           for x in line) * st.hours_per_month
                 for name in ("Used GPU-hours", "Available GPU-hours")})
     if sh.row >= 2:
-        for name in ("Utilization", "Term utilization"):
+        for name in ("Utilization in horizon", "Utilization"):
             util = f"{c(name)}2:{c(name)}{sh.row}"
             sh.ws.conditional_formatting.add(util, CellIsRule(
                 operator="lessThan", formula=["0.4"], fill=AMBER_FILL))
