@@ -490,13 +490,15 @@ def test_no_number_renders_as_hashes(finance, tmp_path):
     _, path = finance
     assert too_narrow(path, recalculated(path, tmp_path / "recalc")) == []
     # also demand left unmet by the billion at its penalty (Diagnostics' columns were
-    # fixed at 14 characters): 20 M units a month, 4 GPUs of one unit each
+    # fixed at 14 characters): 20 M units a month, 4 GPUs of one unit each; the penalty
+    # $1 M a unit-hour (the Input settings sheet showed $1,000,000.0000 as ###)
     plan = solve_tables(tmp_path, scenario(
+        settings={"unmet_penalty_usd_per_unit_hour": 1_000_000},
         offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 2,
                  "max_gpus": 4}],
         throughput=[{"workload": "w", "gpu": "A", "units_per_gpu": 1}],
         demand=[{"workload": "w", "period": "2027-01", "amount": 2e7}]))
-    assert plan.totals["unmet_penalty_usd"] > 1e12
+    assert plan.totals["unmet_penalty_usd"] > 1e15
     write_workbook(plan, tmp_path / "unmet.xlsx")
     assert too_narrow(tmp_path / "unmet.xlsx",
                       recalculated(tmp_path / "unmet.xlsx", tmp_path / "recalc2")) == []

@@ -41,6 +41,7 @@ from planner.report.cells import (
     month_date,
     print_setup,
     save_atomically,
+    shown_width,
     text_cell,
 )
 from planner.report.economics import (
@@ -745,6 +746,10 @@ def _input_sheets(wb, plan: Plan) -> None:
             if setting is not None and setting.type in ("date", "month", "float", "int"):
                 shown = _input_format(setting, [values[value]])
                 sh.ws.cell(r, value + 1).number_format = shown or "General"
+                # as wide as the format shows it (a penalty of $1,000,000.0000 an
+                # hour showed ### in a column sized for 1000000: an outside audit)
+                sh.widths[value] = max(sh.widths[value],
+                                       shown_width(values[value], shown))
         sh.finish()
 
 
