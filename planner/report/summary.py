@@ -169,7 +169,9 @@ def _reconciliation(ws, r: int, refs: dict[str, str], values: dict[str, object])
     r += 1
     ws.cell(r, 1, "Difference to total (should be 0)").font = BOLD
     total = "Total cost (nominal)"
-    value_cell(ws.cell(r, 2), F(f"=B{r - 1}-{refs[total]}", whole - values[total]), USD)
+    # in cents: the float sums' last digits (-7e-9) had shown as -$0.00 (an audit)
+    value_cell(ws.cell(r, 2), F(f"=ROUND(B{r - 1}-{refs[total]},2)",
+                                round(whole - values[total], 2) + 0.0), USD)
     return r + 1
 
 

@@ -116,7 +116,7 @@ def settings_block(wb: Workbook, ws, st) -> None:
         ws.cell(i, 4, label).font = BOLD
         text_cell(ws.cell(i, 5), value)
         define_name(wb, name, f"'{title}'!$E${i}")
-    ws["E3"].number_format = PCT
+    ws["E3"].number_format = "0.00%"  # 8.25 %, not 8.3 % (an outside audit)
 
 
 def plan_sheet(wb, plan: Plan, title: str = "Plan") -> Sheet:
