@@ -54,6 +54,10 @@ SITES = [
 # -- GPU types (market-facts B2) -----------------------------------------------------------
 GPUS = [
     ("H100", 80, 3.35, 989, 700, "NVIDIA H100 spec table (SXM)"),
+    # the PCIe card, a GPU type of its own (planner market import names Lambda's
+    # gpu_1x_h100_pcie so; its figures are not in the catalogs)
+    ("H100-PCIe", 80, 2.0, 756, 350, "NVIDIA H100 PCIe spec table: 80 GB HBM2e, 2.0 TB/s, "
+     "BF16 1,513 TFLOPS with sparsity (756 dense), 300-350 W"),
     ("H200", 141, 4.8, 989, 700, "aiwiki.ai/wiki/nvidia_h200"),
     ("B200", 180, 8.0, 2250, 1000, "glennklockwood.com/garden/processors/B200 (180 GB usable)"),
     ("A100-80GB", 80, 2.039, 312, 400, "NVIDIA A100 datasheet via glennklockwood.com"),
@@ -298,7 +302,7 @@ SETTINGS = [
     ("start_month", "2027-01"), ("horizon_months", "24"), ("hours_per_month", "730"),
     ("tail_policy", "full"), ("discount_rate_annual", "0.08"),
     ("unmet_penalty_usd_per_unit_hour", "50"), ("solver", "highs"), ("time_limit_s", "60"),
-    ("mip_gap", "0.03"),
+    ("mip_gap", "0.02"),
 ]
 
 
