@@ -296,6 +296,11 @@ def test_input_sheets_hold_numbers_as_numbers_and_names_as_read(finance):
     assert settings["start_month"].value == dt.datetime(2027, 1, 1)
     assert settings["start_month"].number_format == "yyyy-mm"
     assert settings["hours_per_month"].value == 100  # a figure as a figure
+    # a blank CSV cell a blank cell, not '' as text (an outside audit: ISBLANK, COUNTA
+    # and filters took it for text): the second offer has no max_gpus
+    head = [c.value for c in offers[1]]
+    cap = [offers.cell(r, head.index("max_gpus") + 1) for r in range(2, offers.max_row + 1)]
+    assert None in [c.value for c in cap] and "" not in [c.value for c in cap]
 
 
 def test_input_text_never_becomes_a_formula(finance):

@@ -757,6 +757,8 @@ def _as_read(v, column):
     """A cell of an input sheet: as read, but a number of a numeric column as a number,
     and a date or month as a date (SPEC §5 v2: dates are dates, rates show four
     decimals); what does not parse stays as it was (a quarter, say)."""
+    if v == "":  # a blank CSV cell is a blank cell, not text (ISBLANK, COUNTA, filters)
+        return None
     kind = None if column is None else column.type
     if kind in ("month", "period") and v is not None and str(v).strip():
         try:
