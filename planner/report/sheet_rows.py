@@ -42,8 +42,10 @@ CHUNK_ROWS = 20_000
 _HELD: WeakKeyDictionary = WeakKeyDictionary()
 # the values saved with formulas of openpyxl's cells: worksheet -> {coordinate: value}
 _VALUES: WeakKeyDictionary = WeakKeyDictionary()
-# a formula cell as openpyxl writes it: its reference, style and formula, no value
-_FORMULA_CELL = re.compile(rb'<c r="([A-Z]+[0-9]+)"((?: s="[0-9]+")?)><f>([^<]*)</f><v></v></c>')
+# a formula cell as openpyxl writes it: its reference, style and formula, no value (an
+# empty <v>, as lxml writes it, or <v/> as ElementTree does)
+_FORMULA_CELL = re.compile(
+    rb'<c r="([A-Z]+[0-9]+)"((?: s="[0-9]+")?)><f>([^<]*)</f>(?:<v></v>|<v\s*/>)</c>')
 
 
 class Rows:
