@@ -732,7 +732,10 @@ def test_a_short_budget_gives_the_same_result_whatever_the_workers(tmp_path, mea
     # At the machine's own pace, as a command runs (planner.solve.pace), with room: the
     # suite's pace of 1 is the fitted machine's, and on one twice as slow (pace 2.09)
     # the wall clock's safety stops, not the work clock, ended the cover-cut LPs, at a
-    # different point with one worker than with two (a failure in .ci/run there).
+    # different point with one worker than with two (a failure in .ci/run there). Room
+    # of 3 times the pace measured as the session began: at 2 times, a clean clone's
+    # .ci/run (the other test worker's tests beside it) gave bounds of $3.79 M and
+    # $3.45 M (stop 63).
     from planner.solve import work
 
     generate(tmp_path / "g", 16, 10, 4, 1)
@@ -740,7 +743,7 @@ def test_a_short_budget_gives_the_same_result_whatever_the_workers(tmp_path, mea
     draws = sample_scenarios(s, 4, 0.3, seed=1)
     results = []
     suite_pace = work.pace()
-    work.set_pace(max(suite_pace, 2.0 * measured))
+    work.set_pace(max(suite_pace, 3.0 * measured))
     try:
         for runner in (Runner(), Runner(jobs=2)):
             with runner:
