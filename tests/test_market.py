@@ -561,3 +561,19 @@ def test_a_price_read_again_on_a_later_date_is_said(tmp_path, small_catalog):
                                    str(small_catalog), "--price-date", "2026-12-01"])
     assert "dated anew" not in res.output
     assert "0 price(s) up, 0 down: no change" in " ".join(res.output.split())
+
+
+def test_a_source_worded_anew_at_the_same_price_is_said(tmp_path, small_catalog):
+    # an outside audit: an import that rewrote 26 rows' sources (an earlier import's
+    # wording) said "no change"; here a row's source edited by hand, price untouched
+    scn = tmp_path / "scn"
+    _write(scn / "market" / "regions.csv",
+           "cloud,catalog_region,region,site\nacme,east,acme-east,nyc\n")
+    _imported(scn, small_catalog)
+    path = scn / "offers.csv"
+    path.write_text(path.read_text().replace("÷ 8 GPUs", "over 8 GPUs"))
+    out = " ".join(_imported(scn, small_catalog).output.split())
+    assert "the same price, its source worded anew (1): acme-east/H100/on_demand" in out
+    assert "no change" not in out
+    out = " ".join(_imported(scn, small_catalog).output.split())
+    assert "worded anew" not in out and "no change" in out

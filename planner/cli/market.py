@@ -184,6 +184,7 @@ def market_import(
               ("price up", changes.price_up), ("price down", changes.price_down),
               ("instance size", changes.resized),
               ("the same price, dated anew", changes.redated),
+              ("the same price, its source worded anew", changes.recited),
               ("set by a rule", changes.ruled),
               ("kept (your own row)", changes.kept_yours),
               ("GPU types added", changes.gpus_added),

@@ -73,6 +73,8 @@ class Changes:
     resized: list[str] = field(default_factory=list)
     ruled: list[str] = field(default_factory=list)  # cells a rule changed
     redated: list[str] = field(default_factory=list)  # the same price, read on a new date
+    # the same price, its source worded anew (an earlier import's wording, or an edit)
+    recited: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -542,6 +544,9 @@ def _merge_offers(offers: _Table, fresh: dict[tuple, dict], changes: Changes,
         elif (row.get("price_date") or "") != new["price_date"]:
             changes.redated.append(f"{_label(row)} {row.get('price_date') or 'undated'} → "
                                    f"{new['price_date']}")
+        elif (row.get("source") or "") != new["source"]:
+            # (an audit: 26 sources rewritten to say what the rules gave read "no change")
+            changes.recited.append(_label(row))
         if new["gpus_per_instance"] != (row.get("gpus_per_instance") or "1"):
             changes.resized.append(f"{_label(row)} {row.get('gpus_per_instance') or '1'} → "
                                    f"{new['gpus_per_instance']} GPUs an instance")
