@@ -296,12 +296,10 @@ def _break_even_sheet(wb: Workbook, scenario: Scenario) -> None:
                "hours × on-demand rate): below this utilization on-demand is cheaper"})
     b = be.col
     for row in break_even(scenario):
-        months, hours = row["commit_months"], scenario.settings.hours_per_month
         formula = (F(f"=({b('Commit months')}{{r}}*HoursPerMonth*{b('USD per GPU-hour')}{{r}}"
                      f"+{b('Upfront per GPU')}{{r}})/({b('Commit months')}{{r}}*HoursPerMonth*"
                      f"{b('On-demand USD per GPU-hour')}{{r}})",
-                     (months * hours * row["usd_per_gpu_hour"] + row["upfront_usd_per_gpu"])
-                     / (months * hours * row["on_demand_usd_per_gpu_hour"]))
+                     row["break_even_utilization"])
                    if row["on_demand_usd_per_gpu_hour"] else "no on-demand offer")
         be.add([row["offer"], row["region"], row["gpu"], row["term"], row["commit_months"],
                 row["usd_per_gpu_hour"], row["upfront_usd_per_gpu"],
