@@ -77,8 +77,7 @@ def _summary_rows(plan: Plan, costs: Sheet, ps: Sheet, cs: Sheet,
     def summed(column: str) -> float:
         return sum(x[column] for x in cs.figures)
 
-    a = plan.assignments
-    plan_cost = float((a["gpus"] * a["hours"] * a["usd_per_gpu_hour"]).sum())
+    plan_cost = float(ps.costs["cost"].sum())
     rows: list[tuple[str | None, object, str | None, object]] = [
         ("Scenario", s.name, None, None),
         ("Input hash", s.content_hash(), None, None),

@@ -15,6 +15,7 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
+import pandas as pd
 from openpyxl import Workbook
 from openpyxl.chart import BarChart, Reference
 from openpyxl.formatting.rule import CellIsRule, FormulaRule
@@ -148,8 +149,21 @@ def plan_sheet(wb, plan: Plan, title: str = "Plan") -> Sheet:
     if len(plan.assignments):
         a = plan.assignments
         sh.fit({"GPU-hours": (a["gpus"] * a["hours"]).max(), "Cost": a["cost_usd"].max()})
+    sh.costs = _plan_costs(plan, line)
     sh.finish()
     return sh
+
+
+def _plan_costs(plan: Plan, line: dict[str, str]) -> pd.DataFrame:
+    """The Plan sheet's rows as its formulas work them out (GPU-hours, cost), with the
+    cells the SUMIFS over it match (month, term, provider, contract as listed: `line`,
+    contract -> its line's name): what other sheets' formulas add up."""
+    a = plan.assignments
+    gpu_hours = a["gpus"] * a["hours"]
+    return pd.DataFrame({
+        "month": a["month"].astype(int), "term": a["term"], "provider": a["provider"],
+        "contract": a["contract"].map(lambda c: line.get(c, c)),
+        "gpu_hours": gpu_hours, "cost": gpu_hours * a["usd_per_gpu_hour"]})
 
 
 def contracts_sheet(wb, plan: Plan, title: str = "Contracts") -> Sheet:
@@ -328,7 +342,7 @@ def commitments_sheet(wb, plan: Plan, plans: Sheet, contracts: Sheet,
     for row in kc.figures:
         for column in SUMMED:
             by_line[row["Line"]][column] += float(row[column])
-    used = _plan_use(plan)
+    used = pc.costs.groupby("contract")[["gpu_hours", "cost"]].sum()
     for line in schedule_lines(plan):
         k, last = line[0], line[-1]
         name = line_name(line)
@@ -341,7 +355,9 @@ def commitments_sheet(wb, plan: Plan, plans: Sheet, contracts: Sheet,
                      x[column])
 
         gpu_months = sum(int(y.gpus) * (int(y.end) - int(y.start) + 1) for y in line)
-        used_hours, used_cost = used.get(name, (0.0, 0.0))
+        used_hours, used_cost = ((float(used.at[name, "gpu_hours"]),
+                                  float(used.at[name, "cost"])) if name in used.index
+                                 else (0.0, 0.0))
         sh.add([
             name, k.kind, k.region, k.provider, k.gpu, k.term,
             int(k.commit_months), len(line), month_date(st, int(k.start)),
@@ -384,18 +400,6 @@ def commitments_sheet(wb, plan: Plan, plans: Sheet, contracts: Sheet,
     return sh
 
 
-def _plan_use(plan: Plan) -> dict[str, tuple[float, float]]:
-    """Plan sheet contract (a line's name, or a pay-as-you-go offer) -> the GPU-hours
-    and cost of its rows, as its formulas work them out."""
-    line = line_names(plan)
-    used: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
-    for a in records(plan.assignments[["contract", "gpus", "hours", "usd_per_gpu_hour"]]):
-        x = used[line.get(a.contract, a.contract)]
-        x[0] += a.gpus * a.hours
-        x[1] += a.gpus * a.hours * a.usd_per_gpu_hour
-    return {k: (hours, cost) for k, (hours, cost) in used.items()}
-
-
 def _egress_sheet(wb, plan: Plan) -> Sheet:
     sh = Sheet(wb, "Egress", [
         ("Month", MONTH), ("Month #", "0"), ("Segment", "0"), ("Workload", None),
@@ -436,7 +440,7 @@ def _costs_sheet(wb, plan: Plan, ps: Sheet, cs: Sheet, es: Sheet) -> Sheet:
     })
     c = sh.col
     first = None
-    x = _MonthCosts(plan, cs, es)
+    x = _MonthCosts(plan, ps, cs, es)
     for m in range(0, last_month + 1):
         inside = m < st.horizon_months
         row = [month_date(st, m), m, "yes" if inside else "no"]
@@ -506,16 +510,13 @@ class _MonthCosts:
     it out: the Plan's costs by month and term (and provider), the Commitments lines'
     payments and upfronts, the Egress sheet's costs."""
 
-    def __init__(self, plan: Plan, cs: Sheet, es: Sheet):
+    def __init__(self, plan: Plan, ps: Sheet, cs: Sheet, es: Sheet):
         st = plan.scenario.settings
         self.horizon, self.full = st.horizon_months, st.tail_policy == "full"
-        self.plan: dict[tuple, float] = defaultdict(float)  # (month, term[, provider])
-        a = plan.assignments
-        for row in records(a[["month", "term", "provider", "gpus", "hours",
-                              "usd_per_gpu_hour"]]):
-            cost = row.gpus * row.hours * row.usd_per_gpu_hour
-            self.plan[(int(row.month), row.term)] += cost
-            self.plan[(int(row.month), row.term, row.provider)] += cost
+        costs = ps.costs.groupby(["month", "term", "provider"])["cost"].sum()
+        # (month, term[, provider]) -> the Plan's cost
+        self.plan: dict[tuple, float] = defaultdict(float, {
+            **costs.groupby(level=["month", "term"]).sum().to_dict(), **costs.to_dict()})
         self.lines: dict[tuple[str, str], list[dict]] = defaultdict(list)
         for x in cs.figures:  # by term and by provider
             for column in ("Term", "Provider"):
