@@ -806,6 +806,7 @@ def test_a_solve_the_wall_clock_stopped_is_said_to_be_so(tmp_path, monkeypatch):
         "clock_stopped"]
     said = []
     monkeypatch.setattr(cli_solve, "warn", said.append)
+    monkeypatch.setattr("planner.cli.common.warn", said.append)
     result = SimpleNamespace(wait_and_see=[{"clock_stopped": True}, {}], dropped=0,
                              candidates=[SimpleNamespace(results=[{"clock_stopped": True}])],
                              overrun_s=0, untried=0, missed=0, scenarios=())

@@ -455,6 +455,7 @@ def test_a_stress_test_stopped_before_its_lp_is_told_apart(tmp_path, monkeypatch
     assert "stress test at 0.8× (gap " in ws.cell(2, head.index("Note") + 1).value
     said = []
     monkeypatch.setattr(cli_whatif, "warn", said.append)
+    monkeypatch.setattr("planner.cli.common.warn", said.append)
     cli_whatif._warn_variants([rough, planned], "highs")
     assert any("1 stress test(s) ran out of time before their plan from the LP (r @1 ×0.8)"
                in w for w in said)
@@ -481,6 +482,7 @@ def test_a_variant_the_wall_clock_stopped_is_said_to_be_so(tmp_path, monkeypatch
     assert not stopped
     said = []
     monkeypatch.setattr(cli_whatif, "warn", said.append)
+    monkeypatch.setattr("planner.cli.common.warn", said.append)
     cli_whatif._warn_variants([Variant(policy, 1.0, plan, status, clock_stopped=True),
                                Variant(policy, 1.2, plan, status)], "highs")
     [line] = [w for w in said if "wall clock" in w]

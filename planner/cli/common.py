@@ -440,6 +440,16 @@ def warn_clock_stopped(budget, result) -> None:
          f"another run may stop elsewhere{replay}")
 
 
+def warn_solves_stopped(which: str, what: str) -> None:
+    """Say that the wall clock, not the work clock, stopped `which` solves with reckoned
+    work left (planner.solve.budget.Budget.stopped_with_work_left), so that another run
+    may give other `what` (two what-if runs at --jobs 2 on a loaded machine gave two
+    plans, and two stochastic runs two expected costs, with nothing said)."""
+    warn(f"the wall clock stopped {which} with some of their reckoned work left: this "
+         "machine ran behind its pace (busy, or slower), so another run may stop them "
+         f"elsewhere, with other {what}")
+
+
 def warn_short_budget(budget, keep: float) -> bool:
     """Say so when the time limit leaves nothing to plan with once the `keep` seconds
     the tables and workbooks take are set aside: the command still writes a whole plan

@@ -39,6 +39,7 @@ from planner.cli.common import (
     warn_past_limit,
     warn_short_budget,
     warn_solver,
+    warn_solves_stopped,
     writing_seconds,
 )
 from planner.report.json_text import dumps
@@ -455,11 +456,8 @@ def _warn_stochastic(result, budget, samples: int | None) -> None:
     running late, scenario solves cut short of their LP or stopped by the wall clock."""
     solves = [*result.wait_and_see, *(r for c in result.candidates for r in c.results)]
     stopped = sum(bool(r.get("clock_stopped")) for r in solves)
-    if stopped:  # (an outside audit: two runs at --time-limit 10 on a loaded machine,
-        # expected $31.61 M and $32.58 M, nothing said)
-        warn(f"the wall clock stopped {stopped} of its solves with some of their "
-             "reckoned work left: this machine ran behind its pace (busy, or slower), "
-             "so another run may stop them elsewhere, with other figures")
+    if stopped:
+        warn_solves_stopped(f"{stopped} of its solves", "figures")
     if result.dropped:
         warn(f"--time-limit {budget.seconds:g} s holds the "
              f"solves of {len(result.scenarios)} of {samples} samples: the "

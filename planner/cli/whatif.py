@@ -37,6 +37,7 @@ from planner.cli.common import (
     warn_past_limit,
     warn_short_budget,
     warn_solver,
+    warn_solves_stopped,
 )
 from planner.model.candidates import UNMET_NOT_ALLOWED
 from planner.report.json_text import dumps
@@ -231,9 +232,7 @@ def _warn_variants(variants, asked: str) -> None:
              "overstated; a longer --time-limit or fewer policies test them better")
     stopped = [v.label for v in variants if v.clock_stopped]
     if stopped:
-        warn(f"the wall clock stopped the solves of {', '.join(stopped)} with some of "
-             "their reckoned work left: this machine ran behind its pace (busy, or "
-             "slower), so another run may stop them elsewhere, with other plans")
+        warn_solves_stopped(f"the solves of {', '.join(stopped)}", "plans")
     short = [v.label for v in variants if v.short_of_lp]
     if short:
         warn(f"{len(short)} of {len(variants)} variants ran out of "
