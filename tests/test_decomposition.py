@@ -1352,6 +1352,31 @@ def test_a_pair_whose_room_comes_too_late_is_not_chosen(tmp_path):
     assert check_plan(s, run.plan) == []
 
 
+def test_the_plan_at_first_prices_counts_free_gpus_only_as_far_as_they_go(tmp_path):
+    """A training run held to one region, 10 GPUs (one unit a GPU) for a month of 100
+    hours. Region a: 2 GPUs of an existing contract ($1 an hour, $200 paid whatever the
+    plan) and on demand at $4; region b: on demand at $2. At b: 10 × 100 × $2 = $2,000,
+    and $2,200 with the contract, the optimum; at a: 8 × 100 × $4 = $3,200, $3,400. At
+    first prices the existing GPUs cost nothing, and a, taken as if all its GPUs did,
+    had been chosen (`FreeFirst`: an audit's stress test had paid on-demand rates beside
+    $0.29 M of idle commitments)."""
+    s = load_scenario(write_csv(tmp_path / "s", scenario(
+        settings={**H, "horizon_months": 1},
+        regions=[{"region": "a", "provider": "p", "site": "s1"},
+                 {"region": "b", "provider": "p", "site": "s1"}],
+        offers=[{"region": "a", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 4},
+                {"region": "b", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 2}],
+        existing=[{"region": "a", "gpu": "A", "gpus": 2, "start_month": "2027-01",
+                   "end_month": "2027-01", "usd_per_gpu_hour": 1}],
+        workloads=[{"workload": "w", "kind": "training", "single_region": "true"}],
+        throughput=[{"workload": "w", "gpu": "A", "units_per_gpu": 1}],
+        demand=[{"workload": "w", "period": "2027-01", "amount": 10}])))
+    run = plan_scenario(s, method="decompose", rounds=Rounds(0, 0, 0, 0))
+    assert check_plan(s, run.plan) == []
+    assert run.plan.totals["objective_usd"] == pytest.approx(2_200)
+    assert set(run.plan.assignments["region"]) == {"b"}
+
+
 def test_a_plan_the_decomposition_made_for_skipped_branch_and_bound_replays(tmp_path,
                                                                            monkeypatch):
     # a small model, solved whole, whose branch and bound is not started (its root node

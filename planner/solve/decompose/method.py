@@ -57,8 +57,9 @@ from planner.solve.decompose.dual import DualBound, first_prices, lagrangian
 from planner.solve.decompose.improve import CHOICES, POOL_GAPS, Tried, replan_pool
 from planner.solve.decompose.kinds import merge
 from planner.solve.decompose.master import CommitmentPart
-from planner.solve.decompose.pricing import cheapest_arcs, pairs_by_cost
+from planner.solve.decompose.pricing import cheapest_arcs
 from planner.solve.decompose.primal import (
+    FreeFirst,
     all_pairs,
     choose_pairs,
     master_arcs,
@@ -379,8 +380,8 @@ class _Run:
         now $33.2 M, and $31.1 M topped up; 50x40x24 $71.9 M -> $59.8 M topped up, its
         LP $54.6 M.) The time it took sets what is kept back after the master's rounds."""
         b, prices = self.blocks, self.prices
-        pairs = choose_pairs(b, {w: pairs_by_cost(wb, b, prices)
-                                 for w, wb in enumerate(b.workloads) if wb.single_region})
+        first = FreeFirst(b, prices)
+        pairs = choose_pairs(b, first.orders(), reorder=first.reorder)
         greedy = construct(b, prices, np.array(b.commitments.lower),
                            cheapest_arcs(b, prices, pairs), pairs)
         took = construct_s(len(greedy.pools))

@@ -444,6 +444,14 @@ def pairs_by_cost(wb: WorkloadBlocks, blocks: Blocks, prices) -> list[int]:
             if pair >= 0]
 
 
+def pair_month_costs(wb: WorkloadBlocks, blocks: Blocks, prices) -> dict[int, np.ndarray]:
+    """A single-region workload's cost at `prices` on each of its pairs, month by month
+    (capacity unseen): pair index → [M]."""
+    _, priced = unit_costs(wb, blocks, *prices)
+    return {pair: plan[0].sum(axis=1)
+            for _, pair, plan in _best_pairs(wb, priced, wb.penalty * blocks.hd) if pair >= 0}
+
+
 def cheapest_arcs(blocks: Blocks, prices, pairs: dict) -> dict:
     """Each workload's plan at `prices` alone, ignoring capacity (single-region ones on
     their `pairs`): workload index → arrays (site, source, month, segment, units). What

@@ -7,7 +7,12 @@ import math
 import numpy as np
 
 from planner.solve.decompose.dual import DualBound, plan_pair
-from planner.solve.decompose.pricing import pair_range, pairs_by_cost
+from planner.solve.decompose.pricing import (
+    INF,
+    pair_month_costs,
+    pair_range,
+    pairs_by_cost,
+)
 
 # A commitment's LP GPUs are rounded up from this fraction on, down below it (what is
 # short is signed for during construction where demand needs it): on the default
@@ -40,8 +45,8 @@ def master_arcs(dual: DualBound) -> dict:
             for w, parts in out.items()}
 
 
-def choose_pairs(blocks, orders: dict[int, list[int]], claimed: dict | None = None
-                 ) -> dict[int, int]:
+def choose_pairs(blocks, orders: dict[int, list[int]], claimed: dict | None = None,
+                 reorder=None) -> dict[int, int]:
     """Single-region workload index → its pair: the first in its order of preference
     that still has room in every month for its busiest segment then, beside what the
     workloads chosen before it (the most demand first) and `claimed` ((region, GPU type)
@@ -50,13 +55,15 @@ def choose_pairs(blocks, orders: dict[int, list[int]], claimed: dict | None = No
     pay-as-you-go variant left both unmet); a pair whose room comes after the first
     month (a commitment's lead time) is not chosen for a workload that needs it then (a
     burst workload held to 128 GPUs of on-demand where it needed 268 in month 0, the
-    commitments there starting in month 1: $490 M of penalty)."""
+    commitments there starting in month 1: $490 M of penalty). `reorder(w, order,
+    claimed)`, if given, orders a workload's pairs again beside what is claimed before
+    it (`FreeFirst`)."""
     claimed = {k: np.array(v, dtype=float) for k, v in (claimed or {}).items()}
     out = {}
     for w in sorted(orders, key=lambda w: (-float(blocks.workloads[w].level.sum()), w)):
         wb = blocks.workloads[w]
 
-        order = orders[w]
+        order = orders[w] if reorder is None else reorder(w, orders[w], claimed)
         if not order:
             continue
         need = {p: peak_gpus(wb, p) for p in order}
@@ -68,6 +75,61 @@ def choose_pairs(blocks, orders: dict[int, list[int]], claimed: dict | None = No
         out[w] = pair
         claimed[wb.pairs[pair]] = claimed.get(wb.pairs[pair], 0.0) + need[pair]
     return out
+
+
+class FreeFirst:
+    """Single-region workloads' pairs cheapest first at first prices, GPUs that cost
+    nothing counted only as far as they go. At first prices existing contracts' GPUs and
+    commitments already signed are free (`first_prices`), so a pair with a few of them
+    looked free to a workload that needs many more, and the plan paid on-demand rates
+    there beside idle commitments elsewhere (an audit's stress test: $0.29 M of its
+    $1.44 M plan). A pair's cost is taken month by month: the share of the workload's
+    GPUs that the free ones still cover, less those claimed before it, at first prices,
+    the rest as if those GPUs were not there."""
+
+    def __init__(self, blocks, prices):
+        self.blocks = blocks
+        y_payg, y_committed = prices
+        self.free = free_gpus(blocks)
+        self.costless = y_committed.max(axis=2) <= 0  # [rows, M]: GPUs there cost nothing
+        paid = (y_payg, np.where(self.costless[:, :, None], INF, y_committed))
+        # workload → (pair → [M] cost at first prices, the same with no free GPUs)
+        self.costs = {w: (pair_month_costs(wb, blocks, prices),
+                          pair_month_costs(wb, blocks, paid))
+                      for w, wb in enumerate(blocks.workloads) if wb.single_region}
+
+    def orders(self) -> dict[int, list[int]]:
+        """Each workload's pairs cheapest first at first prices, free GPUs unbounded."""
+        return {w: sorted(free, key=lambda p: (float(free[p].sum()), p))
+                for w, (free, _) in self.costs.items()}
+
+    def reorder(self, w: int, order: list[int], claimed: dict) -> list[int]:
+        """`order` cheapest first, free GPUs counted as far as they go beside `claimed`."""
+        wb = self.blocks.workloads[w]
+        free, paid = self.costs[w]
+
+        def cost(p: int) -> float:
+            start, end = pair_range(wb, p)
+            row = int(wb.committed_row[start:end].max(initial=-1))
+            if row < 0:
+                return float(free[p].sum())
+            need = peak_gpus(wb, p)
+            left = self.free[row] - claimed.get(wb.pairs[p], 0.0)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                share = np.where(self.costless[row] & (need > 0),
+                                 np.clip(left / need, 0.0, 1.0), 1.0)
+            return float((share * free[p] + (1.0 - share) * paid[p]).sum())
+
+        return sorted(order, key=lambda p: (cost(p), p))
+
+
+def free_gpus(blocks) -> np.ndarray:
+    """[rows, M] GPUs of each (region, GPU type) whose cost is paid whatever the plan:
+    existing contracts' and commitments already decided (`Commitments.lower`)."""
+    cm = blocks.commitments
+    free = np.array(blocks.existing, dtype=float)
+    np.add.at(free, cm.committed_row, cm.active_months(blocks.months) * cm.lower[:, None])
+    return free
 
 
 def master_orders(dual: DualBound, workloads) -> dict[int, list[int]]:
