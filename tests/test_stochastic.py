@@ -182,6 +182,17 @@ def test_probabilities_that_do_not_sum_to_one_are_bad_input(tmp_path):
     said = " ".join(res.output.split())
     assert res.exit_code == 2 and "row 2" in said and "row 3" in said
     assert "sum to" not in said
+    # a probability that clashes with its scenario's is said on a row with another
+    # problem too (two outside audits: a bad period or multiplier hid it)
+    bad = dict(NEWSVENDOR, demand_scenarios=[
+        {"scenario": "low", "probability": 0.5, "multiplier": 0.8},
+        {"scenario": "high", "probability": 0.5, "multiplier": 1.2},
+        {"scenario": "high", "probability": 0.4, "workload": "w", "period": "2027Q7",
+         "multiplier": 1.5}])
+    res = CliRunner().invoke(app, ["validate", str(write_csv(tmp_path / "u", bad))])
+    said = " ".join(res.output.split())
+    assert res.exit_code == 2 and "2027Q7" in said
+    assert "scenario 'high' has probability 0.5 on row 3, 0.4 here" in said
 
 
 def test_a_scenarios_probability_once_on_one_of_its_rows(tmp_path):

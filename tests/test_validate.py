@@ -590,6 +590,33 @@ def test_a_duplicate_row_has_its_own_rules_checked_too(tmp_path):
         "(first at row 3)")
 
 
+def test_rows_with_a_blank_key_cell_are_not_called_duplicates(tmp_path):
+    # an outside audit: two offers rows with a blank term read "duplicate region, gpu,
+    # term, commit_months ('aws-use1', 'H100', None, 0)": the blank cells are the problem,
+    # said on each row, and a key with a blank in it names no offer to be duplicated
+    data = scenario(offers=[
+        {"region": "r1", "gpu": "A", "term": "", "usd_per_gpu_hour": 1},
+        {"region": "r1", "gpu": "A", "term": "", "usd_per_gpu_hour": 2}])
+    result, issues = _issues(tmp_path, data)
+    errors = {(i.table, i.row, i.column): i.message for i in issues if i.severity == "error"}
+    assert result is None
+    assert set(errors) == {("offers.csv", 2, "term"), ("offers.csv", 3, "term")}, errors
+    assert not any("None" in i.message for i in issues)
+
+
+def test_a_site_left_out_still_counts_for_residency(tmp_path):
+    # an outside audit: a site row with a latitude of 95 (said) also made the residency
+    # "EU", its jurisdiction, "neither the jurisdiction nor the country of any site"
+    data = scenario(
+        sites=[{"site": "s1", "country": "US", "jurisdiction": "US"},
+               {"site": "s2", "country": "DE", "jurisdiction": "EU", "lat": 95, "lon": 8}],
+        workloads=[{"workload": "w", "kind": "inference", "residency": "EU"}])
+    result, issues = _issues(tmp_path, data)
+    said = {(i.table, i.row, i.column): i.message for i in issues}
+    assert result is None and ("sites.csv", 3, "lat") in said, said
+    assert not [i for i in issues if i.column == "residency"], said
+
+
 def test_terms_of_commitments_on_a_pay_as_you_go_offer_are_warned_of(tmp_path):
     # found by an outside audit: an on-demand offer with an upfront of $1,000 a GPU was
     # read without a word, and the plan paid none of it (SPEC §2 counts an upfront on

@@ -286,6 +286,22 @@ def test_cli_bad_solver_options_exit_2(tmp_path):
         assert res.exit_code == 2 and "error" in res.output
 
 
+def test_cli_solver_options_all_said_at_once_and_solver_any_case(tmp_path):
+    """Every problem with --solver, --time-limit and --gap is said in one run (an audit
+    had been told of the time limit only), and --solver takes HIGHS as the settings
+    table's `solver` does."""
+    folder = write_csv(tmp_path / "scn", TABLES)
+    res = CliRunner().invoke(app, ["solve", str(folder), "--solver", "gurobi",
+                                   "--time-limit", "-5", "--gap", "2"])
+    said = " ".join(res.output.split())
+    assert res.exit_code == 2
+    assert "--solver must be highs or cbc, not 'gurobi'" in said
+    assert "--time-limit must not be negative" in said and "--gap is a fraction" in said
+    res = CliRunner().invoke(app, ["solve", str(folder), "--solver", "HIGHS", "--json",
+                                   "-o", str(tmp_path / "p.xlsx"), "--no-baselines"])
+    assert res.exit_code == 0, res.output
+
+
 def _comparison(path, key) -> tuple[list, dict]:
     """The Comparison sheet's header and its rows as {key(row): {column: value}}."""
     ws = load_workbook(path)["Comparison"]

@@ -125,23 +125,26 @@ def warn_solver(asked: str, used: str) -> None:
              f"MIPs {used} solves")
 
 
-def check_solver_options(solver, time_limit, gap) -> None:
-    if solver is not None and solver not in ("highs", "cbc"):
-        err.print(f"[red]error:[/] --solver must be highs or cbc, not '{solver}'")
-        raise typer.Exit(EXIT_BAD_INPUT)
+def check_solver_options(solver, time_limit, gap) -> str | None:
+    """--solver (any case, as the settings table's `solver`), --time-limit and --gap:
+    every problem with them said at once (exit 2). Returns the solver's name."""
+    problems = []
+    if solver is not None and solver.lower() not in ("highs", "cbc"):
+        problems.append(f"--solver must be highs or cbc, not '{solver}'")
     for name, value in (("--time-limit", time_limit), ("--gap", gap)):
         if value is not None and not math.isfinite(value):  # typer takes nan and inf
-            err.print(f"[red]error:[/] {name} must be a number, not {value}")
-            raise typer.Exit(EXIT_BAD_INPUT)
-        if value is not None and value < 0:
-            err.print(f"[red]error:[/] {name} must not be negative")
-            raise typer.Exit(EXIT_BAD_INPUT)
+            problems.append(f"{name} must be a number, not {value}")
+        elif value is not None and value < 0:
+            problems.append(f"{name} must not be negative")
     if time_limit == 0:  # as the settings table's time_limit_s: no budget, no plan in it
-        err.print("[red]error:[/] --time-limit must be greater than 0")
+        problems.append("--time-limit must be greater than 0")
+    if gap is not None and math.isfinite(gap) and gap > 1:  # as the settings' mip_gap
+        problems.append(f"--gap is a fraction (0.01 = 1 %), at most 1, not {gap:g}")
+    for problem in problems:
+        err.print(f"[red]error:[/] {problem}")
+    if problems:
         raise typer.Exit(EXIT_BAD_INPUT)
-    if gap is not None and gap > 1:  # as the settings table's mip_gap
-        err.print(f"[red]error:[/] --gap is a fraction (0.01 = 1 %), at most 1, not {gap:g}")
-        raise typer.Exit(EXIT_BAD_INPUT)
+    return None if solver is None else solver.lower()
 
 
 FORMATS = ("table", "csv", "json")

@@ -114,7 +114,7 @@ def solve(
     from planner.solve.pipeline import export_model as write_mps
 
     started = command_started()
-    check_solver_options(solver, time_limit, gap)
+    solver = check_solver_options(solver, time_limit, gap)
     if stochastic:
         check_cluster(jobs, scheduler)
         _warn_deterministic_only(export_model=export_model, rounds=rounds)

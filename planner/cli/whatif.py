@@ -80,7 +80,7 @@ def whatif(
     from planner.whatif import run_whatif, variant_summary, workers_for
 
     started = command_started()
-    check_solver_options(solver, time_limit, gap)
+    solver = check_solver_options(solver, time_limit, gap)
     check_cluster(jobs, scheduler)
     policies, reference = _policies(policy)
     scales, stress_scales = _levels(demand_scale, stress)

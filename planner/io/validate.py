@@ -215,6 +215,8 @@ class _Builder:
                 key = key_of(values)
             except KeyError:  # a cell of its key did not parse, or its column is missing
                 continue
+            if key is None or (isinstance(key, tuple) and None in key):
+                continue  # a blank cell of its key, an error of its own: not a duplicate
             if key in seen:
                 self.out.error(self.labels[table], number, what.split(",")[0].strip(),
                                f"duplicate {what} {key!r} (first at row {seen[key]})")
@@ -417,6 +419,10 @@ class _Builder:
         did not parse: its other cells still count), so that their rows are checked all
         the same: every problem at once (SPEC §3)."""
         places = {s.jurisdiction for s in sites} | {s.country for s in sites}
+        # and those of sites left out for a problem of their own (a latitude of 95 had
+        # also made the residency naming its jurisdiction "no site's": an audit)
+        places |= {str(v[c]).strip().upper() for _, v in self._left_out("sites")
+                   for c in ("jurisdiction", "country") if v.get(c) is not None}
         label = self.labels["workloads"]
         default_penalty = (self.settings.unmet_penalty_usd_per_unit_hour
                            if self.settings else 1000.0)
@@ -685,7 +691,8 @@ class _Builder:
                 continue
             if entry["probability"] is None:
                 entry["probability"], stated[name] = probability, number
-            elif ok and abs(entry["probability"] - probability) > EPS:
+            elif abs(entry["probability"] - probability) > EPS:  # (whatever else
+                # the row has wrong: an audit's clash was hidden by a bad period)
                 self.out.error(label, number, "probability",
                                f"scenario '{name}' has probability "
                                f"{entry['probability']:g} on row {stated[name]}, "
