@@ -577,3 +577,27 @@ def test_a_source_worded_anew_at_the_same_price_is_said(tmp_path, small_catalog)
     assert "no change" not in out
     out = " ".join(_imported(scn, small_catalog).output.split())
     assert "worded anew" not in out and "no change" in out
+
+
+def test_an_import_into_tables_in_error_is_bad_input(tmp_path, small_catalog):
+    """The tables the import writes are checked as it would write them (an outside
+    audit: a price 'abc', a reserved row with no commit_months and a region named twice
+    were written back with exit 0; an offers header misspelled `trem` got a blank `term`
+    column added under the user's rows). A scenario's other tables are not checked: the
+    market may come before its map and demand (the sites alone here)."""
+    scn = _placed(tmp_path / "scn")
+    _write(scn / "regions.csv", "region,provider,site\nmine,p,nyc\nmine,p,sfo\n")
+    _write(scn / "offers.csv", "region,gpu,term,usd_per_gpu_hour,commit_months\n"
+                               "mine,H100,on_demand,abc,\nmine,H100,reserved,4.0,\n")
+    out = _refused(scn, small_catalog)
+    assert "regions.csv, row 3, column region: duplicate region 'mine'" in out
+    assert "offers.csv, row 2, column usd_per_gpu_hour: 'abc' is not a number" in out
+    assert "offers.csv, row 3, column commit_months" in out
+    _write(scn / "regions.csv", "region,provider,site\nmine,p,nyc\n")
+    _write(scn / "offers.csv", "region,gpu,trem,usd_per_gpu_hour\nmine,H100,on_demand,2\n")
+    out = _refused(scn, small_catalog)
+    assert "offers.csv, row 1, column term: required column is missing" in out
+    # an offer of the user's for a GPU type the import adds is not in error once it has
+    _write(scn / "offers.csv", "region,gpu,term,usd_per_gpu_hour\nmine,H100,on_demand,2\n")
+    _imported(scn, small_catalog)
+    assert ("mine", "H100", "on_demand", "") in _offers(scn)

@@ -196,6 +196,8 @@ def import_market(scenario: Path, catalog: Path, rules: Path | None,
                 **{r["region"]: r["cloud"] for r in places.rows if r.get("region")}}
     _merge_offers(offers, fresh, changes,
                   lambda row: cloud_of.get(row.get("region", ""), "") in clouds)
+    issues += _written_tables_problems(scenario, {"gpus": gpus, "regions": regions,
+                                                   "offers": offers})
     if any(i.severity == "error" for i in issues):
         return changes, issues
     # all or none: a table that cannot be written leaves the others as they were
@@ -207,6 +209,48 @@ def import_market(scenario: Path, catalog: Path, rules: Path | None,
         writers += [table.writer() for table in (gpus, regions, offers)]
     write_all_atomically(writers)
     return changes, issues
+
+
+def _written_tables_problems(scenario: Path, tables: dict[str, "_Table"]) -> list[Issue]:
+    """The errors `validate` finds in the tables the import writes, as it would write
+    them: an import into a scenario whose own offers, regions or GPU types are in error
+    had rewritten them with the errors kept (a price 'abc', an offers header misspelled
+    `trem`: its rows then written with a blank term), and said nothing. An error the
+    scenario has now is said at its row of the table as it is; one the import would
+    bring (a blank under a column it adds) at the row it would have. The scenario's
+    other tables are not its business: a market may be built before its map (no sites
+    or demand yet)."""
+    from planner.io.load import RawTable, load_raw
+    from planner.io.validate import validate
+
+    before = load_raw(scenario)
+    if any(i.table == "scenario" for i in before.issues):
+        return []  # read already (a folder or workbook it cannot read has said so)
+    labels = {before.tables[n].label if n in before.tables else before.label_of(n)
+              for n in tables}
+
+    def errors(raw) -> list[Issue]:
+        return [i for i in validate(raw)[1] if i.severity == "error" and i.table in labels]
+
+    now = errors(before)
+    after = before
+    after.tables = {**before.tables, **{
+        name: RawTable(name, before.tables[name].label if name in before.tables
+                       else before.label_of(name), list(t.columns),
+                       [(i, {c: row.get(c, "") for c in t.columns})
+                        for i, row in enumerate(t.rows, start=2)])
+        for name, t in tables.items()}}
+    after.issues = [i for i in before.issues if i.table not in labels]
+    written = errors(after)
+    # by (table, column): the scenario's own error where that column stays in error (a
+    # misspelled header, not its rows written with a blank under the column added)
+    left = {(i.table, i.column) for i in written}
+    out = [i for i in now if (i.table, i.column) in left]
+    said = {(i.table, i.column) for i in out}
+    out += [Issue(i.severity, i.table, i.row, i.column,
+                  f"{i.message} (in the table as the import would write it)")
+            for i in written if (i.table, i.column) not in said]
+    return out
 
 
 def _sheets(book: Path, names: tuple[str, ...], issues: list[Issue]) -> list[_Table]:
