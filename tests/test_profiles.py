@@ -264,6 +264,7 @@ def test_scenario_and_profile_problems_together_and_an_unreadable_table_kept(fol
     res = _run(data, models)
     assert res.exit_code == 2, res.output
     text = _lines(res.output)
+    assert text.count("'fast' is not a number") == 1  # read by validate and the rules
     for part in ("gpus.csv, row 2, column mem_bandwidth_tbps", "'fast' is not a number",
                  f"throughput.csv, row {bad_row}", "not UTF-8",
                  "sdxl.toml: parameters_b = 0: must be a number above 0"):
@@ -365,3 +366,21 @@ def test_the_gpu_types_a_workload_gets_no_row_on_are_said_with_why(folders):
     assert "pretrain-70b: no row on L40S, A10G, L4: less than the 80 GB per GPU of " \
            "[training] min_memory_gb" in text
     assert re.search(r"assistant-eu: no row on [^:]*L4[^:]*: a replica needs \d+ GB", text)
+
+
+def test_a_scenario_workloads_table_in_error_is_bad_input(folders):
+    # an outside audit: workloads.csv with an unknown kind, allow_spot 'maybe' and a
+    # workload named twice was read without a word, and throughput.csv written
+    data, models = folders
+    before = (data / "throughput.csv").read_bytes()
+    _edit(data / "workloads.csv", "pretrain-70b,training,", "pretrain-70b,learning,")
+    with (data / "workloads.csv").open("a") as f:
+        f.write("finetune-8b,training,,,maybe,,1,0,0,,,\n")
+    res = _run(data, models)
+    assert res.exit_code == 2, res.output
+    text = _lines(res.output)
+    for part in ("workloads.csv, row 2, column kind: 'learning' is not one of",
+                 "column allow_spot: 'maybe' is not true or false",
+                 "duplicate workload 'finetune-8b' (first at row 3)"):
+        assert part in text, (part, res.output)
+    assert (data / "throughput.csv").read_bytes() == before
