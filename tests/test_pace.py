@@ -165,7 +165,7 @@ def test_work_in_another_process_or_on_a_worker_is_at_the_commands_pace(at):
 
     at(0.5)
     with Beside(work.model_index_s, 0) as beside:
-        assert beside.result(60) == pytest.approx(0.5 * 0.05)
+        assert beside.result(60) == pytest.approx(0.5 * 0.01)
     with Runner(jobs=2) as runner:
         assert runner.map(work.model_index_s, [0, 10**6]) == \
-            pytest.approx([0.5 * 0.05, 0.5 * 0.35])
+            pytest.approx([0.5 * 0.01, 0.5 * 0.35])

@@ -466,9 +466,9 @@ def _warn_stochastic(result, budget, samples: int | None) -> None:
     if result.overrun_s > 0:
         warn(f"the {len(result.scenarios)} scenarios of the "
              f"demand_scenarios table take up to {result.overrun_s:.0f} s "
-             f"more than --time-limit {budget.seconds:g} s holds (each solve "
-             f"ends before its limit and cannot be given less); all are "
-             f"planned, and the command ends late")
+             f"more than --time-limit {budget.seconds:g} s holds, as their solves "
+             f"are reckoned (each ends before its limit and cannot be given less); "
+             f"all are planned, and the command may end late")
     if result.untried:
         # the mean forecast's schedule alone: its VSS is $0 for want of a rival
         alone = (" (the mean forecast's alone: VSS $0 for want of another)"

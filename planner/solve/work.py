@@ -55,6 +55,18 @@ def _paced(reckoning: Callable[..., float]) -> Callable[..., float]:
         return _pace * reckoning(*args, **kwargs)
     return here
 
+
+def _part(cost: float, size: float, full: float) -> float:
+    """A step's fixed cost, as much of it as a model of `size` pays: all of it from
+    `full` on, in proportion below. The fixed costs were fitted on the default scenario
+    and larger, where they stand for a step's setting up; a model of a few cells pays
+    almost none of it (a stochastic command's scenarios of a 1-workload market: a cut
+    reckoned 0.2 s took 6 ms, an evaluation 0.11 s took 0.03 s, on the fitted machine's
+    scale, and 30 scenarios at --time-limit 30 were reckoned past it and ended at 5 s
+    with one schedule compared)."""
+    return cost * min(1.0, size / full)
+
+
 # -- stages before the solve ----------------------------------------------------------------
 
 
@@ -73,8 +85,9 @@ def load_s(scenario) -> float:
 def model_index_s(cells: int) -> float:
     """The region graph, the candidates and the model's index of `cells` supply cells
     (default 38.7 k cells 0.03 s; 200x40x24 1.67 M cells 0.55-0.85 s; 1000x100x36
-    30 M cells ~5 s)."""
-    return 0.05 + 3.0e-7 * cells
+    30 M cells ~5 s; below 40 k cells less of the fixed 0.05 s: 4 cells 0.4 ms, 1.9 k
+    cells 6 ms on a machine of pace ~2.1)."""
+    return 0.01 + _part(0.04, cells, 40_000) + 3.0e-7 * cells
 
 
 @_paced
@@ -84,8 +97,9 @@ def extract_s(rows: int) -> float:
     0.089 s for 27 k, 200x40x24 0.37 s for 135 k, 1000x100x36 2.07 s for 731 k,
     reckoned 1.09-1.27 times that. The rate before, 0.05 s and 14 µs a row, fitted when
     the tables took 5.2 s for 370 k rows, reckoned them 2.3-3.8 times: a stochastic
-    solve of the default scenario's size, 1.3 s, was reckoned 0.3 s too long."""
-    return 0.04 + 4.0e-6 * rows
+    solve of the default scenario's size, 1.3 s, was reckoned 0.3 s too long. Below
+    3 k rows, less of the fixed 0.04 s (at pace ~2.1: 6 rows 15 ms, 895 rows 39 ms)."""
+    return 0.01 + _part(0.03, rows, 3_000) + 4.0e-6 * rows
 
 
 def plan_tables_s(plan) -> float:
@@ -114,8 +128,9 @@ def blocks_s(cells: int) -> float:
     """The model's blocks as arrays, their kinds merged and small loads' share of a
     replica found (planner.solve.decompose.replicas; at pace 0.77: 200x40x24 0.06 +
     0.004 + 0.14 s, 1000x100x36, 30 M cells, 0.51 + 0.05 + 2.16 s; 13.9 s for the
-    blocks alone before each workload's levels were gathered in one pass)."""
-    return 0.02 + 1.3e-7 * cells
+    blocks alone before each workload's levels were gathered in one pass; below 40 k
+    cells less of the fixed 0.02 s)."""
+    return 0.002 + _part(0.018, cells, 40_000) + 1.3e-7 * cells
 
 
 @_paced
@@ -130,8 +145,9 @@ def construct_s(pools: int) -> float:
 @_paced
 def master_start_s(cells: int, columns: int) -> float:
     """The master LP built with its first arcs (default 0.13 s, 39 k columns; 50x40x24
-    0.39 s, 400 k; 200x40x24 0.60 s, 226 k; 1000x100x36 9.3 s, 1.6 M)."""
-    return 0.1 + 2.5e-7 * cells + 1.2e-6 * columns
+    0.39 s, 400 k; 200x40x24 0.60 s, 226 k; 1000x100x36 9.3 s, 1.6 M; below 40 k
+    columns less of the fixed 0.1 s: at pace ~2.1, 4 cells 1 ms, 1.9 k cells 17 ms)."""
+    return 0.01 + _part(0.09, columns, 40_000) + 2.5e-7 * cells + 1.2e-6 * columns
 
 
 @_paced
@@ -142,8 +158,9 @@ def pricing_s(cells: int, pairs: int) -> float:
     the default scenario, 50x40x24, 200x40x24 and its three comparison plans,
     1000x100x36 and its pay-as-you-go variant (27 k-2.9 M cells, 150-14 k pairs:
     0.027-3.7 s a round), within 15 % of the wall clock; the larger the arrays, the
-    more a cell costs."""
-    return 0.01 + 1.3e-7 * cells + 1.4e-4 * pairs + 3e-13 * cells * cells
+    more a cell costs; below 27 k cells less of the fixed 0.01 s."""
+    return (0.001 + _part(0.009, cells, 27_000) + 1.3e-7 * cells + 1.4e-4 * pairs
+            + 3e-13 * cells * cells)
 
 
 def ascent_s(cells: int, pairs: int) -> float:
@@ -206,17 +223,22 @@ def top_up_scan_s(pools: int) -> float:
 @_paced
 def lp_s(iterations: int, nonzeros: int, columns: int, rows: int, primal: bool) -> float:
     """A master LP solve of `iterations` simplex iterations from its last basis: reading
-    the model and its solution (10 ms and 0.2 µs a nonzero), then each iteration
-    (`_per_iteration`)."""
-    return 0.01 + 2.0e-7 * nonzeros + iterations * _per_iteration(nonzeros, columns, rows,
-                                                                  primal)
+    the model and its solution (10 ms, less below 50 k nonzeros, and 0.2 µs a
+    nonzero), then each iteration (`_per_iteration`)."""
+    return _read_lp_s(nonzeros) + iterations * _per_iteration(nonzeros, columns, rows,
+                                                              primal)
+
+
+def _read_lp_s(nonzeros: int) -> float:
+    """`lp_s`'s reading of the model and its solution, in the fitted machine's seconds."""
+    return 0.001 + _part(0.009, nonzeros, 50_000) + 2.0e-7 * nonzeros
 
 
 def lp_iterations_within(seconds: float, nonzeros: int, columns: int, rows: int,
                          primal: bool) -> int:
     """The most simplex iterations an LP solve reckoned at `lp_s` fits in `seconds`."""
     per = _per_iteration(nonzeros, columns, rows, primal)
-    return max(0, int((seconds / _pace - 0.01 - 2.0e-7 * nonzeros) / max(per, 1e-9)))
+    return max(0, int((seconds / _pace - _read_lp_s(nonzeros)) / max(per, 1e-9)))
 
 
 def _per_iteration(nonzeros: int, columns: int, rows: int, primal: bool) -> float:
