@@ -290,10 +290,14 @@ class _Checker:
                           f"{units / total[key]:.4f} > {share}")
 
     def _single_region(self):
+        """Its units and the GPUs the plan gives it, in one region and GPU type."""
         where = defaultdict(set)
         for x in self.plan.supply.itertuples():
             if self.wl[x.workload].single_region and x.units > TOL:
                 where[x.workload].add((x.region, x.gpu))
+        for a in self.plan.assignments.itertuples():
+            if a.workload in self.wl and self.wl[a.workload].single_region and a.gpus > TOL:
+                where[a.workload].add((a.region, a.gpu))
         for w, places in where.items():
             if len(places) > 1:
                 self.fail(f"single-region workload {w} runs in {sorted(places)}")

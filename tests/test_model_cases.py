@@ -13,6 +13,7 @@ from solving import cost, gpus_by, solve_tables
 from planner.check import check_plan
 from planner.io.validate import load_scenario
 from planner.model.solution import Solution
+from planner.report.economics import effective_savings
 
 H = {"hours_per_month": 100}
 
@@ -305,6 +306,24 @@ def test_existing_contracts_are_used_first_and_counted(tmp_path, solver):
     assert plan.totals["cost_by_term_usd"]["existing"] == pytest.approx(3600)
     assert plan.totals["cost_by_term_usd"]["on_demand"] == pytest.approx(2400)
     assert gpus_by(plan, "term") == {"existing": 24, "on_demand": 12}
+
+
+def test_idle_existing_gpus_are_no_workloads(tmp_path, solver):
+    # an outside audit: a training run (single region) of 4 GPUs for a month of 100 h;
+    # region r0 has 2 GPUs of an existing contract at $2 ($400, paid whatever the plan)
+    # and no offer, r1 on demand at $1: 4 × 100 × $1 = $400 there, $800 in all. The plan
+    # had also listed the training run on r0's 2 idle GPUs (free to the solver): GPUs in
+    # two regions, its on-demand equivalent 6 × 100 × $1 and savings rate -1/3, not -1
+    plan = solve_tables(tmp_path, scenario(
+        settings=H, regions=regions(r0="s1", r1="s1"), offers=[od(region="r1", price=1)],
+        workloads=[{"workload": "w", "kind": "training"}],
+        throughput=[{"workload": "w", "gpu": "A", "units_per_gpu": 10}],
+        demand=flat(amount=40),
+        existing=[{"region": "r0", "gpu": "A", "gpus": 2, "start_month": "2027-01",
+                   "end_month": "2027-12", "usd_per_gpu_hour": 2}]), solver)
+    assert cost(plan) == pytest.approx(800)
+    assert gpus_by(plan, "region", "term") == {("r1", "on_demand"): 4}
+    assert effective_savings(plan)["effective_savings_rate"] == pytest.approx(-1.0)
 
 
 def test_unmet_demand_at_its_penalty(tmp_path, solver):

@@ -163,7 +163,7 @@ def extract_plan(index, solution: Solution, result: SolveResult) -> Plan:
     supply_rows, load = _supply(s, solution)
     gpr = {(s.workload_by_name[t.workload].pool_name, t.gpu): t.gpus_per_replica
            for t in s.throughput}
-    usage_rows = _usage(s, solution, gpr, hours)
+    usage_rows = _usage(s, solution, gpr, hours, load)
     flows = _flows(index, solution, supply_rows)
     unmet = _unmet(index, solution, usage_rows, gpr, hours)
     contracts = _existing_contracts(s) + _new_contracts(s, solution)
@@ -206,12 +206,17 @@ def _supply(s: Scenario, solution: Solution) -> tuple[list[dict], dict]:
     return supply_rows, load
 
 
-def _usage(s: Scenario, solution: Solution, gpr: dict, hours: list[float]) -> list[dict]:
-    """GPUs per pool and source in whole replicas (what the checker verifies)."""
+def _usage(s: Scenario, solution: Solution, gpr: dict, hours: list[float],
+           load: dict) -> list[dict]:
+    """GPUs per pool and source in whole replicas (what the checker verifies). Committed
+    GPUs a pool's replicas hold with no load on them are not its: they cost nothing more
+    (paid whatever the plan), so a solver may leave them set (an outside audit: a training
+    run on 4 on-demand GPUs in one region also listed on 2 idle GPUs of an existing
+    contract in another, its on-demand equivalent and savings rate off by them)."""
     usage_rows = []
     for (p, r, g, src, m, k), n in solution.replicas.items():
         n = int(round(n))
-        if n <= 0:
+        if n <= 0 or (src == COMMITTED and (p, r, g, src, m, k) not in load):
             continue
         offer = s.offer_by_key.get(src)
         usage_rows.append(dict(
