@@ -52,6 +52,9 @@ class Work:
 
     def __init__(self, seconds: float = 0.0):
         self.seconds = float(seconds)
+        # steps the wall clock stopped short of their reckoning by a stop of their own
+        # (branch and bound's time limit beside its node limit: `Budget.wall_stopped`)
+        self.wall_stops = 0
 
     def add(self, seconds: float) -> None:
         self.seconds += max(0.0, float(seconds))
@@ -124,9 +127,20 @@ class Budget:
 
     def stopped_with_work_left(self) -> bool:
         """Whether a work clock's safety stop has passed with more of its reckoned work
-        left than its noise (5 % of it, and half a second): the machine ran behind its
-        pace (busy, or slower), so another run may stop elsewhere."""
-        return self.out_of_time() and self.work_left() > max(0.5, 0.05 * self.seconds)
+        left than its noise (5 % of it, and half a second), or a step's own wall-clock
+        stop ended it (`wall_stopped`): the machine ran behind its pace (busy, or
+        slower), so another run may stop elsewhere."""
+        return (self.out_of_time() and self.work_left() > max(0.5, 0.05 * self.seconds)) \
+            or (self.work is not None and self.work.wall_stops > 0)
+
+    def wall_stopped(self) -> None:
+        """Note that the wall clock stopped a step of this budget's before its reckoned
+        work was done, by a stop of the step's own (branch and bound's time limit, which
+        its node limit comes before on a machine at its pace): another run may stop it
+        elsewhere (an outside audit: a generated 8x4x4 market gave another plan beside a
+        busy loop on the other core, with nothing said)."""
+        if self.work is not None:
+            self.work.wall_stops += 1
 
     def left(self) -> float:
         """Seconds left (on a work clock: none once its safety stop has passed)."""

@@ -200,6 +200,8 @@ def _whole(builder: ModelBuilder, solver: str, budget: Budget, gap: float,
     raw = (short_of_root(model, solver, seconds) if fallback else None) \
         or solve_within(model, solver, seconds, wall, asked, threads)
     budget.spend(raw.work_s)
+    if raw.wall_stopped:
+        budget.wall_stopped()
     found = [Solution.of_model(model)] if raw.has_solution else []
     bound = raw.bound if raw.bound is not None else (
         raw.objective if raw.status == "optimal" else None)

@@ -42,6 +42,9 @@ class SolveResult:
     # the seconds of work it is reckoned to have taken (planner.solve.work: from HiGHS's
     # counts; CBC gives none: its seconds)
     work_s: float = 0.0
+    # HiGHS's branch and bound stopped by its wall-clock time limit, not its node limit:
+    # the machine's load, not the work, decided where (`solve_within`)
+    wall_stopped: bool = False
 
     @property
     def ok(self) -> bool:
@@ -92,9 +95,10 @@ def solve_within(model: PlanningModel, solver: str, seconds: float, wall: float,
     (planner.solve.work.wall_stop_s: its root node alone may take so long), or at
     `wall` seconds (the budget's safety stop)."""
     raw = solve(model, solver, min(wall, wall_stop_s(seconds)), gap,
-                threads, nodes=nodes_within(seconds))
+                threads, nodes=nodes_within(seconds, len(model.supply)))
     if raw.termination.startswith("time limit"):  # all it was given, however it stopped
-        raw = dataclasses.replace(raw, work_s=seconds)
+        # (CBC has no node limit: its time limit is its only stop, not a safety one)
+        raw = dataclasses.replace(raw, work_s=seconds, wall_stopped=solver == "highs")
     return raw
 
 
@@ -139,6 +143,8 @@ def solve_after_plan(model: PlanningModel, solver: str, seconds: float, budget,
     raw = solve_within(model, solver, seconds,
                        min(budget.wall_left(), wall_stop_after_plan_s(seconds)), gap, threads)
     budget.spend(raw.work_s)
+    if raw.wall_stopped:
+        budget.wall_stopped()
     return raw
 
 
