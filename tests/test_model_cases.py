@@ -326,6 +326,26 @@ def test_idle_existing_gpus_are_no_workloads(tmp_path, solver):
     assert effective_savings(plan)["effective_savings_rate"] == pytest.approx(-1.0)
 
 
+def test_unmet_demand_is_one_row_a_cell_and_reason(tmp_path, solver):
+    # 2 GPUs of 10 units (100 h) in reach of both workloads: w needs 50 units, of which 30
+    # are beyond every source in reach (taken out before solving), v 10 at a dearer
+    # penalty; w gets the other 10. w's 40 unmet units, all "capacity exhausted", had
+    # been two rows of 30 and 10 (an outside audit)
+    plan = solve_tables(tmp_path, scenario(
+        settings=H, offers=[od(price=1, max_gpus=2)],
+        workloads=[{"workload": "w", "kind": "training", "unmet_penalty_usd_per_unit_hour": 1},
+                   {"workload": "v", "kind": "inference",
+                    "unmet_penalty_usd_per_unit_hour": 5}],
+        throughput=[{"workload": x, "gpu": "A", "units_per_gpu": 10} for x in "wv"],
+        demand=[{"workload": "w", "period": "2027-01", "amount": 50},
+                {"workload": "v", "period": "2027-01", "amount": 10}]), solver)
+    unmet = plan.unmet
+    assert len(unmet) == 1 and unmet["workload"].tolist() == ["w"], unmet
+    assert unmet["units"].sum() == pytest.approx(40)
+    assert unmet["penalty_usd"].sum() == pytest.approx(40 * 100 * 1)
+    assert unmet["reason"].tolist() == ["capacity exhausted"]
+
+
 def test_unmet_demand_at_its_penalty(tmp_path, solver):
     # only 1 GPU available (max_gpus 1): 10 of 20 units served ($200); 10 units × 100 h =
     # 1000 unit-hours unmet at $5 = $5000. Objective 5200; cost 200.

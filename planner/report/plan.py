@@ -280,9 +280,19 @@ def _unmet(index, solution: Solution, usage_rows: list[dict], gpr: dict,
             unit_hours=x * hours[k], penalty_usd=x * hours[k] * penalty,
             reason=reason, unservable=out_of_model and (w, site, m, k) in never,
         ))
-    return pd.DataFrame(unmet_rows, columns=[
+    table = pd.DataFrame(unmet_rows, columns=[
         "workload", "site", "month", "month_label", "segment", "level", "units", "hours",
         "unit_hours", "penalty_usd", "reason", "unservable"])
+    # one row a cell and reason: what was taken out before solving beside what the plan
+    # left of the rest, for the same reason, had been two rows (an outside audit: 20 and
+    # 720 units of one training run's month and segment, both "capacity exhausted")
+    key = ["workload", "site", "month", "month_label", "segment", "reason", "unservable"]
+    if table.empty or not table.duplicated(key).any():
+        return table
+    merged = table.groupby(key, dropna=False, sort=False).agg(
+        level=("level", "first"), units=("units", "sum"), hours=("hours", "first"),
+        unit_hours=("unit_hours", "sum"), penalty_usd=("penalty_usd", "sum")).reset_index()
+    return merged[table.columns]
 
 
 def _existing_contracts(s: Scenario) -> list[dict]:
