@@ -127,6 +127,13 @@ class Sheet:
         self.ws = wb.create_sheet(title)
         # each row's figures by column, its formulas' values among them (if kept)
         self.figures: list[dict[str, object]] | None = [] if keep else None
+        # what other sheets read of this one, set by the function that fills it: the
+        # Plan sheet's costs by line (a DataFrame, as its formulas work them out), the
+        # Egress sheet's by (month, provider), the Costs sheet's totals by column and
+        # the row they are on
+        self.costs = None
+        self.totals: dict[str, float] = {}
+        self.total_row: int | None = None
         self.columns = [c for c, _ in columns]
         self.formats = [f for _, f in columns]
         self.widths = [len(c) + 2 for c in self.columns]
