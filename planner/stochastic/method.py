@@ -383,7 +383,7 @@ class _Stochastic:
         which was cheaper)."""
         if self.master is None or not self.cuts_run:
             return 0.0
-        return self.master.estimate(schedule)
+        return self.weighed(self.master.scenario_costs(schedule))[0]
 
     def evaluate(self, candidates: list[Candidate]) -> list[Candidate]:
         """4. Every candidate in every scenario: as many candidates as the time holds,
@@ -453,7 +453,11 @@ class _Stochastic:
 
     def value(self, c: Candidate) -> tuple[float, float, float]:
         """A candidate's expected cost + λ·CVaR_α, expected cost and CVaR_α."""
-        costs = c.costs()
+        return self.weighed(c.costs())
+
+    def weighed(self, costs) -> tuple[float, float, float]:
+        """Costs by scenario as the objective weighs them: expected cost + λ·CVaR_α,
+        expected cost and CVaR_α."""
         expected = float(np.dot(costs, self.probabilities))
         tail = cvar(costs, self.probabilities, self.alpha)
         return expected + self.risk_aversion * tail, expected, tail

@@ -156,24 +156,16 @@ class CutMaster:
                          np.ones(len(cols)))
         self.cuts = 0
         self.floors = floors
-        self.probabilities, self.risk_aversion, self.alpha = p, risk_aversion, alpha
         self.by_scenario: list[list[Cut]] = [[] for _ in range(len(p))]
 
-    def estimate(self, schedule: dict) -> float:
-        """What the cuts say `schedule` ((offer key, start) -> GPUs) costs: each
-        scenario's largest cut there (at least its proven bound), as the master's
-        objective weighs them (expected cost + λ·CVaR_α). A lower bound on its cost;
+    def scenario_costs(self, schedule: dict) -> np.ndarray:
+        """What the cuts say each scenario costs under `schedule` ((offer key, start) ->
+        GPUs): its largest cut there, at least its proven bound. A lower bound on each;
         where few cuts are near, a rough one."""
-        from planner.stochastic.scenarios import cvar
-
-        theta = np.array([max([float(f)] + [
+        return np.array([max([float(f)] + [
             c.constant + sum(c.slope.get(k, self.cost[k]) * q for k, q in schedule.items()
                              if k in self.cost)
             for c in cuts]) for f, cuts in zip(self.floors, self.by_scenario)])
-        expected = float(np.dot(theta, self.probabilities))
-        if self.risk_aversion <= 0:
-            return expected
-        return expected + self.risk_aversion * cvar(theta, self.probabilities, self.alpha)
 
     def add(self, scenario: int, cut: Cut) -> None:
         """θ_s − Σ slope · q ≥ constant."""
