@@ -297,6 +297,16 @@ def test_cli_solver_options_all_said_at_once_and_solver_any_case(tmp_path):
     assert res.exit_code == 2
     assert "--solver must be highs or cbc, not 'gurobi'" in said
     assert "--time-limit must not be negative" in said and "--gap is a fraction" in said
+    # and those of the outputs and the scenario with them, for solve and whatif
+    bad = write_csv(tmp_path / "bad", {**TABLES, "demand": [
+        {"workload": "nobody", "period": "2027-01", "amount": 1}]})
+    (tmp_path / "dir.xlsx").mkdir()
+    for args in (["solve", str(bad), "--gap", "2"],
+                 ["whatif", str(bad), "--policy", "x=weekly", "--gap", "2"]):
+        res = CliRunner().invoke(app, [*args, "-o", str(tmp_path / "dir.xlsx")])
+        said = " ".join(res.output.split())
+        assert res.exit_code == 2 and "--gap is a fraction" in said, said
+        assert "is a directory" in said and "unknown workload 'nobody'" in said, said
     res = CliRunner().invoke(app, ["solve", str(folder), "--solver", "HIGHS", "--json",
                                    "-o", str(tmp_path / "p.xlsx"), "--no-baselines"])
     assert res.exit_code == 0, res.output

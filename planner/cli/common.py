@@ -9,6 +9,7 @@ import math
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Optional
 
@@ -123,6 +124,25 @@ def warn_solver(asked: str, used: str) -> None:
              f"{WHOLE_CELLS:,} supply cells whole, where its branch and bound has the time "
              f"and makes the cheaper plan; this one is the decomposition's, whose LPs and "
              f"MIPs {used} solves")
+
+
+def every_problem(*checks: Callable[[], object]) -> list:
+    """Run each check (each says its own problems and exits 2), all of them whatever
+    the others found, then exit 2 if any did: the options', the outputs' and the
+    scenario's problems said in one run (an outside audit had been told of a negative
+    --time-limit alone, then of the rest run by run). Returns each check's result."""
+    results, bad = [], False
+    for check in checks:
+        try:
+            results.append(check())
+        except typer.Exit as stop:
+            if stop.exit_code != EXIT_BAD_INPUT:
+                raise
+            results.append(None)
+            bad = True
+    if bad:
+        raise typer.Exit(EXIT_BAD_INPUT)
+    return results
 
 
 def check_solver_options(solver, time_limit, gap) -> str | None:

@@ -29,6 +29,7 @@ from planner.cli.common import (
     command_started,
     default_scenario,
     err,
+    every_problem,
     guard,
     load_valid,
     pace_machine,
@@ -114,18 +115,19 @@ def solve(
     from planner.solve.pipeline import export_model as write_mps
 
     started = command_started()
-    solver = check_solver_options(solver, time_limit, gap)
     if stochastic:
-        check_cluster(jobs, scheduler)
         _warn_deterministic_only(export_model=export_model, rounds=rounds)
         export_model = rounds = None
-    fixed_rounds = _replayed_rounds(rounds)
     path = scenario or default_scenario()
     out = output or Path("reports/plan.xlsx")
-    check_outputs(out, export_model, focus, scenario=path)
-    check_suffixes(xlsx=out, mps=export_model, csv=focus)
     with show_stage(f"loading {path}"):
-        s = load_valid(path)
+        solver, _, fixed_rounds, _, _, s = every_problem(
+            lambda: check_solver_options(solver, time_limit, gap),
+            lambda: check_cluster(jobs, scheduler) if stochastic else None,
+            lambda: _replayed_rounds(rounds),
+            lambda: check_outputs(out, export_model, focus, scenario=path),
+            lambda: check_suffixes(xlsx=out, mps=export_model, csv=focus),
+            lambda: load_valid(path))
         pace_machine()
     for w in s.warnings:
         err.print(f"[yellow]{w}[/]")

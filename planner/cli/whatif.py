@@ -25,6 +25,7 @@ from planner.cli.common import (
     check_suffixes,
     command_started,
     err,
+    every_problem,
     guard,
     load_valid,
     pace_machine,
@@ -80,19 +81,18 @@ def whatif(
     from planner.whatif import run_whatif, variant_summary, workers_for
 
     started = command_started()
-    solver = check_solver_options(solver, time_limit, gap)
-    check_cluster(jobs, scheduler)
-    policies, reference = _policies(policy)
-    scales, stress_scales = _levels(demand_scale, stress)
-    s = load_valid(scenario)
+    out = output or Path("reports/whatif.xlsx")
+    solver, _, (policies, reference), (scales, stress_scales), _, _, s = every_problem(
+        lambda: check_solver_options(solver, time_limit, gap),
+        lambda: check_cluster(jobs, scheduler),
+        lambda: _policies(policy), lambda: _levels(demand_scale, stress),
+        lambda: check_outputs(out, scenario=scenario), lambda: check_suffixes(xlsx=out),
+        lambda: load_valid(scenario))
     pace_machine()
     for w in s.warnings:
         err.print(f"[yellow]{w}[/]")
     per_workload = _workload_scales(scale_workload or [], s)
     jobs = jobs or os.cpu_count() or 1
-    out = output or Path("reports/whatif.xlsx")
-    check_outputs(out, scenario=scenario)
-    check_suffixes(xlsx=out)
     budget = Budget(time_limit if time_limit is not None else s.settings.time_limit_s,
                     start=started)
     # the workbook (its plans' tables and checks are made by the workers) and what the
