@@ -89,6 +89,7 @@ class Runner:
         if self.scheduler is not None:
             self.client = self._connect(Client)
         else:
+            _quiet_resource_tracker()
             self.cluster = LocalCluster(n_workers=self.jobs, threads_per_worker=1,
                                         processes=self.processes,
                                         dashboard_address=":0")  # any free port
@@ -130,9 +131,15 @@ class Runner:
 
     def _no_restarts(self) -> None:
         """Tell the local cluster's nannies that their workers are ending on purpose, so
-        none starts a new worker (they restart a worker that dies while running)."""
+        none starts a new worker (they restart a worker that dies while running), and
+        leave their warnings about it unsaid."""
+        import logging
+
         from distributed.core import Status
 
+        # its nannies' notes on the workers' ends ("exit status was already read") are
+        # not news after the command's own "interrupted": errors alone from here
+        logging.getLogger("distributed").setLevel(logging.ERROR)
         for nanny in list(self.cluster.workers.values()):
             nanny.status = Status.closing_gracefully  # the nanny closes when it ends
 
@@ -179,3 +186,20 @@ class Runner:
             raise ClusterError(f"{len(tasks) - count} of {len(tasks)} tasks not done when "
                                f"the time ran out: {why}", results) from None
         return results
+
+
+# multiprocessing's resource tracker (a process of its own, started with the local
+# workers) warns of the workers' semaphores when Ctrl-C stops them before they free
+# them: Python's text after the command's own "interrupted ... no file written"
+# (an outside audit). The tracker cleans them up all the same.
+TRACKER_WARNINGS = "ignore::UserWarning:multiprocessing.resource_tracker"
+
+
+def _quiet_resource_tracker() -> None:
+    """The resource tracker, when it starts (with the first local worker), leaves its
+    warnings about semaphores left behind unsaid (TRACKER_WARNINGS)."""
+    import os
+
+    given = os.environ.get("PYTHONWARNINGS", "")
+    if TRACKER_WARNINGS not in given:
+        os.environ["PYTHONWARNINGS"] = ",".join(x for x in (given, TRACKER_WARNINGS) if x)

@@ -76,6 +76,10 @@ def run(fn, *args, **kwargs):
     try:
         while worker.is_alive():
             worker.join(0.1)
+            # (Dask starting its local workers sets SIGINT back to the default at times,
+            # which ended the command with no word of what was stopped: ours again)
+            if signal.getsignal(signal.SIGINT) is not signal.default_int_handler:
+                signal.signal(signal.SIGINT, signal.default_int_handler)
     except KeyboardInterrupt:
         stop()
     if "error" in outcome:

@@ -598,17 +598,21 @@ def test_ctrl_c_stops_a_solve_at_once_and_leaves_the_earlier_workbook(tmp_path):
 
 
 @needs_proc
-def test_ctrl_c_ends_the_workers_of_a_parallel_whatif(tmp_path):
+@pytest.mark.parametrize("after", [6, 10])
+def test_ctrl_c_ends_the_workers_of_a_parallel_whatif(tmp_path, after):
+    # (at 6 s, while Dask starts its workers, the command had ended in 2 runs of 3 with
+    # no word of what was stopped, and Python's resource tracker then warned of leaked
+    # semaphores: an outside audit)
     from pathlib import Path
 
     data = Path(__file__).resolve().parents[1] / "data"
     out = tmp_path / "whatif.xlsx"
     code, took, err, children = _interrupt_after(
-        ["whatif", str(data), "--jobs", "2", "-o", str(out), "--time-limit", "120"], 10,
+        ["whatif", str(data), "--jobs", "2", "-o", str(out), "--time-limit", "120"], after,
         tmp_path)
     assert code == 130 and took < 2, (code, took, err)
-    assert "interrupted while solving the what-if variants" in err
-    assert "Traceback" not in err
+    assert "interrupted while solving the what-if variants" in err, err
+    assert "Traceback" not in err and "resource_tracker" not in err, err
     assert len(children) >= 2
     import time
 
