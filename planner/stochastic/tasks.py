@@ -24,6 +24,8 @@ def _summary(run, budget: Budget) -> dict:
         "bound_usd": plan.result.bound,
         "total_cost_usd": t["total_cost_usd"],
         "unmet_unit_hours": t["unmet_unit_hours"],
+        # the penalty of demand no offer can serve, in the objective whatever the plan
+        "unservable_usd": plan.result.unservable_usd,
         # committed payments inside the horizon this scenario leaves idle (those after
         # it are not idle: the forecast's last month is assumed to go on)
         "stranded_usd": t["idle_committed_usd"],
