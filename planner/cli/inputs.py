@@ -10,7 +10,6 @@ from rich.table import Table
 
 from planner.cli.common import (
     EXIT_BAD_INPUT,
-    Issue,
     app,
     check_output_folder,
     check_outputs,
@@ -66,6 +65,7 @@ def throughput(
     from planner.io.issues import Collector
     from planner.io.load import load_raw
     from planner.io.profiles import throughput_table, write_throughput
+    from planner.io.validate import errors_in
 
     if models is None:
         here = Path("models")
@@ -73,7 +73,10 @@ def throughput(
             Path(__file__).resolve().parents[2] / "models"
     _check_throughput_folder(scenario)
     raw = load_raw(scenario)
-    issues = _read_tables_problems(raw)
+    # errors in the tables it reads (an outside audit: a workloads.csv with an unknown
+    # kind and a workload named twice was read without a word, and throughput.csv
+    # written); its other tables are not its business: it may come before the demand
+    issues = errors_in(raw, ("gpus", "workloads"))
     rows, kept, elsewhere = throughput_table(raw, models, Collector(issues))
     issues = list(dict.fromkeys(issues))  # (gpus.csv's cells are read by both)
     if any(i.severity == "error" for i in issues):
@@ -97,20 +100,6 @@ def throughput(
     if issues:
         print_issues(issues, f"{models} for {scenario}")
     err.print(f"wrote {scenario / 'throughput.csv'} ({len(rows)} rows)")
-
-
-def _read_tables_problems(raw) -> list[Issue]:
-    """The errors `validate` finds in the scenario's tables throughput reads, gpus and
-    workloads (an outside audit: a workloads.csv with an unknown kind and a workload
-    named twice was read without a word, and throughput.csv written). Its other tables
-    are not its business: the throughput table may come before the demand."""
-    from planner.io.validate import validate
-
-    labels = {raw.tables[n].label if n in raw.tables else raw.label_of(n)
-              for n in ("gpus", "workloads")}
-    if any(i.table == "scenario" for i in raw.issues):
-        return []
-    return [i for i in validate(raw)[1] if i.severity == "error" and i.table in labels]
 
 
 def _check_throughput_folder(scenario: Path) -> None:

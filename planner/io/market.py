@@ -221,18 +221,13 @@ def _written_tables_problems(scenario: Path, tables: dict[str, "_Table"]) -> lis
     other tables are not its business: a market may be built before its map (no sites
     or demand yet)."""
     from planner.io.load import RawTable, load_raw
-    from planner.io.validate import validate
+    from planner.io.validate import errors_in, table_labels
 
     before = load_raw(scenario)
     if any(i.table == "scenario" for i in before.issues):
         return []  # read already (a folder or workbook it cannot read has said so)
-    labels = {before.tables[n].label if n in before.tables else before.label_of(n)
-              for n in tables}
-
-    def errors(raw) -> list[Issue]:
-        return [i for i in validate(raw)[1] if i.severity == "error" and i.table in labels]
-
-    now = errors(before)
+    labels = table_labels(before, tables)
+    now = errors_in(before, tables)
     after = before
     after.tables = {**before.tables, **{
         name: RawTable(name, before.tables[name].label if name in before.tables
@@ -241,7 +236,7 @@ def _written_tables_problems(scenario: Path, tables: dict[str, "_Table"]) -> lis
                         for i, row in enumerate(t.rows, start=2)])
         for name, t in tables.items()}}
     after.issues = [i for i in before.issues if i.table not in labels]
-    written = errors(after)
+    written = errors_in(after, tables)
     # by (table, column): the scenario's own error where that column stays in error (a
     # misspelled header, not its rows written with a blank under the column added)
     left = {(i.table, i.column) for i in written}

@@ -126,6 +126,21 @@ def validate(raw: RawScenario) -> tuple[Scenario | None, list[Issue]]:
     return scenario, _sorted(issues)
 
 
+def table_labels(raw: RawScenario, tables) -> set[str]:
+    """How the user knows each of `tables` (named as in TABLES), found or missing."""
+    return {raw.tables[n].label if n in raw.tables else raw.label_of(n) for n in tables}
+
+
+def errors_in(raw: RawScenario, tables) -> list[Issue]:
+    """The errors `validate` finds in `tables` of `raw`, those of its other tables left
+    out: what a command that reads or writes those tables alone must refuse (market
+    import, throughput)."""
+    if any(i.table == "scenario" for i in raw.issues):
+        return []  # not read at all: said by the command that read it
+    labels = table_labels(raw, tables)
+    return [i for i in validate(raw)[1] if i.severity == "error" and i.table in labels]
+
+
 def _sorted(issues: list[Issue]) -> list[Issue]:
     order = {t.name: i for i, t in enumerate(TABLES)}
 
