@@ -384,3 +384,7 @@ def test_a_scenario_workloads_table_in_error_is_bad_input(folders):
                  "duplicate workload 'finetune-8b' (first at row 3)"):
         assert part in text, (part, res.output)
     assert (data / "throughput.csv").read_bytes() == before
+    # each said once: the tables throughput reads are checked as validate checks them
+    (data / "gpus.csv").unlink()
+    text = _lines(_run(data, models).output)
+    assert text.count("gpus.csv: required table is missing") == 1, text

@@ -10,6 +10,7 @@ from rich.table import Table
 
 from planner.cli.common import (
     EXIT_BAD_INPUT,
+    Issue,
     app,
     check_output_folder,
     check_outputs,
@@ -65,20 +66,14 @@ def throughput(
     from planner.io.issues import Collector
     from planner.io.load import load_raw
     from planner.io.profiles import throughput_table, write_throughput
-    from planner.io.validate import errors_in
 
     if models is None:
         here = Path("models")
         models = here if (here / "workloads.csv").exists() else \
             Path(__file__).resolve().parents[2] / "models"
     _check_throughput_folder(scenario)
-    raw = load_raw(scenario)
-    # errors in the tables it reads (an outside audit: a workloads.csv with an unknown
-    # kind and a workload named twice was read without a word, and throughput.csv
-    # written); its other tables are not its business: it may come before the demand
-    issues = errors_in(raw, ("gpus", "workloads"))
-    rows, kept, elsewhere = throughput_table(raw, models, Collector(issues))
-    issues = list(dict.fromkeys(issues))  # (gpus.csv's cells are read by both)
+    issues: list[Issue] = []
+    rows, kept, elsewhere = throughput_table(load_raw(scenario), models, Collector(issues))
     if any(i.severity == "error" for i in issues):
         print_issues(issues, f"{models} for {scenario}")
         raise typer.Exit(EXIT_BAD_INPUT)

@@ -46,7 +46,7 @@ from planner.io.profile_check import (
 )
 from planner.io.scenario import Gpu
 from planner.io.schema import TABLES_BY_NAME
-from planner.io.validate import PoolReplicaSizes
+from planner.io.validate import PoolReplicaSizes, errors_in
 
 REPLICA_MOST = 8  # GPUs in one serving replica: one node
 
@@ -220,8 +220,13 @@ def throughput_table(raw: RawScenario, models_dir: Path, out: Collector
     (every row to write, those of them kept from its current table, and for each workload
     with rows why the other GPU types have none). Nothing while `out` holds an error:
     then nothing may be written."""
-    gpu_rows = _scenario_gpus(raw, out)
-    workloads = _scenario_workloads(raw, out)
+    # the scenario's tables it reads, checked as `planner validate` checks them (an
+    # outside audit: a workloads.csv with an unknown kind and a workload named twice had
+    # been read without a word); its other tables are not its business: the throughput
+    # table may come before the demand
+    out.issues.extend(errors_in(raw, ("gpus", "workloads")))
+    gpu_rows = _scenario_gpus(raw)
+    workloads = _scenario_workloads(raw)
     current = _readable(raw, "throughput", out)
     derived = derive_all(models_dir, list(gpu_rows.values()), out)
     if _errors(out):
@@ -255,37 +260,26 @@ def _readable(raw: RawScenario, name: str, out: Collector) -> RawTable | None:
     return raw.tables.get(name)
 
 
-def _scenario_gpus(raw: RawScenario, out: Collector) -> dict[int, Gpu]:
-    """The scenario's GPU types by their row in gpus: the rules read their figures."""
-    table = _readable(raw, "gpus", out)
+def _scenario_gpus(raw: RawScenario) -> dict[int, Gpu]:
+    """The scenario's GPU types by their row in gpus (the rules read their figures); its
+    problems are `errors_in`'s."""
+    table = raw.tables.get("gpus")
     if table is None:
-        if "gpus" not in raw.unreadable:
-            out.error(raw.label_of("gpus"), None, None, "required table is missing: the "
-                      "rules read the GPU types' memory, bandwidth and TFLOPS from it")
         return {}
     gpus: dict[int, Gpu] = {}
-    first: dict[str, int] = {}
-    for number, values, ok in typed_rows(table, TABLES_BY_NAME["gpus"], out):
-        if ok and values["gpu"] in first:
-            out.error(table.label, number, "gpu", f"duplicate gpu '{values['gpu']}' (first "
-                      f"at row {first[values['gpu']]})")
-        elif ok:
-            first[values["gpu"]] = number
+    seen: set[str] = set()
+    for number, values, ok in typed_rows(table, TABLES_BY_NAME["gpus"], Collector([])):
+        if ok and values["gpu"] not in seen:
+            seen.add(values["gpu"])
             gpus[number] = Gpu(**values)
     return gpus
 
 
-def _scenario_workloads(raw: RawScenario, out: Collector) -> list[str]:
-    """The names of the scenario's workloads: rows for any other would make it invalid."""
-    table = _readable(raw, "workloads", out)
-    why = "the throughput table may only name the scenario's workloads"
-    if table is None:
-        if "workloads" not in raw.unreadable:
-            out.error(raw.label_of("workloads"), None, None,
-                      f"required table is missing: {why}")
-        return []
-    if "workload" not in table.columns:
-        out.error(table.label, 1, "workload", f"required column is missing: {why}")
+def _scenario_workloads(raw: RawScenario) -> list[str]:
+    """The names of the scenario's workloads (rows for any other would make it invalid);
+    its problems are `errors_in`'s."""
+    table = raw.tables.get("workloads")
+    if table is None or "workload" not in table.columns:
         return []
     names = (str(cells.get("workload") or "").strip() for _, cells in table.rows)
     return list(dict.fromkeys(n for n in names if n))
@@ -293,7 +287,7 @@ def _scenario_workloads(raw: RawScenario, out: Collector) -> list[str]:
 
 def _scenario_pools(raw: RawScenario) -> dict[str, str]:
     """The pool of each of the scenario's workloads that has one (the workloads table
-    is readable: `_scenario_workloads` said so where not)."""
+    is readable: `errors_in` said so where not)."""
     table = raw.tables.get("workloads")
     if table is None or "pool" not in table.columns:
         return {}
