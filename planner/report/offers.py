@@ -14,12 +14,12 @@ COLUMNS = ("gpu", "provider", "region", "term", "usd_per_gpu_hour",
            "lead_time_days", "source", "price_date")
 
 
-
 def shown_ms(ms: float) -> float:
     """A transit latency as listed: a float (0.0 at the site itself, as 90.0 elsewhere),
     to a millionth of a millisecond, so that a path's links of 1.1 and 2.2 ms read 3.3,
     not their float sum 3.3000000000000003 (an outside audit)."""
     return round(float(ms), 6)
+
 
 def effective_rate(offer, hours_per_month: float) -> float:
     """USD per GPU-hour with the upfront payment spread over the term's hours."""

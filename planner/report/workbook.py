@@ -319,11 +319,10 @@ def commitments_sheet(wb, plan: Plan, plans: Sheet, contracts: Sheet,
         "Idle cost in horizon": "counted payments inside the horizon not used by any "
                                 "workload",
         "Utilization": "GPU-hours used / GPU-hours committed over the whole term, as the "
-                       "JSON's utilization (an "
-                            "existing contract: from the horizon's start); pooled use "
-                            "goes to the contract that ends soonest first; after the "
-                            "horizon the forecast's last month is assumed to repeat, "
-                            "drawn from the contracts still running",
+                       "JSON's utilization (an existing contract: from the horizon's "
+                       "start); pooled use goes to the contract that ends soonest first; "
+                       "after the horizon the forecast's last month is assumed to repeat, "
+                       "drawn from the contracts still running",
         "Idle cost": "GPU-hours unused over the whole term × the hourly rate, as the "
                      "JSON's idle_usd",
         "Monthly saving": "per month of the term: the same use at its cheapest "
