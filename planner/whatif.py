@@ -169,7 +169,7 @@ def _solve_variant(args) -> tuple[Plan | None, str, float | None, float, bool]:
         plan.candidates = None  # the parent needs the tables, not the search structures
     status = plan.result.status if plan else run.result.status
     return (plan, status, run.least_s, budget.elapsed(),
-            status != "optimal" and budget.stopped_with_work_left())
+            budget.stopped_short(status))
 
 
 def _stress_test(args) -> dict:

@@ -455,7 +455,7 @@ def warn_clock_stopped(budget, result) -> None:
     run may stop at another round (5 runs of a generated 20x8x6 market at --time-limit
     10, each beside the comparison plans on a loaded machine: 5 round counts); its
     rounds replay it."""
-    if result.status == "optimal" or not budget.stopped_with_work_left():
+    if not budget.stopped_short(result.status):
         return
     replay = f"; --rounds {result.rounds} replays this plan" if result.rounds else ""
     warn(f"the wall clock stopped the plan with {budget.work_left():.1f} s of its "

@@ -133,6 +133,12 @@ class Budget:
         return (self.out_of_time() and self.work_left() > max(0.5, 0.05 * self.seconds)) \
             or (self.work is not None and self.work.wall_stops > 0)
 
+    def stopped_short(self, status: str) -> bool:
+        """Whether the wall clock, not the reckoned work, left a solve of this budget
+        that ended with `status` short of its gap (`stopped_with_work_left`): another
+        run may end it elsewhere, with another plan."""
+        return status != "optimal" and self.stopped_with_work_left()
+
     def wall_stopped(self) -> None:
         """Note that the wall clock stopped a step of this budget's before its reckoned
         work was done, by a stop of the step's own (branch and bound's time limit, which

@@ -35,8 +35,8 @@ def _summary(run, budget: Budget) -> dict:
         # (planner.solve.work: the same on every run, whatever the worker)
         "seconds": run.work_s,
         # the wall clock, not the reckoned work, stopped it short of its gap: another
-        # run may stop it elsewhere (Budget.stopped_with_work_left)
-        "clock_stopped": plan.result.status != "optimal" and budget.stopped_with_work_left(),
+        # run may stop it elsewhere
+        "clock_stopped": budget.stopped_short(plan.result.status),
     }
 
 
