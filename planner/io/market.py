@@ -33,6 +33,7 @@ user's wins).
 from __future__ import annotations
 
 import csv
+import dataclasses
 import datetime as dt
 import math
 from collections.abc import Callable
@@ -228,14 +229,13 @@ def _written_tables_problems(scenario: Path, tables: dict[str, "_Table"]) -> lis
         return []  # read already (a folder or workbook it cannot read has said so)
     labels = table_labels(before, tables)
     now = errors_in(before, tables)
-    after = before
-    after.tables = {**before.tables, **{
+    after = dataclasses.replace(before, tables={**before.tables, **{
         name: RawTable(name, before.tables[name].label if name in before.tables
                        else before.label_of(name), list(t.columns),
                        [(i, {c: row.get(c, "") for c in t.columns})
                         for i, row in enumerate(t.rows, start=2)])
-        for name, t in tables.items()}}
-    after.issues = [i for i in before.issues if i.table not in labels]
+        for name, t in tables.items()}},
+        issues=[i for i in before.issues if i.table not in labels])
     written = errors_in(after, tables)
     # by (table, column): the scenario's own error where that column stays in error (a
     # misspelled header, not its rows written with a blank under the column added)

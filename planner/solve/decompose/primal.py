@@ -99,9 +99,8 @@ class FreeFirst:
                       for w, wb in enumerate(blocks.workloads) if wb.single_region}
 
     def orders(self) -> dict[int, list[int]]:
-        """Each workload's pairs cheapest first at first prices, free GPUs unbounded."""
-        return {w: sorted(free, key=lambda p: (float(free[p].sum()), p))
-                for w, (free, _) in self.costs.items()}
+        """Each workload's pairs, for `choose_pairs` (`reorder` ranks them)."""
+        return {w: list(free) for w, (free, _) in self.costs.items()}
 
     def reorder(self, w: int, order: list[int], claimed: dict) -> list[int]:
         """`order` cheapest first, free GPUs counted as far as they go beside `claimed`."""
