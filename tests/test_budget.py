@@ -82,6 +82,16 @@ def test_a_work_clock_moves_only_with_the_work_counted():
     assert late.out_of_time() and late.left() == 0.0
 
 
+def test_a_commands_work_clock_counts_what_loading_took():
+    # SPEC §4 v2: --time-limit is the budget of the whole command, loading included. The
+    # work clock started at loading's reckoned seconds had counted from there, so its
+    # steps had the whole limit on top of them (and the wall clock's stop ended them)
+    command = Budget(10.0).reckoned(1.5)
+    assert (command.elapsed(), command.left()) == (1.5, 8.5)
+    command.spend(2.0)
+    assert command.share(0.5, keep=1.0).seconds == pytest.approx((10 - 3.5 - 1) / 2)
+
+
 def test_a_run_stopped_by_its_budget_is_the_same_on_a_slower_machine(tmp_path, monkeypatch):
     # SPEC §2 (the same scenario, the same plan): a decomposition stopped by its budget
     # (not at its gap) gives the same plan when every pool MIP takes twice as long on

@@ -98,8 +98,13 @@ class Budget:
         is reckoned to have taken so far), the wall clock's safety stop at its deadline:
         at 5 % past it, 1000x100x36 (its third master LP 2.3 times its reckoning) met
         the stop there and the command ended at 651 s of 600."""
-        return Budget(self.seconds, self.start, self.kept, self.writing, Work(spent),
-                      self.deadline)
+        budget = Budget(self.seconds, self.start, self.kept, self.writing, Work(spent),
+                        self.deadline)
+        # what was spent counts against the budget: it had not (the budget's work counted
+        # from `spent`), so a command's steps were given its loading's seconds twice and
+        # the wall clock's stop, not the work clock, ended a run that used its budget
+        budget.origin = 0.0
+        return budget
 
     @property
     def deadline(self) -> float:
