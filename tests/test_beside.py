@@ -90,6 +90,55 @@ def test_comparison_plans_beside_the_plan_or_after_it(tmp_path, monkeypatch, bes
     assert {b["status"] for b in data["baselines"]} == {"optimal"}
 
 
+def _spy_on_beside(monkeypatch) -> list[float]:
+    """The work seconds each process beside is given (the comparison plans: a second core
+    whatever the machine's)."""
+    import planner.baselines
+
+    given, real = [], planner.baselines.solve_beside
+
+    def spy(scenario, solver, gap, seconds, *args, **kwargs):
+        given.append(seconds)
+        return real(scenario, solver, gap, seconds, *args, **kwargs)
+
+    monkeypatch.setattr(planner.baselines, "can_solve_beside", lambda threads: True)
+    monkeypatch.setattr(planner.baselines, "solve_beside", spy)
+    return given
+
+
+def test_the_process_beside_has_the_work_left_after_its_start(tmp_path, monkeypatch):
+    # its work clock starts once its imports are done: given all the command's work
+    # left, its last plan met the wall clock's stop, wherever the load put it. At the
+    # suite's pace of 1: 60 s less loading (0.6 s and 15 µs an input row), the 1 s kept
+    # for writing (and 0.12 ms a demand cell and segment) and its start (0.7 s)
+    from planner.cli.common import report_seconds
+    from planner.io.validate import load_scenario
+    from planner.solve.work import load_s
+
+    given = _spy_on_beside(monkeypatch)
+    data, _ = _solve(tmp_path, YEAR)
+    s = load_scenario(tmp_path / "s")
+    assert given == [pytest.approx(60 - load_s(s) - report_seconds(s) - 0.7, abs=0.05)]
+    assert {b["status"] for b in data["baselines"]} == {"optimal"}
+
+
+def test_a_budget_too_short_for_a_process_start_has_its_comparison_plans_after_the_plan(
+        tmp_path, monkeypatch):
+    # at --time-limit 5 a 5x3x2 market's comparison plans had no plan (their process's
+    # start took what the plan left them) while the command ended at 3.3 s. At 2.5 s
+    # here: 2.5 - 0.6 (loading) - 1.0 (writing) = 0.9 s left, under twice the start's
+    # 0.7 s: solved after the plan, each with its plan
+    given = _spy_on_beside(monkeypatch)
+    folder = write_csv(tmp_path / "s", YEAR)
+    res = CliRunner().invoke(app, ["solve", str(folder), "-o", str(tmp_path / "plan.xlsx"),
+                                   "--json", "--time-limit", "2.5"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert given == []
+    got = {b["name"]: b["total_cost_usd"] for b in data["baselines"]}
+    assert got == {name: pytest.approx(total) for name, (total, _) in EXPECTED.items()}
+
+
 # 1 GPU of demand (10 units) for 100 hours in the first of 12 months, a training run (one
 # region). r1 sells on-demand at $2 and a 12-month reservation at $1.5; r2 (provider q)
 # on-demand at $1.9. The plan at first prices alone (the decomposition stopped before its
