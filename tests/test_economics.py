@@ -364,6 +364,46 @@ def test_the_saving_is_against_single_gpus_where_they_are_sold(tmp_path):
     assert c["gpus"] == 1 and c["monthly_saving_usd"] == pytest.approx(160)
 
 
+def _eight_gpus(tmp_path, existing=()):
+    """8 GPUs (8 units at 1 a GPU) for 3 months of 100 hours. On demand: single GPUs at
+    $2.5 (r1) or 8-GPU instances at $2 a GPU (r2); a 3-month reservation at $1.5 (r1)."""
+    return solve_tables(tmp_path, scenario(
+        settings={"hours_per_month": 100, "horizon_months": 3}, throughput=ONE,
+        demand=demand(range(3), amount=8),
+        regions=[{"region": "r1", "provider": "p", "site": "s1"},
+                 {"region": "r2", "provider": "q", "site": "s1"}],
+        offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 2.5},
+                {"region": "r2", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 2,
+                 "gpus_per_instance": 8},
+                {"region": "r1", "gpu": "A", "term": "reserved", "usd_per_gpu_hour": 1.5,
+                 "commit_months": 3}],
+        existing=list(existing)))
+
+
+def test_the_saving_is_against_whole_instances_where_they_serve_the_use_for_less(tmp_path):
+    # SPEC §4 v2: against serving the same use at its cheapest pay-as-you-go source. The
+    # plan reserves the 8 GPUs: 8 × 100 × 1.5 = $1,200 a month. One 8-GPU instance:
+    # 8 × 100 × 2 = $1,600; eight single GPUs $2,000. Saving 1,600 − 1,200 = $400 a month
+    # (an outside audit: against the single GPUs it read $800, twice what the plan saves
+    # against pay-as-you-go only)
+    plan = _eight_gpus(tmp_path)
+    [c] = plan_json(plan)["commitments"]
+    assert c["gpus"] == 8 and c["monthly_saving_usd"] == pytest.approx(400)
+
+
+def test_a_workloads_committed_gpus_are_priced_together_whatever_contract_they_draw_on(
+        tmp_path):
+    # the same 8 GPUs, 5 of them from an existing contract at $1 (r1): the plan reserves
+    # 3 more at $1.5. The 8 committed GPUs' pay-as-you-go equivalent is one 8-GPU instance,
+    # $2 a GPU: the reservation saves 3 × 100 × (2 − 1.5) = $150 a month (its 3 GPUs
+    # alone as three single GPUs at $2.5: $300)
+    plan = _eight_gpus(tmp_path, [{"region": "r1", "gpu": "A", "gpus": 5,
+                                   "start_month": "2027-01", "end_month": "2027-03",
+                                   "usd_per_gpu_hour": 1}])
+    [c] = plan_json(plan)["commitments"]
+    assert c["gpus"] == 3 and c["monthly_saving_usd"] == pytest.approx(150)
+
+
 def test_the_json_gap_is_the_one_its_own_figures_state(tmp_path):
     # SPEC §4 v2: mip_gap = (objective_usd − bound_usd) / (objective_usd −
     # unservable_penalty_usd). The module's plan costs $1,700; a bound of

@@ -10,10 +10,11 @@ Definitions (each stated in the workbook's notes too):
   by segment, are drawn again from the contracts still active there, in the same order
   (a contract ending with the horizon leaves its share to those that run on).
 * Its pay-as-you-go equivalent prices that use at the cheapest pay-as-you-go source of the
-  same GPU type for each workload drawing on it: in the commitment's region, else in any
-  region the workload may use; on demand, or spot (per delivered GPU-hour: rate ÷ (1 −
-  interruption_rate)) where the workload may run wholly on spot. A workload with no such
-  source is priced at the commitment's own rate (no saving claimed).
+  same GPU type for each workload drawing on it, in any region the workload may use; on
+  demand, or spot (per delivered GPU-hour: rate ÷ (1 − interruption_rate)) where the
+  workload may run wholly on spot; a workload's committed GPUs of a type in a month and
+  segment together, a source's whole instances paid in full (`payg_usd_per_hour`). Where
+  a workload has no such source, no saving is stated.
 * monthly saving = (pay-as-you-go equivalent − recurring payments) over the term ÷ its
   months: net of idle GPUs, before the upfront payment.
 * break-even month: the first month of the term (from 1) at which the cumulative saving
@@ -35,13 +36,14 @@ from planner.report.plan import Plan, records, use_order
 EPS = 1e-9
 
 
-def payg_rate(plan: Plan, workload: str, gpu: str) -> float | None:
-    """USD per GPU-hour of `gpu` that `workload` would pay at its cheapest pay-as-you-go
-    source in place of a committed GPU (SPEC §4 v2): the same GPU type in any
-    region the workload may use (the same region's on-demand rate overstated the saving
-    where another region sells it for less); on demand, or spot where the workload may run
-    wholly on spot (None: no such source). Offers pruned as dominated cost no less than
-    the one that dominates them: the least rate is the same with or without them."""
+def payg_sources(plan: Plan, workload: str, gpu: str) -> list[tuple[float, int]]:
+    """(USD per delivered GPU-hour, GPUs per instance) of each pay-as-you-go source of
+    `gpu` that `workload` could use in place of a committed GPU (SPEC §4 v2): the same GPU
+    type in any region the workload may use (the same region's on-demand rate overstated
+    the saving where another region sells it for less); on demand, or spot where the
+    workload may run wholly on spot (rate ÷ (1 − interruption_rate)). Offers pruned as
+    dominated cost no less than the one that dominates them: the least cost is the same
+    with or without them."""
     s = plan.scenario
     whole_spot = s.workload_by_name[workload].max_spot_share >= 1.0
     # a what-if variant's plan comes without its candidates, and they were restricted
@@ -49,41 +51,51 @@ def payg_rate(plan: Plan, workload: str, gpu: str) -> float | None:
     offers = (plan.reach.get(workload, ()) if plan.reach is not None
               else plan.candidates.offers.get(workload, ()) if plan.candidates is not None
               else s.offers)
-    usable = [o for o in offers
-              if o.gpu == gpu and (o.term == "on_demand" or (o.term == "spot" and whole_spot))]
-    # an offer sold in whole instances charges for GPUs a use may not fill: its rate per
-    # GPU is what the use would pay only where no single GPUs are sold (8-GPU instances
-    # at $0.9 stated a $30 saving a month where single GPUs at $2.5 give $480)
-    single = [o for o in usable if o.gpus_per_instance == 1]
-    rates = [o.usd_per_gpu_hour / o.derate for o in single or usable]
-    return min(rates) if rates else None
+    return [(o.usd_per_gpu_hour / o.derate, o.gpus_per_instance) for o in offers
+            if o.gpu == gpu and (o.term == "on_demand" or (o.term == "spot" and whole_spot))]
+
+
+def payg_usd_per_hour(sources: list[tuple[float, int]], gpus: float) -> float:
+    """USD an hour of `gpus` GPUs at the cheapest of `sources`, an instance's GPUs paid
+    in full (NaN: no source). Single GPUs at $2.5 beside 8-GPU instances at $0.9 a GPU:
+    one GPU $2.5 an hour (the instance's per-GPU rate had stated a $30 saving a month
+    where $480 is due); eight GPUs $7.2 (single GPUs' rate had overstated it)."""
+    return min((math.ceil(gpus / per - EPS) * per * rate for rate, per in sources),
+               default=math.nan)
 
 
 def monthly_use(plan: Plan) -> dict[str, dict[int, list[float]]]:
     """contract -> month -> [used GPU-hours, their pay-as-you-go equivalent USD (NaN
     where no pay-as-you-go source could serve that use: no saving can be stated)], in
     the horizon and, for the months of a term after it, the horizon's last month
-    repeated (`_after_horizon`)."""
-    rates: dict[tuple, float | None] = {}
+    repeated (`_after_horizon`). A workload's committed GPUs of a type in a month and
+    segment are priced together, at its cheapest source for that many GPUs, and shared
+    out to the contracts they draw on by their GPUs."""
+    sources: dict[tuple, list] = {}
     use: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(lambda: [0., 0.]))
     last = plan.scenario.settings.horizon_months - 1
     # (region, GPU type, segment) -> [GPUs, hours, pay-as-you-go USD] used in the last month
     last_month: dict[tuple, list[float]] = defaultdict(lambda: [0., 0., 0.])
     committed = plan.assignments[~plan.assignments["term"].isin(["spot", "on_demand"])]
+    cells: dict[tuple, list] = defaultdict(list)  # (workload, GPU type, month, segment)
     for a in records(committed):
-        key = (a.workload, a.gpu)
-        if key not in rates:
-            rates[key] = payg_rate(plan, *key)
-        hours = a.gpus * a.hours
-        rate = rates[key] if rates[key] is not None else math.nan
-        cell = use[a.contract][int(a.month)]
-        cell[0] += hours
-        cell[1] += hours * rate
-        if int(a.month) == last:
-            pooled = last_month[(a.region, a.gpu, int(a.segment))]
-            pooled[0] += a.gpus
-            pooled[1] = a.hours
-            pooled[2] += hours * rate
+        cells[(a.workload, a.gpu, int(a.month), int(a.segment))].append(a)
+    for (workload, gpu, month, _), rows in cells.items():
+        if (workload, gpu) not in sources:
+            sources[(workload, gpu)] = payg_sources(plan, workload, gpu)
+        gpus = sum(a.gpus for a in rows)
+        per_gpu = payg_usd_per_hour(sources[(workload, gpu)], gpus) / gpus if gpus > EPS \
+            else 0.0
+        for a in rows:
+            hours = a.gpus * a.hours
+            cell = use[a.contract][month]
+            cell[0] += hours
+            cell[1] += hours * per_gpu
+            if month == last:
+                pooled = last_month[(a.region, a.gpu, int(a.segment))]
+                pooled[0] += a.gpus
+                pooled[1] = a.hours
+                pooled[2] += hours * per_gpu
     _after_horizon(plan, last_month, use)
     return use
 

@@ -49,7 +49,7 @@ class Plan:
     totals: dict = field(default_factory=dict)
     # offers each workload may use whatever the plan was restricted to (a what-if
     # variant's plan comes without its candidates, which its policy restricted): what
-    # a commitment's saving is measured against (planner.report.economics.payg_rate)
+    # a commitment's saving is measured against (planner.report.economics.payg_sources)
     reach: dict | None = None
 
     @property

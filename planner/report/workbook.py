@@ -326,7 +326,8 @@ def commitments_sheet(wb, plan: Plan, plans: Sheet, contracts: Sheet,
         "Idle cost": "GPU-hours unused over the whole term × the hourly rate, as the "
                      "JSON's idle_usd",
         "Monthly saving": "per month of the term: the same use at its cheapest "
-                          "pay-as-you-go source, minus the monthly payment (net of idle "
+                          "pay-as-you-go source (an instance's GPUs paid in full), minus "
+                          "the monthly payment (net of idle "
                           "GPUs, before the upfront); blank: no pay-as-you-go source "
                           "could serve that use",
         "Break-even month": "month of the term (from 1) at which the cumulative saving "
