@@ -473,6 +473,30 @@ def test_an_unknown_rules_column_is_said(tmp_path, small_catalog):
     assert res.exit_code == 0 and "'max_gpu'" in res.output
 
 
+def test_a_rule_that_applies_to_no_price_is_said(tmp_path, small_catalog):
+    # an outside audit: rules for provider 'lamda' and GPU type 'H10O' were passed over
+    # without a word, and the reservations they were to derive were not there. Said
+    # where they are (file, row), with what the catalogs have; the import goes on
+    scn = _placed(tmp_path / "scn")
+    rules = _write(tmp_path / "rules.csv", "\n".join([
+        "provider,gpu,term,commit_months,discount,source",
+        "acme,H100,reserved,12,0.3,console",    # row 2: applies
+        "acmee,H100,reserved,12,0.3,console",   # row 3: no such provider
+        "acme,H10O,reserved,36,0.5,console",    # row 4: no such GPU type
+        "acme,L4,spot,,,console",               # row 5: no L4 price (rows 5, 6 bad)
+    ]) + "\n")
+    res = _imported(scn, small_catalog, "--rules", str(rules))
+    out = " ".join(res.output.split())
+    assert "row 2" not in out
+    assert ("rules.csv, row 3: this rule applies to no on_demand price in the catalogs: "
+            "provider 'acmee' is none of theirs (acme)") in out
+    assert "row 4: this rule applies to no on_demand price in the catalogs: GPU type " \
+           "'H10O' is none of theirs (H100)" in out
+    assert "row 5: this rule applies to no spot price in the catalogs: GPU type 'L4' is " \
+           "none of theirs (H100)" in out
+    assert ("acme-east", "H100", "reserved", "12") in _offers(scn)
+
+
 def test_a_region_placed_at_a_site_the_map_lacks_is_bad_input(tmp_path, small_catalog):
     # market/regions.csv places acme east at 'Ohio-Typo': exit 2, nothing written; an
     # earlier import's region at an unknown site is placed again once corrected

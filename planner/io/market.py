@@ -53,6 +53,7 @@ REGION_COLUMNS = ("cloud", "catalog_region", "region", "site", "egress_usd_per_g
 REFRESHED = ("usd_per_gpu_hour", "gpus_per_instance", "source", "price_date")
 DERIVED = ("upfront_usd_per_gpu", "lead_time_days", "min_gpus", "max_gpus")  # from a rule
 RULED = ("lead_time_days", "max_gpus", "interruption_rate")  # a rule's, on a catalog row
+ROW = "#row"  # a rule's row in its table, for its messages (not a column)
 BY_RULE = "; by rule: "  # a catalog row's source, then the cells a rule gave it
 OFFER_COLUMNS = {c.name: c for c in TABLES_BY_NAME["offers"].columns}
 RULE_COLUMNS = ("provider", "gpu", "term", "commit_months", "discount",
@@ -161,7 +162,9 @@ def import_market(scenario: Path, catalog: Path, rules: Path | None,
     rules_path = rules if rules is not None else market / "rules.csv"
     if rules is not None and not rules.exists():
         issues.append(Issue("error", str(rules), None, None, "no such rules file"))
-    rule_rows = _rules(_Table.read(rules_path, RULE_COLUMNS, issues), issues)
+    rules_table = _Table.read(rules_path, RULE_COLUMNS, issues)
+    rules_label = rules_table.label
+    rule_rows = _rules(rules_table, issues)
     if book:
         gpus, regions, offers, sites = _sheets(scenario, ("gpus", "regions", "offers",
                                                           "sites"), issues)
@@ -191,6 +194,7 @@ def import_market(scenario: Path, catalog: Path, rules: Path | None,
 
     region_of = _place_regions(prices, places, regions, site_names, changes)
     best = _cheapest_offers(prices, region_of, alias, gpus)
+    _idle_rules(rule_rows, best, rules_label, issues)
     fresh = _fresh_offers(best, rule_rows, price_date)
     _add_gpus(best, gpus, memory, changes)
     cloud_of = {**{r["region"]: r.get("provider", "") for r in regions.rows},
@@ -497,8 +501,30 @@ def _rules(table: _Table, issues: list[Issue]) -> list[dict]:
         for column, what in problems:
             issues.append(Issue("error", label, number, column, what))
         if not problems:
-            out.append({**row, "term": term})
+            out.append({**row, "term": term, ROW: number})
     return out
+
+
+def _idle_rules(rule_rows: list[dict], best: dict[tuple, CatalogPrice], label: str,
+                issues: list[Issue]) -> None:
+    """A warning for each rule that applies to no offer the import writes (a provider or
+    GPU type misspelt, `lamda`, `H10O`: it had been passed over without a word, and the
+    commitments it was to derive were not there): a commitment rule applies to on-demand
+    prices, a pay-as-you-go rule to its own term's."""
+    sold = {(p.cloud, gpu, term) for (_, gpu, term), p in best.items()}
+    for rule in rule_rows:
+        term = "on_demand" if rule["term"] in COMMITMENT_TERMS else rule["term"]
+        if any(t == term and _applies(rule, cloud, gpu) for cloud, gpu, t in sold):
+            continue
+        theirs = {"provider": sorted({cloud for cloud, _, t in sold if t == term}),
+                  "gpu": sorted({gpu for _, gpu, t in sold if t == term})}
+        why = [f"{'provider' if c == 'provider' else 'GPU type'} '{rule[c]}' is none of "
+               f"theirs ({', '.join(names) or 'none'})" for c, names in theirs.items()
+               if rule.get(c, "") not in ("", "*")
+               and rule[c].casefold() not in {n.casefold() for n in names}]
+        issues.append(Issue("warning", label, rule[ROW], None,
+                            f"this rule applies to no {term} price in the catalogs: "
+                            + ("; ".join(why) or "none of that provider and GPU type")))
 
 
 def _rule_number(column: str, text: str) -> str | None:
