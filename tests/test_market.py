@@ -497,6 +497,33 @@ def test_a_rule_that_applies_to_no_price_is_said(tmp_path, small_catalog):
     assert ("acme-east", "H100", "reserved", "12") in _offers(scn)
 
 
+def test_a_reimport_places_regions_and_sizes_gpu_memory_anew(tmp_path, small_catalog):
+    # SPEC §4 v2: import adds or refreshes gpus, regions and offers. An outside audit:
+    # a region moved to another site, its egress corrected in market/regions.csv, or a
+    # catalog's GPU memory changed, had stayed as the first import wrote them ("no
+    # change"); a GPU row of the user's own keeps its memory
+    scn = _placed(tmp_path / "scn")
+    _imported(scn, small_catalog)
+    assert [(r["region"], r["site"], r["egress_usd_per_gb"]) for r in
+            _rows(scn / "regions.csv")] == [("acme-east", "nyc", "")]
+    (scn / "market" / "regions.csv").write_text(
+        "cloud,catalog_region,region,site,egress_usd_per_gb\nacme,east,acme-east,sfo,0.03\n")
+    (small_catalog / "common" / "metadata.csv").write_text(
+        "GPU,MemoryGB,Manufacturer\nH100,94,nvidia\nL4,24,nvidia\n")
+    out = " ".join(_imported(scn, small_catalog).output.split())
+    assert [(r["region"], r["site"], r["egress_usd_per_gb"]) for r in
+            _rows(scn / "regions.csv")] == [("acme-east", "sfo", "0.03")]
+    assert "acme-east at sfo (was nyc)" in out and "acme-east egress $0.03/GB (was $0/GB)" \
+        in out
+    assert {r["gpu"]: r["memory_gb"] for r in _rows(scn / "gpus.csv")} == {"H100": "94"}
+    assert "H100 94 GB (was 80)" in out
+    _write(scn / "gpus.csv", "gpu,memory_gb,source\nH100,80,our lab's card\n")
+    (small_catalog / "common" / "metadata.csv").write_text(
+        "GPU,MemoryGB,Manufacturer\nH100,96,nvidia\n")
+    _imported(scn, small_catalog)
+    assert {r["gpu"]: r["memory_gb"] for r in _rows(scn / "gpus.csv")} == {"H100": "80"}
+
+
 def test_a_region_placed_at_a_site_the_map_lacks_is_bad_input(tmp_path, small_catalog):
     # market/regions.csv places acme east at 'Ohio-Typo': exit 2, nothing written; an
     # earlier import's region at an unknown site is placed again once corrected

@@ -188,8 +188,9 @@ def market_import(
               ("set by a rule", changes.ruled),
               ("kept (your own row)", changes.kept_yours),
               ("GPU types added", changes.gpus_added),
+              ("GPU memory from the catalogs anew", changes.gpus_refreshed),
               ("regions added", changes.regions_added),
-              ("regions placed again", changes.regions_placed))
+              ("regions placed again (market/regions.csv)", changes.regions_placed))
     for title, items in listed:
         if items:
             err.print(f"[bold]{title}[/] ({len(items)}): " + ", ".join(items))

@@ -70,6 +70,7 @@ class Changes:
     kept_yours: list[str] = field(default_factory=list)
     unplaced_regions: list[str] = field(default_factory=list)
     gpus_added: list[str] = field(default_factory=list)
+    gpus_refreshed: list[str] = field(default_factory=list)  # a catalog's memory, anew
     regions_added: list[str] = field(default_factory=list)
     regions_placed: list[str] = field(default_factory=list)
     resized: list[str] = field(default_factory=list)
@@ -360,7 +361,7 @@ def _place_regions(prices: list[CatalogPrice], places: _Table, regions: _Table,
                                      "egress_usd_per_gb": row.get("egress_usd_per_gb", "")})
                 known_regions.add(name)
                 changes.regions_added.append(name)
-            else:  # a region placed at a site the scenario lacks: placed again
+            else:  # placed again where market/regions.csv says
                 _replace_site(regions, name, row, site_names, changes)
         elif name in known_regions:
             region_of[where] = name
@@ -427,18 +428,30 @@ def _fresh_offers(best: dict[tuple, CatalogPrice], rule_rows: list[dict],
 
 def _add_gpus(best: dict[tuple, CatalogPrice], gpus: _Table, memory: dict | None,
               changes: Changes) -> None:
-    """The GPU types the offers name and the gpus table lacks, with their memory."""
-    have_gpus = {r["gpu"].casefold() for r in gpus.rows}
+    """The GPU types the offers name and the gpus table lacks, with their memory; a row
+    an import wrote (its source the catalog's) takes the catalog's memory anew where it
+    changed (it had kept the first import's, with nothing said: an outside audit)."""
+    have = {r["gpu"].casefold(): r for r in gpus.rows}
+    seen: set[str] = set()  # each GPU type from the first of its prices
     for (_, gpu, _), p in sorted(best.items(), key=lambda item: item[0][1]):
-        if gpu.casefold() not in have_gpus:
-            mem = p.memory_gb if p.memory_gb is not None else memory.get(p.catalog_gpu)
-            # the memory's own source: the instance's GpuInfo, else the metadata
-            cited = (f"{p.file} row {p.row} (GpuInfo)" if p.memory_gb is not None
-                     else "common/metadata.csv")
-            gpus.rows.append({"gpu": gpu, "memory_gb": "" if mem is None else f"{mem:g}",
-                              "source": f"{CATALOG_MARK} {cited}"})
-            have_gpus.add(gpu.casefold())
+        if gpu.casefold() in seen:
+            continue
+        seen.add(gpu.casefold())
+        mem = p.memory_gb if p.memory_gb is not None else memory.get(p.catalog_gpu)
+        # the memory's own source: the instance's GpuInfo, else the metadata
+        cited = (f"{p.file} row {p.row} (GpuInfo)" if p.memory_gb is not None
+                 else "common/metadata.csv")
+        row = {"gpu": gpu, "memory_gb": "" if mem is None else f"{mem:g}",
+               "source": f"{CATALOG_MARK} {cited}"}
+        own = have.get(gpu.casefold())
+        if own is None:
+            gpus.rows.append(row)
             changes.gpus_added.append(gpu)
+        elif own.get("source", "").startswith(CATALOG_MARK) and row["memory_gb"] \
+                and _differs(own.get("memory_gb", ""), row["memory_gb"]):
+            changes.gpus_refreshed.append(f"{gpu} {row['memory_gb']} GB (was "
+                                          f"{own.get('memory_gb') or 'blank'})")
+            own.update(memory_gb=row["memory_gb"], source=row["source"])
 
 
 def _rules(table: _Table, issues: list[Issue]) -> list[dict]:
@@ -700,14 +713,31 @@ def _check_places(places: _Table, known: set[str] | None, issues: list[Issue]) -
 
 def _replace_site(regions: _Table, name: str, place: dict, known: set[str] | None,
                   changes: Changes) -> None:
-    """A region of the scenario at a site it does not have (`known`, `_site_names`: an
-    earlier import's placement, since corrected in market/regions.csv) takes the site it
-    is given now."""
+    """A region of the scenario that market/regions.csv places (`place`) takes the site
+    and egress given there, where they differ (an outside audit: a region moved to
+    another site, or its egress corrected, in market/regions.csv had stayed as the first
+    import wrote it, with nothing said); not where the scenario has no sites table
+    (`known` None: the site cannot be checked)."""
     if known is None:
         return
     for row in regions.rows:
-        if row.get("region") == name and row.get("site", "").casefold() not in known:
+        if row.get("region") != name:
+            continue
+        was = row.get("site", "")
+        if was.casefold() != place["site"].casefold():
             row["site"] = place["site"]
-            if place.get("egress_usd_per_gb"):
-                row["egress_usd_per_gb"] = place["egress_usd_per_gb"]
-            changes.regions_placed.append(f"{name} at {place['site']}")
+            changes.regions_placed.append(f"{name} at {place['site']}"
+                                          + (f" (was {was})" if was else ""))
+        egress = place.get("egress_usd_per_gb", "")
+        if egress and _differs(row.get("egress_usd_per_gb", ""), egress):
+            changes.regions_placed.append(f"{name} egress ${egress}/GB (was "
+                                          f"${row.get('egress_usd_per_gb') or 0}/GB)")
+            row["egress_usd_per_gb"] = egress
+
+
+def _differs(old: str, new: str) -> bool:
+    """Two cells' numbers differ (as text where either is not a number)."""
+    try:
+        return float(old or 0) != float(new)
+    except ValueError:
+        return old != new
