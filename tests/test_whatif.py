@@ -821,3 +821,21 @@ def test_no_figure_of_the_comparison_renders_as_hashes(tmp_path):
     path = tmp_path / "whatif.xlsx"
     write_whatif_workbook(s, variants, path, ())
     assert too_narrow(path, recalculated(path, tmp_path / "recalc")) == []
+
+
+def test_a_policys_unmet_month_before_its_offers_lead_time_says_lead_time(tmp_path):
+    # an outside audit: under build_to_order only, month 0 (before the 30-day lead time
+    # of the one build-to-order offer) was said unmet for "no offer this plan may buy (its
+    # policy or restrictions)"; solve says lead time for the same month. Under the policy
+    # that allows no offer in reach (spot, none sold), the policy is the reason
+    tables = dict(TABLES, offers=[
+        {"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 2},
+        {"region": "r1", "gpu": "A", "term": "build_to_order", "usd_per_gpu_hour": 1,
+         "commit_months": 6, "lead_time_days": 30}])
+    s = load_scenario(write_csv(tmp_path / "scn", tables))
+    policies = [parse_policy("bto=build_to_order"), parse_policy("spot=spot")]
+    bto, spot = run_whatif(s, policies, [1.0], stress_scales=())
+    reasons = {int(m): r for m, r in bto.plan.unmet[["month", "reason"]].itertuples(index=False)}
+    assert reasons == {0: "lead time: no offer available yet in this month"}
+    assert set(spot.plan.unmet["reason"]) == {
+        "no offer this plan may buy (its policy or restrictions)"}

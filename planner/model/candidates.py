@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from planner.io.scenario import Offer, Scenario, Workload
@@ -99,14 +100,21 @@ class Candidates:
             "segments per month": len(self.segments),
         }
 
-    def unmet_reason(self, workload: str, site: str | None, month: int) -> str:
-        """Why demand of `workload` at `site` in `month` cannot be (fully) served."""
+    def unmet_reason(self, workload: str, site: str | None, month: int,
+                     allowed: Callable[[Offer], bool] | None = None) -> str:
+        """Why demand of `workload` at `site` in `month` cannot be (fully) served, by a
+        plan that may buy only the offers `allowed` (None: any; a what-if policy's plan:
+        its offers' lead time, not the policy, where it allows some in reach)."""
         s = self.scenario
         if (workload, site) not in self._reach:  # (a plan may leave thousands of cells unmet)
             self._reach[(workload, site)] = self._sources_in_reach(workload, site)
         near = self._reach[(workload, site)]
         if isinstance(near, str):
             return near
+        if allowed is not None:
+            near = [x for x in near if x[2] is None or allowed(x[2])]
+            if not near:
+                return UNMET_NOT_ALLOWED
         ready = [
             x for x in near
             if (x[2] is not None and x[2].first_month <= month)

@@ -259,13 +259,18 @@ def _unmet(index, solution: Solution, usage_rows: list[dict], gpr: dict,
     # demand no source could serve was taken out of the model: unmet; of it, what no
     # source in reach could serve in any month is unservable (SPEC §4 v2)
     beyond, never = index.beyond_capacity, index.never
+    # the offers the plan may buy (a what-if policy's): where it allows some in reach,
+    # their lead time, not the policy, holds back a month they do not reach yet
+    limits = getattr(index, "restrictions", None)  # (a model built whole: none kept)
+    allowed = None if limits is None or (limits.terms is None and limits.providers is None) \
+        else (lambda o: limits.allows(s, o))
     cells = [*((key, x, False) for key, x in solution.unmet.items()),
              *((key, x, True) for key, x in index.out_of_model.items())]
     for (w, site, m, k), x, out_of_model in cells:
         if x <= 1e-6:
             continue
         penalty = workloads[w].unmet_penalty_usd_per_unit_hour
-        reason = c.unmet_reason(w, site, m)
+        reason = c.unmet_reason(w, site, m, allowed)
         if out_of_model and (w, site, m, k) in beyond:
             reason = UNMET_CAPACITY  # more than every source in reach could deliver
         elif out_of_model and reason in (UNMET_CAPACITY, UNMET_SPOT_SHARE, UNMET_PENALTY):
