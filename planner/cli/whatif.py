@@ -101,8 +101,12 @@ def whatif(
     # machine's pace. The default scenario, three variants: 1.4 s kept, the workbook
     # 0.35 s (nine: 3.1 s, 1.0 s), the variants 0.1-0.3 s past their limits (2026-11-26,
     # the fitted machine; (1 + variants) / 2 plans' writing, as before the tables were
-    # written straight, had kept 3.1 s of 5 for 0.8)
-    keep = pace() * (0.5 + len(policies) * len(scales) * (per_cell_s(s) / 2 + 0.2))
+    # written straight, had kept 3.1 s of 5 for 0.8). A variant's 0.2 s in part below the
+    # default scenario's size (its per_cell_s, 0.17 s), at least a tenth: a market of 8
+    # demand cells, 15 variants, had kept 8.7 s at pace 2.48 and warned that writing
+    # left no time to plan, for a workbook written in 0.8 s (an outside audit)
+    per_variant = per_cell_s(s) / 2 + 0.2 * min(1.0, max(0.1, per_cell_s(s) / 0.17))
+    keep = pace() * (0.5 + len(policies) * len(scales) * per_variant)
     warned = warn_short_budget(budget, keep)
     # the variants' limits and the stress tests run are reckoned on the work clock
     # (planner.solve.budget): the same on every run, whatever --jobs
