@@ -28,6 +28,7 @@ from planner.io.scenario import Scenario
 from planner.io.schema import PAY_AS_YOU_GO, TERMS
 from planner.model.builder import Restrictions
 from planner.model.candidates import find_candidates
+from planner.report.economics import commitment_economics
 from planner.report.plan import Plan
 from planner.solve.budget import LEAST_LIMIT_S, Budget
 from planner.solve.pipeline import plan_scenario, short_of_lp
@@ -193,10 +194,21 @@ def _stress_test(args) -> dict:
         "objective_usd": t["objective_usd"],
         "unmet_unit_hours": t["unmet_unit_hours"],
         "unmet_penalty_usd": t["unmet_penalty_usd"],
-        # payments inside the horizon no workload uses: what a fall strands
-        "idle_committed_usd": t["idle_committed_usd"],
+        "idle_committed_usd": _stranded(stressed.plan),
         "payg_usd": t["cost_by_term_usd"]["spot"] + t["cost_by_term_usd"]["on_demand"],
     }
+
+
+def _stranded(plan: Plan) -> float:
+    """What a fall in demand strands: the committed GPU-hours no workload uses, at their
+    rate, counted as the plan's total counts the commitments: inside the horizon, and
+    under tail policy `full` for the rest of each term too (the forecast's last month
+    assumed to go on, as each commitment's idle_usd: planner.report.economics). An outside
+    audit: a 12-month reservation 2 GPUs of 10 idle at 0.8× read $400, its 4 months in
+    the horizon, where the total counts all 12 ($1,200)."""
+    if plan.scenario.settings.tail_policy != "full":
+        return plan.totals["idle_committed_usd"]
+    return sum(e["idle_usd"] for e in commitment_economics(plan).values())
 
 
 def run_whatif(scenario: Scenario, policies: list[Policy], demand_scales: list[float],

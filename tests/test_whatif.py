@@ -146,12 +146,14 @@ def test_stress_equals_a_solve_with_the_commitments_fixed(tmp_path):
     assert r3.stress[0.8]["total_cost_usd"] == pytest.approx(1800)
 
 
-def test_stress_strands_only_payments_inside_the_horizon(tmp_path):
+def test_stress_strands_only_committed_gpus_no_workload_uses(tmp_path):
     # Reserved at $0.9 for 12 months, a 6-month horizon: r12 signs 2 GPUs (20 units),
     # 2 × 12 × 100 × $0.9 = $2,160 (on demand: 2 × 6 × 100 × 2 = $2,400), $1,080 of it
     # after the horizon. At 1.2× every committed GPU is busy: nothing stranded (the tail
-    # was counted as idle: $1,080). At 0.4× (8 units: one GPU) one GPU idles for the six
-    # months: 6 × 100 × 0.9 = $540 (was $1,620).
+    # was counted as idle: $1,080). At 0.4× (8 units: one GPU) one GPU idles for the
+    # whole term, the forecast's last month assumed to go on after the horizon (as the
+    # total counts the term): 12 × 100 × 0.9 = $1,080 (was $1,620; then $540, the six
+    # months in the horizon alone).
     tables = dict(TABLES)
     tables["offers"] = [dict(o, commit_months=12, usd_per_gpu_hour=0.9)
                         if o["term"] == "reserved" else o for o in TABLES["offers"]]
@@ -160,7 +162,7 @@ def test_stress_strands_only_payments_inside_the_horizon(tmp_path):
                         stress_scales=(0.4, 1.2))
     assert r12.plan.totals["beyond_horizon_usd"] == pytest.approx(1080)
     assert r12.stress[1.2]["idle_committed_usd"] == pytest.approx(0, abs=1e-6)
-    assert r12.stress[0.4]["idle_committed_usd"] == pytest.approx(540)
+    assert r12.stress[0.4]["idle_committed_usd"] == pytest.approx(1080)
 
 
 def test_a_policys_longest_term_bounds_its_uncapped_commitment_terms(tmp_path):
@@ -528,13 +530,14 @@ def test_the_variants_come_first_and_stress_tests_take_what_is_left(tmp_path):
         [2400, 2160, 1800])
     assert all(v.stress == {0.8: {"status": "not_run"}, 1.2: {"status": "not_run"}}
                for v in variants)
-    # the comparison says so, and sums no stress unmet over tests not run
+    # the comparison says so, and states no stress unmet for tests not run
     from planner.report.whatif_workbook import write_whatif_workbook
 
     write_whatif_workbook(s, variants, tmp_path / "w.xlsx", (0.8, 1.2))
     _, rows = _comparison(tmp_path / "w.xlsx", lambda r: r[0])
     assert all(row["Note"].startswith("stress test at 0.8×, 1.2× not run")
-               and row["Stress unmet unit-hours"] is None for row in rows.values())
+               and row["Stress 0.8× unmet unit-hours"] is None
+               and row["Stress 1.2× unmet unit-hours"] is None for row in rows.values())
     # with the time, every stress test runs
     variants = run_whatif(s, POLICIES, [1.0], budget=Budget(60.0))
     assert all(x["status"] == "optimal" for v in variants for x in v.stress.values())
@@ -857,3 +860,40 @@ def test_a_small_markets_many_variants_keep_what_their_workbook_takes(tmp_path):
     assert res.exit_code == 0, res.output
     assert "leaves no time to plan" not in res.stderr
     assert all(v["status"] == "optimal" for v in json.loads(res.stdout)["policies"])
+
+
+def test_each_stress_test_states_its_own_unmet_demand(tmp_path):
+    # on-demand only, held to 2 GPUs (20 units): at 0.8× (16 units) all is served; at
+    # 1.2× (24 units) 4 units for 6 months of 100 h are not: 2,400 unit-hours, at the
+    # default $1,000 penalty $2.4 M. An outside audit: one column had summed the tests
+    head, rows = _capped_comparison(tmp_path, "on_demand", 2, ["od=on_demand"], [1.0],
+                                    (0.8, 1.2), lambda r: r[0])
+    assert "Stress unmet unit-hours" not in head
+    od = rows["od"]
+    assert od["Stress 0.8× unmet unit-hours"] == pytest.approx(0)
+    assert od["Stress 1.2× unmet unit-hours"] == pytest.approx(2400)
+    assert od["Stress 1.2× unmet at the penalty"] == pytest.approx(2.4e6)
+
+
+def test_a_fall_in_demand_strands_the_commitments_whole_term(tmp_path):
+    # 100 units (10 GPUs) in each of 4 months of 100 h; on demand $10, a 12-month
+    # reservation at $0.5 and $1,200 upfront: r12 reserves 10 GPUs. At 0.8× 2 of them
+    # sit idle: under tail policy full, for the whole term as the total counts it,
+    # 2 × 12 × 100 × 0.5 = $1,200 (an outside audit: it read $400, the 4 months in the
+    # horizon); under prorate, the horizon's 2 × 4 × 100 × 0.5 = $400
+    def stranded(tail: str) -> float:
+        tables = scenario(
+            settings={"horizon_months": 4, "hours_per_month": 100, "tail_policy": tail},
+            offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 10},
+                    {"region": "r1", "gpu": "A", "term": "reserved", "usd_per_gpu_hour": 0.5,
+                     "commit_months": 12, "upfront_usd_per_gpu": 1200}],
+            demand=[{"workload": "w", "period": f"2027-{m:02d}", "amount": 100}
+                    for m in range(1, 5)])
+        s = load_scenario(write_csv(tmp_path / tail, tables))
+        [v] = run_whatif(s, [parse_policy("r12=on_demand,reserved:12")], [1.0],
+                         stress_scales=(0.8,))
+        assert v.plan.totals["cost_by_term_usd"]["reserved"] > 0
+        return v.stress[0.8]["idle_committed_usd"]
+
+    assert stranded("full") == pytest.approx(1200)
+    assert stranded("prorate") == pytest.approx(400)

@@ -108,16 +108,19 @@ def _stress_columns(scales: list[float]) -> tuple[list[tuple[str, str]], dict[st
         if x < 1:
             columns.append((f"Stress {x:g}× idle committed", USD))
             notes[f"Stress {x:g}× idle committed"] = (
-                "commitment payments inside the horizon no workload uses (stranded) "
-                "when demand falls")
+                "committed GPU-hours no workload uses when demand falls (stranded), at "
+                "their rate, as the total counts them: inside the horizon, and under "
+                "tail policy full over the rest of each term (the last month repeated)")
         else:
             columns += [(f"Stress {x:g}× pay-as-you-go", USD),
                         (f"Stress {x:g}× top-up", USD)]
             notes[f"Stress {x:g}× top-up"] = (
                 "extra pay-as-you-go spend over this policy's own plan when demand rises "
                 "(only where the stressed plan serves all that demand)")
-    if scales:
-        columns += [("Stress unmet unit-hours", NUM), ("Stress unmet at the penalty", USD)]
+        # each test's own: a sum over a fall and a rise in demand is neither's (an
+        # outside audit: 800 and 2,400 unit-hours read as one 3,200)
+        columns += [(f"Stress {x:g}× unmet unit-hours", NUM),
+                    (f"Stress {x:g}× unmet at the penalty", USD)]
     return columns, notes
 
 
@@ -210,23 +213,19 @@ def _comparison_row(v: Variant, scales: list[float], c,
         values.append(stressed.get("total_cost_usd"))
         if x < 1:
             values.append(stressed.get("idle_committed_usd"))
-            continue
-        short = not no_more_unmet(stressed.get("unmet_unit_hours") or 0, t["unmet_unit_hours"])
-        if short:
-            notes.append(f"top-up not stated: at {x:g}× demand its commitments with "
-                         f"pay-as-you-go leave {stressed['unmet_unit_hours']:,.1f} "
-                         "unit-hours unmet")
-        values += [stressed.get("payg_usd"),
-                   F(f"={c(f'Stress {x:g}× pay-as-you-go')}{{r}}-{c('spot')}{{r}}"
-                     f"-{c('on_demand')}{{r}}", stressed["payg_usd"]
-                     - t["cost_by_term_usd"]["spot"] - t["cost_by_term_usd"]["on_demand"])
-                   if stressed.get("payg_usd") is not None and not short else None]
-    if scales:  # summed only over a full set of stress tests
-        whole = v.stress and not skipped
-        values += [sum(v.stress.get(x, {}).get("unmet_unit_hours") or 0 for x in scales)
-                   if whole else None,
-                   sum(v.stress.get(x, {}).get("unmet_penalty_usd") or 0 for x in scales)
-                   if whole else None]
+        else:
+            short = not no_more_unmet(stressed.get("unmet_unit_hours") or 0,
+                                      t["unmet_unit_hours"])
+            if short:
+                notes.append(f"top-up not stated: at {x:g}× demand its commitments with "
+                             f"pay-as-you-go leave {stressed['unmet_unit_hours']:,.1f} "
+                             "unit-hours unmet")
+            values += [stressed.get("payg_usd"),
+                       F(f"={c(f'Stress {x:g}× pay-as-you-go')}{{r}}-{c('spot')}{{r}}"
+                         f"-{c('on_demand')}{{r}}", stressed["payg_usd"]
+                         - t["cost_by_term_usd"]["spot"] - t["cost_by_term_usd"]["on_demand"])
+                       if stressed.get("payg_usd") is not None and not short else None]
+        values += [stressed.get("unmet_unit_hours"), stressed.get("unmet_penalty_usd")]
     values.append(None)  # the note, written once every row is there
     return values, notes
 
