@@ -101,13 +101,15 @@ def test_after_the_horizon_the_last_months_use_is_drawn_from_the_contracts_still
     assert figures == {2: (1, 1.0, 0.0, 200.0, 1), 6: (2, 0.9167, 90.0, 370.0, 1)}
 
 
-def test_a_commitment_that_never_pays_back(tmp_path):
+def test_a_commitment_no_pay_as_you_go_source_has_room_for_states_no_saving(tmp_path):
     # Two GPUs' demand. On demand is cheaper ($0.50) but holds one GPU (max_gpus 1), so
     # the second is reserved ($1, $500 upfront) rather than left unmet at $1,000 a
-    # unit-hour. Against the cheapest pay-as-you-go source the reservation loses
-    # 100 × (0.5 − 1) = $50 every month: monthly saving −$50, never a break-even. The
-    # effective savings rate against on-demand list prices: equivalent 1,200 × 0.5 = $600;
-    # paid 600 × 0.5 + 600 + 500 = $1,400: (600 − 1,400) / 600 = −4/3.
+    # unit-hour. No pay-as-you-go source has room for the reserved GPU's use (the plan
+    # fills on demand's one GPU): no saving is stated, and no break-even (it had been
+    # priced at the full on-demand offer's $0.50: −$50 a month, a loss where the
+    # reservation serves what nothing else could). The effective savings rate against
+    # on-demand list prices: equivalent 1,200 × 0.5 = $600; paid 600 × 0.5 + 600 + 500 =
+    # $1,400: (600 − 1,400) / 600 = −4/3.
     plan = solve_tables(tmp_path, scenario(
         settings=H, throughput=ONE, demand=demand(range(6), amount=2),
         offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 0.5,
@@ -116,9 +118,28 @@ def test_a_commitment_that_never_pays_back(tmp_path):
                  "commit_months": 12, "upfront_usd_per_gpu": 500}]))
     out = plan_json(plan)
     [c] = out["commitments"]
-    assert c["monthly_saving_usd"] == pytest.approx(-50)
-    assert c["break_even_month"] is None
+    assert c["monthly_saving_usd"] is None and c["break_even_month"] is None
     assert out["effective_savings_rate"] == pytest.approx(-4 / 3)
+
+
+def test_the_saving_is_against_the_sources_with_room_left(tmp_path):
+    # an outside audit: 3 GPUs for 3 months of 730 h; on demand $3 (r1), or $1 (r2) but
+    # only 1 GPU (max_gpus 1); a 3-month reservation at $1.50 (r1). The plan takes r2's
+    # GPU and reserves 2: their use at the pay-as-you-go source with room, r1's $3:
+    # 2 × 730 × (3 − 1.5) = $2,190 a month (priced at r2's full $1 it read −$730)
+    plan = solve_tables(tmp_path, scenario(
+        settings={"hours_per_month": 730, "horizon_months": 3}, throughput=ONE,
+        demand=demand(range(3), amount=3),
+        regions=[{"region": "r1", "provider": "p", "site": "s1"},
+                 {"region": "r2", "provider": "p", "site": "s1"}],
+        offers=[{"region": "r1", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 3},
+                {"region": "r2", "gpu": "A", "term": "on_demand", "usd_per_gpu_hour": 1,
+                 "max_gpus": 1},
+                {"region": "r1", "gpu": "A", "term": "reserved", "usd_per_gpu_hour": 1.5,
+                 "commit_months": 3}]))
+    [c] = plan_json(plan)["commitments"]
+    assert c["gpus"] == 2 and c["monthly_saving_usd"] == pytest.approx(2190)
+    assert c["break_even_month"] == 1
 
 
 def test_monthly_renewals_are_one_line_of_the_schedule(tmp_path):
@@ -425,3 +446,21 @@ def test_the_json_gap_is_the_one_its_own_figures_state(tmp_path):
     assert out["mip_gap"] == (out["objective_usd"] - out["bound_usd"]) / (
         out["objective_usd"] - out["unservable_penalty_usd"])
     assert out["mip_gap"] == pytest.approx(4.995001 / 1700, rel=1e-12)
+
+
+def test_pay_as_you_go_equivalents_by_hand():
+    # (USD per GPU-hour, GPUs per instance, room): 9 GPUs from 8-GPU instances at $2 and
+    # single GPUs at $2.5: one instance and one GPU, 16 + 2.5 = $18.5 an hour (two
+    # instances $32, nine single GPUs $22.5); one GPU: $2.5; a source at $1 with room for
+    # 1 GPU beside $3: 3 GPUs 1 + 2 × 3 = $7; no room at all: NaN
+    from math import inf, isnan
+
+    from planner.report.economics import payg_usd_per_hour
+
+    both = [(2.0, 8, inf), (2.5, 1, inf)]
+    assert payg_usd_per_hour(both, 9) == pytest.approx(18.5)
+    assert payg_usd_per_hour(both, 1) == pytest.approx(2.5)
+    assert payg_usd_per_hour(both, 8) == pytest.approx(16)
+    assert payg_usd_per_hour([(1.0, 1, 1.0), (3.0, 1, inf)], 3) == pytest.approx(7)
+    assert isnan(payg_usd_per_hour([(1.0, 1, 1.0)], 3))
+    assert isnan(payg_usd_per_hour([], 1))

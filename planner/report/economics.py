@@ -13,8 +13,9 @@ Definitions (each stated in the workbook's notes too):
   same GPU type for each workload drawing on it, in any region the workload may use; on
   demand, or spot (per delivered GPU-hour: rate ÷ (1 − interruption_rate)) where the
   workload may run wholly on spot; a workload's committed GPUs of a type in a month and
-  segment together, a source's whole instances paid in full (`payg_usd_per_hour`). Where
-  a workload has no such source, no saving is stated.
+  segment together, from the sources offered that month, each within the room the plan
+  leaves it, a source's whole instances paid in full (`payg_usd_per_hour`). Where no such
+  source has room for that use, no saving is stated.
 * monthly saving = (pay-as-you-go equivalent − recurring payments) over the term ÷ its
   months: net of idle GPUs, before the upfront payment.
 * break-even month: the first month of the term (from 1) at which the cumulative saving
@@ -36,12 +37,11 @@ from planner.report.plan import Plan, records, use_order
 EPS = 1e-9
 
 
-def payg_sources(plan: Plan, workload: str, gpu: str) -> list[tuple[float, int]]:
-    """(USD per delivered GPU-hour, GPUs per instance) of each pay-as-you-go source of
-    `gpu` that `workload` could use in place of a committed GPU (SPEC §4 v2): the same GPU
-    type in any region the workload may use (the same region's on-demand rate overstated
-    the saving where another region sells it for less); on demand, or spot where the
-    workload may run wholly on spot (rate ÷ (1 − interruption_rate)). Offers pruned as
+def payg_sources(plan: Plan, workload: str, gpu: str) -> list:
+    """The pay-as-you-go offers of `gpu` that `workload` could use in place of a
+    committed GPU (SPEC §4 v2): the same GPU type in any region the workload may use (the
+    same region's on-demand rate overstated the saving where another region sells it for
+    less); on demand, or spot where the workload may run wholly on spot. Offers pruned as
     dominated cost no less than the one that dominates them: the least cost is the same
     with or without them."""
     s = plan.scenario
@@ -51,17 +51,47 @@ def payg_sources(plan: Plan, workload: str, gpu: str) -> list[tuple[float, int]]
     offers = (plan.reach.get(workload, ()) if plan.reach is not None
               else plan.candidates.offers.get(workload, ()) if plan.candidates is not None
               else s.offers)
-    return [(o.usd_per_gpu_hour / o.derate, o.gpus_per_instance) for o in offers
+    return [o for o in offers
             if o.gpu == gpu and (o.term == "on_demand" or (o.term == "spot" and whole_spot))]
 
 
-def payg_usd_per_hour(sources: list[tuple[float, int]], gpus: float) -> float:
-    """USD an hour of `gpus` GPUs at the cheapest of `sources`, an instance's GPUs paid
-    in full (NaN: no source). Single GPUs at $2.5 beside 8-GPU instances at $0.9 a GPU:
-    one GPU $2.5 an hour (the instance's per-GPU rate had stated a $30 saving a month
-    where $480 is due); eight GPUs $7.2 (single GPUs' rate had overstated it)."""
-    return min((math.ceil(gpus / per - EPS) * per * rate for rate, per in sources),
-               default=math.nan)
+def payg_usd_per_hour(options: list[tuple[float, float, float]], gpus: float) -> float:
+    """USD an hour of `gpus` delivered GPUs from `options`, each (USD per delivered
+    GPU-hour, delivered GPUs per instance, room in delivered GPUs: inf where uncapped), at
+    the least cost found: an instance's GPUs paid in full, a source's room not exceeded,
+    the cheapest sources' whole instances first and the rest at any one source with
+    room (NaN: no room for them). Single GPUs at $2.5 beside 8-GPU instances at $0.9 a
+    GPU: one GPU $2.5 an hour (the instance's per-GPU rate had stated a $30 saving a
+    month where $480 is due); eight GPUs $7.2 (single GPUs' rate had overstated it)."""
+    options = sorted(options)
+
+    def least(need: float, i: int) -> float:
+        if need <= EPS:
+            return 0.0
+        best = math.inf
+        for rate, per, room in options[i:]:  # the rest at one source
+            n = math.ceil(need / per - EPS)
+            if n * per <= room + EPS:
+                best = min(best, n * per * rate)
+        if i < len(options):  # or the cheapest source's whole instances, then the rest
+            rate, per, room = options[i]
+            n = math.floor(need / per + EPS)
+            if room < n * per:
+                n = max(0, math.floor(room / per + EPS))
+            best = min(best, n * per * rate + least(need - n * per, i + 1))
+        return best
+
+    value = least(gpus, 0)
+    return value if math.isfinite(value) else math.nan
+
+
+def _payg_room(plan: Plan) -> dict[tuple, float]:
+    """(offer key, month, segment) -> GPUs the plan itself uses of a pay-as-you-go offer."""
+    room: dict[tuple, float] = defaultdict(float)
+    payg = plan.assignments[plan.assignments["term"].isin(["spot", "on_demand"])]
+    for a in records(payg):
+        room[(f"{a.region}/{a.gpu}/{a.term}", int(a.month), int(a.segment))] += a.gpus
+    return room
 
 
 def monthly_use(plan: Plan) -> dict[str, dict[int, list[float]]]:
@@ -69,9 +99,13 @@ def monthly_use(plan: Plan) -> dict[str, dict[int, list[float]]]:
     where no pay-as-you-go source could serve that use: no saving can be stated)], in
     the horizon and, for the months of a term after it, the horizon's last month
     repeated (`_after_horizon`). A workload's committed GPUs of a type in a month and
-    segment are priced together, at its cheapest source for that many GPUs, and shared
-    out to the contracts they draw on by their GPUs."""
+    segment are priced together, at the least cost of that many GPUs from its sources
+    offered then, each within the room the plan leaves it (an outside audit: a source
+    the plan had filled to its max_gpus, at $1 beside $3, stated a loss of $730 a month
+    where the plan saves $2,190), and shared out to the contracts they draw on by their
+    GPUs."""
     sources: dict[tuple, list] = {}
+    used = _payg_room(plan)
     use: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(lambda: [0., 0.]))
     last = plan.scenario.settings.horizon_months - 1
     # (region, GPU type, segment) -> [GPUs, hours, pay-as-you-go USD] used in the last month
@@ -80,12 +114,15 @@ def monthly_use(plan: Plan) -> dict[str, dict[int, list[float]]]:
     cells: dict[tuple, list] = defaultdict(list)  # (workload, GPU type, month, segment)
     for a in records(committed):
         cells[(a.workload, a.gpu, int(a.month), int(a.segment))].append(a)
-    for (workload, gpu, month, _), rows in cells.items():
+    for (workload, gpu, month, segment), rows in cells.items():
         if (workload, gpu) not in sources:
             sources[(workload, gpu)] = payg_sources(plan, workload, gpu)
+        options = [(o.usd_per_gpu_hour / o.derate, o.gpus_per_instance * o.derate,
+                    math.inf if o.max_gpus is None else
+                    max(0.0, o.max_gpus - used[(o.key, month, segment)]) * o.derate)
+                   for o in sources[(workload, gpu)] if o.first_month <= month]
         gpus = sum(a.gpus for a in rows)
-        per_gpu = payg_usd_per_hour(sources[(workload, gpu)], gpus) / gpus if gpus > EPS \
-            else 0.0
+        per_gpu = payg_usd_per_hour(options, gpus) / gpus if gpus > EPS else 0.0
         for a in rows:
             hours = a.gpus * a.hours
             cell = use[a.contract][month]
