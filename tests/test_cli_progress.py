@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from rich.console import Console
 
 from planner.cli import common
@@ -28,3 +29,16 @@ def test_a_stage_ends_with_its_elapsed_time_on_a_terminal(monkeypatch):
 def test_piped_or_quiet_stderr_gets_no_progress(monkeypatch):
     assert _run_stage(monkeypatch, terminal=False) == ""
     assert _run_stage(monkeypatch, terminal=True, quiet=True) == ""
+
+
+@pytest.mark.parametrize("command", ["solve", "whatif", "validate", "offers", "generate"])
+def test_a_flags_help_shows_no_value_to_give(command):
+    # an outside audit: every --help listed `--json <bool>`, `--quiet <bool>`, `--help
+    # <bool>`, and `--json true` then failed as an unexpected extra argument
+    from typer.testing import CliRunner
+
+    from planner.cli import app
+
+    res = CliRunner().invoke(app, [command, "--help"], env={"COLUMNS": "160"})
+    assert res.exit_code == 0 and "--help" in res.output
+    assert "<bool>" not in res.output

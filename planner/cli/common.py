@@ -22,6 +22,24 @@ from planner import interrupt
 from planner.cluster import ClusterError, ClusterUnusable, address_problem
 from planner.io.issues import Issue, ScenarioError
 
+def _flags_show_no_type() -> None:
+    """A flag's help shows no type: typer 0.29 lists `--json <bool>`, `--help <bool>`
+    as if they took a value (an outside audit: `--json true` then fails as an extra
+    argument)."""
+    from typer.core import TyperOption
+
+    shown = getattr(TyperOption, "display_type_rich", None)
+    if shown is None or getattr(shown, "flags_show_no_type", False):
+        return
+
+    def display_type_rich(self, ctx):
+        return None if self.is_flag else shown(self, ctx)
+
+    display_type_rich.flags_show_no_type = True
+    TyperOption.display_type_rich = display_type_rich
+
+
+_flags_show_no_type()
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Plan GPU procurement at least cost: what to buy, where, on which term.")
 # Not a terminal (a log, CI, a pipe): wide enough that a problem stays on one line.

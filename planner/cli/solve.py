@@ -70,8 +70,10 @@ def solve(
     export_model: Optional[Path] = typer.Option(None, "--export-model",
                                                 help="write the model as MPS"),
     threads: int = typer.Option(1, "--threads", min=0,
-                                help="solver threads (0: the solver's choice); the plan is "
-                                     "the same whatever the count"),
+                                help="solver threads (0: the solver's choice); each run at "
+                                     "the same count gives the same plan, but with more "
+                                     "than one the comparison plans come after the plan, "
+                                     "in part of its time"),
     baselines: bool = typer.Option(
         True, "--baselines/--no-baselines",
         help="also solve the comparison plans (pay-as-you-go only, single GPU type, one "
