@@ -897,3 +897,17 @@ def test_a_fall_in_demand_strands_the_commitments_whole_term(tmp_path):
 
     assert stranded("full") == pytest.approx(1200)
     assert stranded("prorate") == pytest.approx(400)
+
+
+def test_the_whatif_json_lists_the_commands_warnings(tmp_path):
+    # an outside audit: stderr named variants the wall clock stopped, and every policy's
+    # JSON `warnings` were [] (they are its plan's). Here a policy that allows no offer
+    # (spot only, none sold) is warned about: the JSON lists it with the scenario's own
+    folder = write_csv(tmp_path / "scn", TABLES)
+    res = CliRunner().invoke(app, [
+        "whatif", str(folder), "--policy", "spot=spot", "--policy", "payg=spot,on_demand",
+        "--stress", "", "--jobs", "1", "-o", str(tmp_path / "w.xlsx"), "--json"])
+    assert res.exit_code == 0, res.output
+    warnings = json.loads(res.stdout)["warnings"]
+    assert any(w.startswith("warning: spot @1: the policy allows no offer that can serve w")
+               for w in warnings), warnings

@@ -22,6 +22,7 @@ from planner import interrupt
 from planner.cluster import ClusterError, ClusterUnusable, address_problem
 from planner.io.issues import Issue, ScenarioError
 
+
 def _flags_show_no_type() -> None:
     """A flag's help shows no type: typer 0.29 lists `--json <bool>`, `--help <bool>`
     as if they took a value (an outside audit: `--json true` then fails as an extra

@@ -142,6 +142,12 @@ def whatif(
         if reference is not None:
             data["payg_reference"] = [variant_summary(v) for v in variants
                                       if v.policy is reference]
+        # the scenario's warnings and the command's own, as the Settings sheet lists
+        # them, and any said after it was written (a policy's `warnings` are its plan's:
+        # an outside audit found the variants the wall clock stopped named nowhere)
+        from planner.report.plan import warning_lines
+
+        data["warnings"] = warning_lines(s, SAID)
         sys.stdout.write(dumps(data))
 
 
