@@ -581,6 +581,33 @@ def test_options_outside_their_domain_are_bad_input(tmp_path):
         assert "unexpected" not in res.output and not (tmp_path / "p.xlsx").exists()
 
 
+def test_every_option_out_of_range_is_said_with_the_scenarios_problems(tmp_path):
+    # SPEC §3: every problem at once. An outside audit: typer's own ranges stopped at
+    # --samples 0, and neither the other options nor the scenario's errors were said
+    folder = write_csv(tmp_path / "s", dict(NEWSVENDOR, settings=[]))  # no start_month
+    res = CliRunner().invoke(app, ["solve", str(folder), "--stochastic", "--samples", "0",
+                                   "--demand-spread", "11", "--cvar-alpha", "1", "--gap",
+                                   "nan", "-o", str(tmp_path / "p.xlsx")])
+    said = " ".join(res.output.split())
+    assert res.exit_code == 2, said
+    for problem in ("--samples must be at least 1, not 0",
+                    "--demand-spread must be from 0 to 10, not 11",
+                    "--cvar-alpha must be from 0 to 0.999, not 1",
+                    "--gap must be a number, not nan", "start_month"):
+        assert problem in said, problem
+    assert not (tmp_path / "p.xlsx").exists()
+
+
+def test_generates_options_out_of_range_are_said_together(tmp_path):
+    res = CliRunner().invoke(app, ["generate", str(tmp_path / "g"), "--workloads", "0",
+                                   "--regions", "2", "--months", "241"])
+    said = " ".join(res.output.split())
+    assert res.exit_code == 2 and not (tmp_path / "g").exists()
+    assert "--workloads must be at least 1, not 0" in said
+    assert "--regions must be at least 3, not 2" in said
+    assert "--months must be from 1 to 240, not 241" in said
+
+
 def test_options_of_a_deterministic_solve_are_said_to_be_ignored(tmp_path):
     # --export-model with --stochastic: no file and no word
     folder = write_csv(tmp_path / "s", NEWSVENDOR)
@@ -884,3 +911,12 @@ def test_a_solve_the_wall_clock_stopped_is_said_to_be_so(tmp_path, monkeypatch):
                              overrun_s=0, untried=0, missed=0, scenarios=())
     cli_solve._warn_stochastic(result, Budget(10), None)
     assert any("the wall clock stopped 2 of its solves" in w for w in said)
+
+
+def test_bad_input_leaves_no_output_folder_behind(tmp_path):
+    # SPEC §4 v2: a missing output folder is created; where the command then stops for
+    # bad input, the folders it made go again (they had stayed, empty)
+    folder = write_csv(tmp_path / "s", dict(NEWSVENDOR, settings=[]))  # no start_month
+    res = CliRunner().invoke(app, ["solve", str(folder), "-o",
+                                   str(tmp_path / "new" / "sub" / "p.xlsx")])
+    assert res.exit_code == 2 and not (tmp_path / "new").exists()

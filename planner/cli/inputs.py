@@ -14,8 +14,10 @@ from planner.cli.common import (
     app,
     check_output_folder,
     check_outputs,
+    check_ranges,
     check_suffixes,
     err,
+    every_problem,
     guard,
     print_issues,
 )
@@ -116,16 +118,18 @@ def _check_throughput_folder(scenario: Path) -> None:
 @guard
 def generate(
     out: Path = typer.Argument(..., help="folder to write the scenario's CSV files to"),
-    workloads: int = typer.Option(50, "--workloads", min=1),
-    regions: int = typer.Option(20, "--regions", min=3),
-    months: int = typer.Option(24, "--months", min=1, max=HORIZON_MOST,
-                               help=f"horizon_months, 1 to {HORIZON_MOST}"),
-    seed: int = typer.Option(0, "--seed"),
+    workloads: int = typer.Option(50, "--workloads", help="workloads, ≥ 1"),
+    regions: int = typer.Option(20, "--regions", help="regions, ≥ 3"),
+    months: int = typer.Option(24, "--months", help=f"horizon_months, 1 to {HORIZON_MOST}"),
+    seed: int = typer.Option(0, "--seed", help="seed of the market's random figures"),
 ):
     """Write a synthetic but realistic scenario (for benchmarks and experiments)."""
     from planner.io.generate import generate as make
 
-    check_output_folder(out)
+    every_problem(lambda: check_ranges(("--workloads", workloads, 1, None),
+                                       ("--regions", regions, 3, None),
+                                       ("--months", months, 1, HORIZON_MOST)),
+                  lambda: check_output_folder(out))
     counts = make(out, workloads, regions, months, seed)
     err.print(f"wrote {out}: " + ", ".join(f"{n} {k}" for k, n in counts.items()))
 

@@ -16,7 +16,9 @@ from planner.cli.common import (
     HEADINGS,
     app,
     check_outputs,
+    check_ranges,
     err,
+    every_problem,
     guard,
     load_valid,
     print_issues,
@@ -93,8 +95,8 @@ def offers(
     term: Optional[str] = typer.Option(None, "--term", help="only this term"),
     origin: Optional[str] = typer.Option(None, "--from", help="a site: show the transit "
                                          "latency from it to each offer's region"),
-    slo: Optional[float] = typer.Option(None, "--slo", min=0, help="with --from: only "
-                                        "offers within this many ms"),
+    slo: Optional[float] = typer.Option(None, "--slo", help="with --from: only "
+                                        "offers within this many ms (≥ 0)"),
     workload: Optional[str] = typer.Option(
         None, "--workload", help="only offers that can serve this workload (its GPU types, "
                                  "jurisdictions, spot rule; with --from its latency SLO), "
@@ -106,11 +108,10 @@ def offers(
     from planner.io.schema import TERMS
     from planner.report.offers import COLUMNS, offer_rows
 
-    fmt = _check_format(fmt)
-    if slo is not None and origin is None:
-        err.print("[red]error:[/] --slo needs --from SITE")
-        raise typer.Exit(EXIT_BAD_INPUT)
-    s = load_valid(scenario)
+    fmt, _, _, s = every_problem(lambda: _check_format(fmt),
+                                 lambda: check_ranges(("--slo", slo, 0, None)),
+                                 lambda: _slo_needs_a_site(slo, origin),
+                                 lambda: load_valid(scenario))
     rows = offer_rows(s, gpu=resolve_name(gpu, [g.gpu for g in s.gpus], "GPU type"),
                       region=resolve_name(region, s.region_by_name, "region"),
                       term=resolve_name(term, TERMS, "term"),
@@ -129,6 +130,12 @@ def offers(
             table.add_row(*[shown_cell(col, r[col]) for col in shown])
         _wide(table)
     err.print(f"{len(rows)} offer(s)")
+
+
+def _slo_needs_a_site(slo: float | None, origin: str | None) -> None:
+    if slo is not None and origin is None:
+        err.print("[red]error:[/] --slo needs --from SITE")
+        raise typer.Exit(EXIT_BAD_INPUT)
 
 
 market_app = typer.Typer(no_args_is_help=True,

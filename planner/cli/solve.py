@@ -24,6 +24,7 @@ from planner.cli.common import (
     app,
     check_cluster,
     check_outputs,
+    check_ranges,
     check_solver_options,
     check_suffixes,
     command_started,
@@ -69,8 +70,8 @@ def solve(
     gap: Optional[float] = GAP_OPTION,
     export_model: Optional[Path] = typer.Option(None, "--export-model",
                                                 help="write the model as MPS"),
-    threads: int = typer.Option(1, "--threads", min=0,
-                                help="solver threads (0: the solver's choice); each run at "
+    threads: int = typer.Option(1, "--threads",
+                                help="solver threads, ≥ 0 (0: the solver's choice); each run at "
                                      "the same count gives the same plan, but with more "
                                      "than one the comparison plans come after the plan, "
                                      "in part of its time"),
@@ -87,23 +88,26 @@ def solve(
     stochastic: bool = typer.Option(
         False, "--stochastic", help="one commitment schedule for several demand scenarios "
                                     "(the demand_scenarios table, or --samples)"),
-    samples: Optional[int] = typer.Option(None, "--samples", min=1,
-                                          help="with --stochastic: draw this many scenarios"),
+    samples: Optional[int] = typer.Option(None, "--samples",
+                                          help="with --stochastic: draw this many scenarios "
+                                               "(≥ 1)"),
     # (a spread over 10 asks for demand 30 times the forecast one sample in a hundred;
     # inf or 1e308 overflowed into an unexpected error)
-    demand_spread: float = typer.Option(0.2, "--demand-spread", min=0, max=10,
-                                        help="sampled demand: 1 + spread × a standard normal"),
-    seed: int = typer.Option(0, "--seed", min=0, help="seed of the samples"),
-    correlation: float = typer.Option(0.5, "--correlation", min=0, max=1,
+    demand_spread: float = typer.Option(0.2, "--demand-spread",
+                                        help="sampled demand: 1 + spread × a standard normal "
+                                             "(0 to 10)"),
+    seed: int = typer.Option(0, "--seed", help="seed of the samples (≥ 0)"),
+    correlation: float = typer.Option(0.5, "--correlation",
                                       help="share of the samples' variation common to all "
-                                           "workloads"),
+                                           "workloads (0 to 1)"),
     # (λ over 1e6 weighs CVaR a million times the expected cost, past any use; inf gave
     # a gap of nan %)
-    risk_aversion: float = typer.Option(0.0, "--risk-aversion", min=0, max=1e6,
-                                        help="λ: minimize expected cost + λ·CVaR"),
-    cvar_alpha: float = typer.Option(0.9, "--cvar-alpha", min=0, max=0.999,
-                                     help="α of CVaR: the worst (1 − α) of the scenarios"),
-    jobs: int = typer.Option(1, "--jobs", min=0, help="with --stochastic: local Dask workers "
+    risk_aversion: float = typer.Option(0.0, "--risk-aversion",
+                                        help="λ: minimize expected cost + λ·CVaR (0 to 1e6)"),
+    cvar_alpha: float = typer.Option(0.9, "--cvar-alpha",
+                                     help="α of CVaR: the worst (1 − α) of the scenarios "
+                                          "(0 to 0.999)"),
+    jobs: int = typer.Option(1, "--jobs", help="with --stochastic: local Dask workers "
                              "(0: one per core, as whatif's)"),
     scheduler: Optional[str] = typer.Option(None, "--scheduler",
                                             help="with --stochastic: an existing Dask "
@@ -123,8 +127,13 @@ def solve(
     path = scenario or default_scenario()
     out = output or Path("reports/plan.xlsx")
     with show_stage(f"loading {path}"):
-        solver, _, fixed_rounds, _, _, s = every_problem(
+        solver, _, _, fixed_rounds, _, _, s = every_problem(
             lambda: check_solver_options(solver, time_limit, gap),
+            lambda: check_ranges(
+                ("--threads", threads, 0, None), ("--samples", samples, 1, None),
+                ("--demand-spread", demand_spread, 0, 10), ("--seed", seed, 0, None),
+                ("--correlation", correlation, 0, 1), ("--risk-aversion", risk_aversion, 0, 1e6),
+                ("--cvar-alpha", cvar_alpha, 0, 0.999), ("--jobs", jobs, 0, None)),
             lambda: check_cluster(jobs, scheduler) if stochastic else None,
             lambda: _replayed_rounds(rounds),
             lambda: check_outputs(out, export_model, focus, scenario=path),

@@ -21,6 +21,7 @@ from planner.cli.common import (
     app,
     check_cluster,
     check_outputs,
+    check_ranges,
     check_solver_options,
     check_suffixes,
     command_started,
@@ -59,7 +60,7 @@ def whatif(
     stress: str = typer.Option("-0.2,+0.2", "--stress",
                                help="demand changes for the stress test of each policy's "
                                     "commitments ('' to skip)"),
-    jobs: int = typer.Option(0, "--jobs", min=0, help="local Dask workers (0: one per core)"),
+    jobs: int = typer.Option(0, "--jobs", help="local Dask workers, ≥ 0 (0: one per core)"),
     scheduler: Optional[str] = typer.Option(None, "--scheduler",
                                             help="an existing Dask cluster's scheduler "
                                                  "address, instead of local workers"),
@@ -82,8 +83,9 @@ def whatif(
 
     started = command_started()
     out = output or Path("reports/whatif.xlsx")
-    solver, _, (policies, reference), (scales, stress_scales), _, _, s = every_problem(
+    solver, _, _, (policies, reference), (scales, stress_scales), _, _, s = every_problem(
         lambda: check_solver_options(solver, time_limit, gap),
+        lambda: check_ranges(("--jobs", jobs, 0, None)),
         lambda: check_cluster(jobs, scheduler),
         lambda: _policies(policy), lambda: _levels(demand_scale, stress),
         lambda: check_outputs(out, scenario=scenario), lambda: check_suffixes(xlsx=out),
