@@ -652,3 +652,26 @@ def test_an_import_into_tables_in_error_is_bad_input(tmp_path, small_catalog):
     _write(scn / "offers.csv", "region,gpu,term,usd_per_gpu_hour\nmine,H100,on_demand,2\n")
     _imported(scn, small_catalog)
     assert ("mine", "H100", "on_demand", "") in _offers(scn)
+
+
+def test_an_import_into_a_template_keeps_its_column_notes(tmp_path, small_catalog):
+    # an outside audit: `planner template`'s notes on the offers sheet went from 13 to 0
+    # and the regions sheet's from 4 to 0 once an import rewrote them
+    from openpyxl import load_workbook
+
+    book = tmp_path / "book.xlsx"
+    assert CliRunner().invoke(app, ["template", str(book)]).exit_code == 0
+    wb = load_workbook(book)
+    wb["sites"].append(["nyc", "US", "US"])
+    wb.save(book)
+
+    def notes(sheet: str) -> dict:
+        return {c.value: c.comment.text for c in load_workbook(book)[sheet][1] if c.comment}
+
+    before = {name: notes(name) for name in ("offers", "regions", "gpus")}
+    assert len(before["offers"]) >= 10
+    _write(tmp_path / "market" / "regions.csv",
+           "cloud,catalog_region,region,site\nacme,east,acme-east,nyc\n")
+    _imported(book, small_catalog)
+    assert {name: notes(name) for name in before} == before
+    assert load_workbook(book)["offers"].max_row >= 3  # the imported rows

@@ -301,17 +301,29 @@ def _sheets_writer(book: Path, tables: dict[str, _Table]) -> Callable[[str], Non
     was): numbers as numbers, text as text (a name such as '=1+1' stays text)."""
     def write(tmp: str) -> None:
         from openpyxl import load_workbook
+        from openpyxl.comments import Comment
 
         wb = load_workbook(book)
         for name, table in tables.items():
+            heads: dict[str, tuple] = {}  # column -> its heading's note and style
             if table.sheet in wb.sheetnames:
                 ws = wb[table.sheet]
+                # the headings' notes (a template's column notes) and styles stay with
+                # their columns (an outside audit: the offers sheet's 13 notes were lost)
+                heads = {str(c.value).strip().lower(): (c.comment, c._style)
+                         for c in ws[1] if c.value is not None}
                 ws.delete_rows(1, ws.max_row)
             else:
                 ws = wb.create_sheet(table.sheet or name)
             schema = TABLES_BY_NAME[name]
             types = {c.name: c.type for c in schema.columns}
             ws.append(table.columns)
+            for cell in ws[1]:
+                note, style = heads.get(str(cell.value).lower(), (None, None))
+                if note is not None:
+                    cell.comment = Comment(note.text, note.author, note.height, note.width)
+                if style is not None:
+                    cell._style = style
             for r, row in enumerate(table.rows, start=2):
                 for j, column in enumerate(table.columns, start=1):
                     value = _typed(row.get(column, ""), types.get(column))
