@@ -629,3 +629,14 @@ def test_terms_of_commitments_on_a_pay_as_you_go_offer_are_warned_of(tmp_path):
                          ("offers.csv", 2, "min_gpus")}, said
     assert "applies to commitments only; ignored" in said[("offers.csv", 2,
                                                            "upfront_usd_per_gpu")]
+
+
+def test_a_mistyped_amount_beside_one_other_is_warned_about(tmp_path):
+    # an outside audit: a burst of 2 in 2027-02 and 2,000,000 in 2027-03 (two rows) went
+    # unwarned; the rule had needed two other amounts
+    _, issues = _issues(tmp_path, scenario(demand=[
+        {"workload": "w", "period": "2027-02", "amount": 2},
+        {"workload": "w", "period": "2027-03", "amount": 2_000_000}]))
+    typo = [i for i in issues if "mistyped" in i.message]
+    assert [(i.row, i.column) for i in typo] == [(3, "amount")]
+    assert "1,000,000 times the median (2)" in typo[0].message

@@ -652,7 +652,7 @@ class _Builder:
             for number, x in cells:
                 others = [y for y in values if y != x] or values
                 median = others[len(others) // 2]
-                if len(cells) > 2 and x > IMPLAUSIBLE_RATIO * median:
+                if len(cells) > 1 and x > IMPLAUSIBLE_RATIO * median:
                     self.out.warn(label, number, "amount",
                                   f"{x:g} is {x / median:,.0f} times the median ({median:g}) "
                                   f"of {w}'s other amounts: mistyped?")
