@@ -216,7 +216,7 @@ def run_whatif(scenario: Scenario, policies: list[Policy], demand_scales: list[f
                stress_scales: tuple[float, ...] = (0.8, 1.2), jobs: int = 1,
                solver: str | None = None, time_limit: float | None = None,
                gap: float | None = None,
-               progress: Callable[[Variant, int, int], None] | None = None,
+               progress: Callable[[Variant, int, int, float | None], None] | None = None,
                budget: Budget | None = None,
                scheduler: str | None = None) -> list[Variant]:
     """Solve every (policy, demand level), then stress-test each policy's plan at the base
@@ -233,11 +233,11 @@ def run_whatif(scenario: Scenario, policies: list[Policy], demand_scales: list[f
     total = len(variants) + len(at_base) * len(stress_scales)
     count = 0
 
-    def done(v: Variant) -> None:
+    def done(v: Variant, stress: float | None) -> None:
         nonlocal count
         count += 1
         if progress:
-            progress(v, count, total)
+            progress(v, count, total, stress)
 
     until = None if budget is None else budget.last_moment
     # every solve's safety stop comes by the budget's own, wherever it runs
@@ -254,7 +254,7 @@ def run_whatif(scenario: Scenario, policies: list[Policy], demand_scales: list[f
             stress_limit = max(LEAST_LIMIT_S, (1 - share) * left / max(1, stress_count))
         results, why = _map(runner, _solve_variant, [
             (scenario, v.policy, v.demand_scale, per_workload, solver, time_limit, gap,
-             stop_by) for v in variants], variants, done)
+             stop_by) for v in variants], [(v, None) for v in variants], done)
         # what a commitment's saving is measured against: the pay-as-you-go offers in
         # reach, whatever the policy (a saving against spot or regions a workload may
         # not use had read -$500 a month where solve says +$250)
@@ -286,7 +286,7 @@ def run_whatif(scenario: Scenario, policies: list[Policy], demand_scales: list[f
             stressed, _ = _map(runner, _stress_test, [
                 (scenario, v.policy, v.demand_scale * x, per_workload, signed[v.label],
                  solver, limit, gap, stop_by) for v, x, limit in batch],
-                [v for v, _, _ in batch], done, required=False)
+                [(v, x) for v, x, _ in batch], done, required=False)
             for (v, x, _), figures in zip(batch, stressed):
                 if figures is not None:
                     v.stress[x] = figures
@@ -349,16 +349,18 @@ def _stress_limit(v: Variant, share: float, most: float) -> float:
     return max(share, min(most, NEED_MARGIN * v.least_s))
 
 
-def _map(runner: Runner, fn, tasks: list, owners: list[Variant],
-         done: Callable[[Variant], None], required: bool = True) -> tuple[list, str]:
-    """runner.map(fn, tasks), `done(owner)` after each, and why some are missing: where
+def _map(runner: Runner, fn, tasks: list, owners: list[tuple[Variant, float | None]],
+         done: Callable[[Variant, float | None], None],
+         required: bool = True) -> tuple[list, str]:
+    """runner.map(fn, tasks), `done(*owner)` after each (a variant, and the demand change
+    of its stress test: None for its own solve), and why some are missing: where
     the time runs out, what the tasks done returned stands (None for the others). Where
     none was done, the cluster's error stands, unless the tasks are not `required` (stress
     tests: the variants done are written all the same)."""
     if not tasks:
         return [], ""
     try:
-        return runner.map(fn, tasks, lambda i, count, total: done(owners[i])), ""
+        return runner.map(fn, tasks, lambda i, count, total: done(*owners[i])), ""
     except ClusterError as e:
         if required and not any(r is not None for r in e.results):
             raise

@@ -911,3 +911,13 @@ def test_the_whatif_json_lists_the_commands_warnings(tmp_path):
     warnings = json.loads(res.stdout)["warnings"]
     assert any(w.startswith("warning: spot @1: the policy allows no offer that can serve w")
                for w in warnings), warnings
+
+
+def test_progress_names_each_stress_test_by_its_demand_change(tmp_path):
+    # an outside audit: a stress test's progress line read as its variant solved again
+    s = load_scenario(write_csv(tmp_path / "scn", TABLES))
+    seen = []
+    run_whatif(s, POLICIES[:1], [1.0], stress_scales=(0.8, 1.2),
+               progress=lambda v, done, total, stress: seen.append((v.label, done, total,
+                                                                    stress)))
+    assert seen == [("payg @1", 1, 3, None), ("payg @1", 2, 3, 0.8), ("payg @1", 3, 3, 1.2)]
