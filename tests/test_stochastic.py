@@ -500,7 +500,9 @@ def test_steps_from_the_best_schedule_reach_the_newsvendors_optimum(tmp_path):
         run, key = _newsvendor(tmp_path, alone)
         tried = run.steps(run.evaluate([Candidate("eight", {key: 8})]))
     best = min(tried, key=lambda c: run.value(c)[0])
-    assert best.commitments == {key: 5} and best.name == "eight + 3 step(s)"
+    assert best.commitments == {key: 5}
+    assert best.name == f"eight + 3 step(s), the last {key[0]} from 2027-01 -1 GPUs"
+    assert len({c.name for c in tried}) == len(tried)  # each schedule its own name
     assert run.value(best)[1] == pytest.approx(2_500)
     assert sorted(c.commitments[key] for c in tried) == [4, 5, 6, 7, 8, 9]
     # no time: no step

@@ -431,7 +431,7 @@ class _Stochastic:
                     self.untried += len(steps) - i
                     return candidates
                 seen.append(schedule)
-                c = best.step(schedule)
+                c = best.step(schedule, self.scenario.settings.month)
                 self.say(f"trying a step from the best schedule ({len(seen)} tried)")
                 c.results = self._map(evaluate_task, self._evaluations(c, self.need))
                 candidates.append(c)

@@ -20,10 +20,16 @@ class Candidate:
     origin: str = ""  # a schedule stepped to: the candidate the steps started from
     steps: int = 0  # ... and how many steps from it
 
-    def step(self, commitments: dict) -> "Candidate":
-        """The schedule `commitments`, one step from this one."""
+    def step(self, commitments: dict, month=str) -> "Candidate":
+        """The schedule `commitments`, one step from this one, named by the step (an
+        outside audit: two schedules a step from the same one, at $22,776 and $23,944,
+        had one name); `month`: a month's label."""
         origin = self.origin or self.name
-        return Candidate(f"{origin} + {self.steps + 1} step(s)", commitments,
+        moves = [f"{key[0]} from {month(key[1])} {new - self.commitments.get(key, 0):+g} GPUs"
+                 for key in sorted({*self.commitments, *commitments})
+                 if (new := commitments.get(key, 0)) != self.commitments.get(key, 0)]
+        return Candidate(f"{origin} + {self.steps + 1} step(s), the last "
+                         + ("; ".join(moves) or "no change"), commitments,
                          origin=origin, steps=self.steps + 1)
 
     def costs(self) -> np.ndarray:
