@@ -85,13 +85,13 @@ def payg_usd_per_hour(options: list[tuple[float, float, float]], gpus: float) ->
     return value if math.isfinite(value) else math.nan
 
 
-def _payg_room(plan: Plan) -> dict[tuple, float]:
+def _payg_used(plan: Plan) -> dict[tuple, float]:
     """(offer key, month, segment) -> GPUs the plan itself uses of a pay-as-you-go offer."""
-    room: dict[tuple, float] = defaultdict(float)
+    used: dict[tuple, float] = defaultdict(float)
     payg = plan.assignments[plan.assignments["term"].isin(["spot", "on_demand"])]
     for a in records(payg):
-        room[(f"{a.region}/{a.gpu}/{a.term}", int(a.month), int(a.segment))] += a.gpus
-    return room
+        used[(f"{a.region}/{a.gpu}/{a.term}", int(a.month), int(a.segment))] += a.gpus
+    return used
 
 
 def monthly_use(plan: Plan) -> dict[str, dict[int, list[float]]]:
@@ -105,7 +105,7 @@ def monthly_use(plan: Plan) -> dict[str, dict[int, list[float]]]:
     where the plan saves $2,190), and shared out to the contracts they draw on by their
     GPUs."""
     sources: dict[tuple, list] = {}
-    used = _payg_room(plan)
+    used = _payg_used(plan)
     use: dict[str, dict[int, list[float]]] = defaultdict(lambda: defaultdict(lambda: [0., 0.]))
     last = plan.scenario.settings.horizon_months - 1
     # (region, GPU type, segment) -> [GPUs, hours, pay-as-you-go USD] used in the last month
