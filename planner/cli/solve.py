@@ -173,8 +173,8 @@ def _plan_and_compare(s, budget, keep: float, solver, gap, threads: int, baselin
     """The plan (checked), its comparison plans' entries with their savings, and the
     run that found it: the comparison plans solved on the second core beside the plan
     where there is one and the time holds the start of their process, else after it in
-    what the plan leaves (PLAN_SHARE); the
-    cheapest comparison plan stands as the plan where it costs less."""
+    what the plan leaves (PLAN_SHARE); the cheapest comparison plan stands as the plan
+    where it costs less."""
     from planner.baselines import against, can_solve_beside, solve_beside
     from planner.solve.pipeline import plan_scenario
     from planner.solve.work import load_s, process_start_s
