@@ -23,6 +23,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from planner.baselines import same_unmet
 from planner.cluster import ClusterError, Runner
 from planner.io.scenario import Scenario
 from planner.io.schema import PAY_AS_YOU_GO, TERMS
@@ -395,6 +396,34 @@ def break_even(scenario: Scenario) -> list[dict]:
 NO_PLAN_FIGURES = ("objective_usd", "total_cost_usd", "cost_by_term_usd", "egress_usd",
                    "unmet_unit_hours", "mip_gap", "bound_usd", "unservable_unit_hours",
                    "unservable_penalty_usd", "effective_savings_rate", "solve_seconds")
+
+
+def is_payg_only(policy: Policy) -> bool:
+    """A policy that allows pay-as-you-go terms alone: what savings are taken against."""
+    return set(policy.terms) <= set(PAY_AS_YOU_GO)
+
+
+def payg_baselines(v: Variant, variants: list[Variant]) -> list[dict]:
+    """A variant's `baselines` in the JSON, as solve's (SPEC §4): each pay-as-you-go-only
+    policy's plan at its demand level, with the saving against it stated only like for
+    like (the same demand unmet, as the Comparison sheet states it); an outside audit
+    found every variant's `baselines` empty and no saving anywhere in the JSON."""
+    if v.plan is None:
+        return []
+    total, unmet = v.plan.totals["total_cost_usd"], v.plan.totals["unmet_unit_hours"]
+    out = []
+    for u in variants:
+        if u is v or not is_payg_only(u.policy) or u.demand_scale != v.demand_scale:
+            continue
+        t = u.plan.totals if u.plan is not None else None
+        out.append(dict(
+            name=u.policy.name, status=u.status,
+            mip_gap=u.plan.result.gap if u.plan is not None else None,
+            total_cost_usd=t and t["total_cost_usd"],
+            unmet_unit_hours=t and t["unmet_unit_hours"],
+            saving_usd=t["total_cost_usd"] - total
+            if t and same_unmet(t["unmet_unit_hours"], unmet) else None))
+    return out
 
 
 def variant_summary(v: Variant) -> dict:

@@ -921,3 +921,31 @@ def test_progress_names_each_stress_test_by_its_demand_change(tmp_path):
                progress=lambda v, done, total, stress: seen.append((v.label, done, total,
                                                                     stress)))
     assert seen == [("payg @1", 1, 3, None), ("payg @1", 2, 3, 0.8), ("payg @1", 3, 3, 1.2)]
+
+
+def test_each_variants_json_states_its_saving_against_pay_as_you_go(tmp_path):
+    # SPEC §4: a variant has solve --json's keys, `baselines` among them (an outside
+    # audit: all empty, no saving anywhere in the JSON). r3 at 1.0: $1,800 against payg's
+    # $2,400, a $600 saving. Reserved held to 2 GPUs (20 units): at 1.5× (3 GPUs) r3
+    # reserves 2 (2 × 6 × 100 × 1.5 = $1,800) and buys 1 on demand ($1,200): $3,000
+    # against payg's $3,600, a $600 saving; reserved alone leaves 10 units a month unmet
+    # at 1.5×: no saving stated
+    tables = dict(TABLES, offers=[dict(o, max_gpus=2) if o["term"] == "reserved" else o
+                                  for o in TABLES["offers"]])
+    folder = write_csv(tmp_path / "scn", tables)
+    res = CliRunner().invoke(app, [
+        "whatif", str(folder), "--policy", "payg=spot,on_demand",
+        "--policy", "r3=on_demand,reserved:3", "--policy", "ronly=reserved:3",
+        "--demand-scale", "1.0,1.5", "--stress", "",
+        "--jobs", "1", "-o", str(tmp_path / "w.xlsx"), "--json"])
+    assert res.exit_code == 0, res.output
+    by = {(p["name"], p["demand_scale"]): p for p in json.loads(res.stdout)["policies"]}
+    [r3] = by[("r3", 1.0)]["baselines"]
+    assert (r3["name"], r3["status"]) == ("payg", "optimal")
+    assert (r3["total_cost_usd"], r3["saving_usd"]) == (pytest.approx(2400), pytest.approx(600))
+    [r3_15] = by[("r3", 1.5)]["baselines"]
+    assert r3_15["saving_usd"] == pytest.approx(3600 - 3000)
+    assert by[("payg", 1.0)]["baselines"] == []
+    [ronly] = by[("ronly", 1.5)]["baselines"]
+    assert ronly["saving_usd"] is None and by[("ronly", 1.5)]["unmet_unit_hours"] > 0
+    assert by[("ronly", 1.0)]["baselines"][0]["saving_usd"] == pytest.approx(600)

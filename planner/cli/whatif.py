@@ -79,7 +79,7 @@ def whatif(
     from planner.report.whatif_workbook import write_whatif_workbook
     from planner.solve.budget import Budget
     from planner.solve.work import load_s, pace
-    from planner.whatif import run_whatif, variant_summary, workers_for
+    from planner.whatif import payg_baselines, run_whatif, variant_summary, workers_for
 
     started = command_started()
     out = output or Path("reports/whatif.xlsx")
@@ -142,10 +142,12 @@ def whatif(
     if as_json:
         # one object per policy given (SPEC §4); the reference the savings are taken
         # against, where the command added it, apart
-        data = {"policies": [variant_summary(v) for v in variants if v.policy is not reference]}
+        def summary(v):
+            return {**variant_summary(v), "baselines": payg_baselines(v, variants)}
+
+        data = {"policies": [summary(v) for v in variants if v.policy is not reference]}
         if reference is not None:
-            data["payg_reference"] = [variant_summary(v) for v in variants
-                                      if v.policy is reference]
+            data["payg_reference"] = [summary(v) for v in variants if v.policy is reference]
         # the scenario's warnings and the command's own, as the Settings sheet lists
         # them, and any said after it was written (a policy's `warnings` are its plan's:
         # an outside audit found the variants the wall clock stopped named nowhere)

@@ -33,7 +33,7 @@ from planner.report.workbook import (
     plan_sheet,
     settings_block,
 )
-from planner.whatif import Variant, break_even
+from planner.whatif import Variant, break_even, is_payg_only
 
 
 def _sheet_title(label: str, suffix: str, taken: set[str]) -> str:
@@ -243,7 +243,7 @@ def _savings(sh: Sheet, rows: list[tuple[Variant, int]], note: dict[int, list[st
     c = sh.col
     payg_rows: dict[float, list[tuple[float, float, int]]] = {}  # scale -> (total, unmet, row)
     for v, r in rows:
-        if v.plan is not None and set(v.policy.terms) <= {"spot", "on_demand"}:
+        if v.plan is not None and is_payg_only(v.policy):
             t = v.plan.totals
             payg_rows.setdefault(v.demand_scale, []).append(
                 (_total(t), t["unmet_unit_hours"], r))
