@@ -12,6 +12,7 @@ input) and `ClusterError`.
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from collections.abc import Callable, Iterable
@@ -90,6 +91,11 @@ class Runner:
             self.client = self._connect(Client)
         else:
             _quiet_resource_tracker()
+            # a local worker's end as its nanny reads it ("exit status was already read,
+            # will report exitcode 255") is no news to the user: it followed the
+            # "interrupted" line where Ctrl-C reached the workers before the command's
+            # own handler (an outside audit); a worker lost is said by the command
+            logging.getLogger("distributed.process").setLevel(logging.ERROR)
             self.cluster = LocalCluster(n_workers=self.jobs, threads_per_worker=1,
                                         processes=self.processes,
                                         dashboard_address=":0")  # any free port
@@ -133,8 +139,6 @@ class Runner:
         """Tell the local cluster's nannies that their workers are ending on purpose, so
         none starts a new worker (they restart a worker that dies while running), and
         leave their warnings about it unsaid."""
-        import logging
-
         from distributed.core import Status
 
         # its nannies' notes on the workers' ends ("exit status was already read") are
