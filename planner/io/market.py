@@ -7,17 +7,20 @@ scenario's `market/` folder (outside the scenario's own tables):
 * `market/gpus.csv` (catalog_gpu, gpu): the catalog's GPU names mapped to the scenario's
   (`-`: not imported); a name not listed is used as the catalog spells it.
 * `market/regions.csv` (cloud, catalog_region, region, site, egress_usd_per_gb): where each
-  catalog region is. A region not listed and not in the scenario as `<cloud>-<region>` is
+  catalog region is; a region placed there takes that site and egress on every import. A
+  region not listed and not in the scenario as `<cloud>-<region>` is
   appended there with its site blank, for the user to place; its prices are not imported
   until then, and it is named in the report.
 * rules (`--rules FILE`, else `market/rules.csv`): terms the catalogs do not carry — for a
   provider (blank: every one) and GPU type (blank: every one), a commitment term's
   commit_months, discount off the on-demand rate, upfront, lead time, min and max GPUs,
   with its source; for on_demand or spot, the capacity (max_gpus), lead time and (spot)
-  interruption rate of the imported offers.
+  interruption rate of the imported offers. A rule that applies to no price in the
+  catalogs is warned about.
 
 One offer per region, GPU type and term: of a catalog's instance types the cheapest per
-GPU (then the fewest GPUs per instance), sold in whole instances of its GPU count.
+GPU (then the fewest GPUs per instance), sold in whole instances of its GPU count. A GPU
+type's row the catalogs wrote takes their memory anew on every import.
 Imported rows are marked by their source ("catalog: …", "rule: …"): a re-import updates
 their price, instance size, source and price_date, and the cells a rule gives (every cell
 of a row a rule made; a catalog row's max_gpus, lead_time_days and interruption_rate
