@@ -331,3 +331,23 @@ def test_like_for_like_within_float_noise():
     noise, more = against(entries, plan)
     assert noise["saving_usd"] == -10.0
     assert more["saving_usd"] is None
+
+
+def test_comparison_plans_the_time_left_cannot_make_are_not_run(tmp_path):
+    # an outside audit: at --time-limit 5-7 the default scenario's plan stood at first
+    # prices, and its three comparison plans after it, each made at first prices
+    # whatever its share, ended the command at 7.6-9.2 s. Where the work left does not
+    # hold a first plan (the plan's own), a comparison plan is not run
+    from planner.baselines import solve_comparisons
+    from planner.io.validate import load_scenario
+    from planner.solve.budget import Budget, Work
+
+    s = load_scenario(write_csv(tmp_path / "s", YEAR))
+
+    def statuses(first_plan_s: float) -> list[str]:
+        budget = Budget(1.0, work=Work(), wall_end=time.perf_counter() + 60)
+        entries, _ = solve_comparisons(s, None, None, budget, first_plan_s=first_plan_s)
+        return [e["status"] for e in entries]
+
+    assert statuses(2.0) == ["not_run"] * 3
+    assert statuses(0.0) == ["optimal"] * 3

@@ -365,8 +365,17 @@ def _comparison_plans(s, run, beside, baselines, solver, gap, budget, threads, u
     if not baselines:
         return without_plans(s, run.candidates, "not_run"), None
     if beside is None:
-        return solve_comparisons(s, solver, gap, budget, threads or None,
-                                 run.candidates.transit, run.candidates)
+        # a plan stopped at first prices took about what each comparison plan's first
+        # plan will take: those the time left does not hold are not run
+        entries, cheapest = solve_comparisons(
+            s, solver, gap, budget, threads or None, run.candidates.transit, run.candidates,
+            first_plan_s=run.work_s if run.short_of_lp else 0.0)
+        skipped = [e["name"] for e in entries if e["status"] == "not_run"]
+        if skipped:
+            warn(f"the comparison plan(s) {', '.join(repr(n) for n in skipped)} were not "
+                 "run: the time limit did not hold their first plans (no saving is "
+                 "stated against them); a longer --time-limit solves them")
+        return entries, cheapest
     try:  # the command ends within S + 10 %
         return beside.result(timeout=max(0.0, until - time.perf_counter()))
     except BesideLate:
