@@ -111,7 +111,7 @@ def test_a_run_stopped_by_its_budget_is_the_same_on_a_slower_machine(tmp_path, m
 
     first = run()
     assert first.termination.startswith("time limit") or \
-        first.termination == "LP relaxation reached"
+        first.termination.startswith("LP relaxation reached")
     assert first.rounds.improve > 0
     replan = method.replan_pool
 
