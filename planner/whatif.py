@@ -426,17 +426,18 @@ def payg_baselines(v: Variant, variants: list[Variant]) -> list[dict]:
     return out
 
 
-def variant_summary(v: Variant) -> dict:
-    """Figures of one variant for the comparison table and the JSON."""
+def variant_summary(v: Variant, baselines: list[dict] | None = None) -> dict:
+    """Figures of one variant for the comparison table and the JSON (`baselines`: its
+    comparison plans, `payg_baselines`, rounded as solve's)."""
     from planner.report.json_out import plan_json
 
     out = {"name": v.policy.name, "policy": v.policy.text, "demand_scale": v.demand_scale,
            "workload_scales": v.workload_scales, "status": v.status}
     if v.plan is None:  # solve --json's keys all the same (SPEC §4), with nothing in them
         out.update({key: None for key in NO_PLAN_FIGURES}, commitments=[], assignments=[],
-                   note=v.note or None)
+                   baselines=[], note=v.note or None)
         return out
-    data = plan_json(v.plan)
+    data = plan_json(v.plan, baselines=baselines)
     data.pop("status")
     out.update(data)
     c = v.plan.commitments

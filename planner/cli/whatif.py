@@ -143,7 +143,7 @@ def whatif(
         # one object per policy given (SPEC §4); the reference the savings are taken
         # against, where the command added it, apart
         def summary(v):
-            return {**variant_summary(v), "baselines": payg_baselines(v, variants)}
+            return variant_summary(v, payg_baselines(v, variants))
 
         data = {"policies": [summary(v) for v in variants if v.policy is not reference]}
         if reference is not None:
