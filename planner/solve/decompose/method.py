@@ -249,7 +249,7 @@ def decompose(builder: ModelBuilder, budget: Budget, rounds: Rounds | None = Non
         termination = "gap reached"
     elif converged:
         # an analyst reading a gap above the one asked, the budget not all used, learns
-        # that more time would find no more (an outside audit: 30 and 40 s gave one plan)
+        # whether more time would find more (an outside audit was not told either way)
         termination = "LP relaxation reached" + (
             "; fix and optimize found nothing more to improve" if exhausted else "")
     elif not solved:
