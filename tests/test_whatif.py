@@ -648,9 +648,11 @@ def test_a_cluster_that_cannot_be_used_is_bad_input(tmp_path):
 
 def test_levels_out_of_range_or_given_twice_are_bad_input(tmp_path):
     # --stress=-1 (demand to nothing) had been taken though the message asks for more
-    # than −1; a level given twice was solved twice, as two rows
+    # than −1; a level given twice was solved twice, as two rows; --stress 0 (the plan
+    # itself) dropped the stress columns without a word (an outside audit)
     folder = write_csv(tmp_path / "s", TABLES)
-    for args in (["--stress=-1"], ["--demand-scale", "1,1"], ["--stress", "-0.2,-0.2"]):
+    for args in (["--stress=-1"], ["--demand-scale", "1,1"], ["--stress", "-0.2,-0.2"],
+                 ["--stress", "0"], ["--stress", "-0.2,0"]):
         res = CliRunner().invoke(app, ["whatif", str(folder), "-o", str(tmp_path / "w.xlsx"),
                                        *args])
         assert res.exit_code == 2, (args, res.output)

@@ -186,11 +186,16 @@ def _policies(given: list[str] | None):
 
 def _levels(demand_scale: str, stress: str) -> tuple[list[float], tuple[float, ...]]:
     """The demand levels (--demand-scale) and the stress tests' (1 + each --stress);
-    negative levels, stress at −1 or below, or a level given twice exit 2."""
+    negative levels, stress at −1 or below or at 0, or a level given twice exit 2."""
     scales = parse_numbers(demand_scale, "--demand-scale")
     stress_scales = tuple(1.0 + x for x in parse_numbers(stress, "--stress"))
     if not scales or any(x < 0 for x in scales) or any(x <= 0 for x in stress_scales):
         err.print("[red]error:[/] demand scales must be numbers ≥ 0 (stress above −1)")
+        raise typer.Exit(EXIT_BAD_INPUT)
+    if 1.0 in stress_scales:  # its commitments at their own demand: the plan itself (an
+        # outside audit: `--stress 0` dropped the stress columns without a word)
+        err.print("[red]error:[/] --stress 0 is no change in demand: a stress test of it is "
+                  "the plan itself (give changes such as -0.2,+0.2, or '' for none)")
         raise typer.Exit(EXIT_BAD_INPUT)
     for option, given in (("--demand-scale", scales), ("--stress", stress_scales)):
         if len(set(given)) < len(given):  # the same solves twice, as two rows
