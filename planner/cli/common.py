@@ -184,10 +184,7 @@ def check_solver_options(solver, time_limit, gap) -> str | None:
         problems.append("--time-limit must be greater than 0")
     if gap is not None and math.isfinite(gap) and gap > 1:  # as the settings' mip_gap
         problems.append(f"--gap is a fraction (0.01 = 1 %), at most 1, not {gap:g}")
-    for problem in problems:
-        err.print(f"[red]error:[/] {problem}")
-    if problems:
-        raise typer.Exit(EXIT_BAD_INPUT)
+    _refuse(problems)
     return None if solver is None else solver.lower()
 
 
@@ -206,6 +203,11 @@ def check_ranges(*ranges: tuple) -> None:
             within = (f"from {least:g} to {most:g}" if least is not None and most is not None
                       else f"at least {least:g}" if least is not None else f"at most {most:g}")
             problems.append(f"{name} must be {within}, not {value:g}")
+    _refuse(problems)
+
+
+def _refuse(problems: list[str]) -> None:
+    """Say every one of the options' `problems` and exit 2, where there are any."""
     for problem in problems:
         err.print(f"[red]error:[/] {problem}")
     if problems:
