@@ -34,6 +34,7 @@ from planner.solve.whole import (
     short_of_root,
     solve_after_plan,
     solve_within,
+    spent_on,
     status_of,
 )
 from planner.solve.work import (
@@ -199,9 +200,7 @@ def _whole(builder: ModelBuilder, solver: str, budget: Budget, gap: float,
     # where its root would not fit, the decomposition has the whole budget
     raw = (short_of_root(model, solver, seconds) if fallback else None) \
         or solve_within(model, solver, seconds, wall, asked, threads)
-    budget.spend(raw.work_s)
-    if raw.wall_stopped:
-        budget.wall_stopped()
+    spent_on(budget, raw)
     found = [Solution.of_model(model)] if raw.has_solution else []
     bound = raw.bound if raw.bound is not None else (
         raw.objective if raw.status == "optimal" else None)

@@ -142,10 +142,16 @@ def solve_after_plan(model: PlanningModel, solver: str, seconds: float, budget,
         return skipped
     raw = solve_within(model, solver, seconds,
                        min(budget.wall_left(), wall_stop_after_plan_s(seconds)), gap, threads)
+    spent_on(budget, raw)
+    return raw
+
+
+def spent_on(budget, raw: SolveResult) -> None:
+    """What `raw`'s solve is reckoned to have taken, spent on `budget`, and its own
+    wall-clock stop, if that ended it, noted there (`Budget.wall_stopped`)."""
     budget.spend(raw.work_s)
     if raw.wall_stopped:
         budget.wall_stopped()
-    return raw
 
 
 def _run(prob, solver, time_limit, gap, threads, msg, warm=False, nodes=None) -> dict:
