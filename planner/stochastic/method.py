@@ -12,6 +12,7 @@ from planner.io.scenario import DemandScenario, Scenario
 from planner.solve.budget import LEAST_LIMIT_S, Budget
 from planner.solve.decompose.cuts import CutMaster
 from planner.solve.pipeline import short_of_lp
+from planner.solve.whole import honest_gap, status_of
 from planner.stochastic.result import StochasticResult
 from planner.stochastic.scenarios import apply, cvar, mean_forecast
 from planner.stochastic.schedules import (
@@ -488,8 +489,7 @@ class _Stochastic:
         # can serve, weighed as the objective weighs it, left out (an outside audit: a
         # $1.85 B objective of such penalty had stated 0.0002 % where 0.55 % is due)
         unservable = self.weighed([r.get("unservable_usd", 0.0) for r in chosen.results])[0]
-        changeable = objective - min(unservable, objective)
-        gap = (objective - bound) / changeable if changeable > 1e-9 else 0.0
+        gap = honest_gap(objective, bound, min(unservable, objective))
         wanted = self.gap if self.gap is not None else self.scenario.settings.mip_gap
         return StochasticResult(
             scenarios=self.scenarios, chosen=chosen, mean_plan=mean_candidate,
@@ -504,4 +504,4 @@ class _Stochastic:
             foresight=foresight, overhead_s=self.overhead,
             need_s=self.need, missed=self.missed, cut_rounds=rounds, bound_from=bound_from,
             dropped=self.dropped, untried=self.untried, overrun_s=self.overrun_s,
-            status="optimal" if gap <= max(wanted, 1e-9) else "feasible")
+            status=status_of(gap, wanted))
