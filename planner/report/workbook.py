@@ -326,10 +326,10 @@ def commitments_sheet(wb, plan: Plan, plans: Sheet, contracts: Sheet,
         "Idle cost": "GPU-hours unused over the whole term × the hourly rate, as the "
                      "JSON's idle_usd",
         "Monthly saving": "per month of the term: the same use at its cheapest "
-                          "pay-as-you-go source (an instance's GPUs paid in full), minus "
-                          "the monthly payment (net of idle "
-                          "GPUs, before the upfront); blank: no pay-as-you-go source "
-                          "could serve that use",
+                          "pay-as-you-go sources offered that month, within the room the "
+                          "plan leaves them (an instance's GPUs paid in full), minus the "
+                          "monthly payment (net of idle GPUs, before the upfront); blank: "
+                          "no pay-as-you-go source has room for that use",
         "Break-even month": "month of the term (from 1) at which the cumulative saving "
                             "covers the upfront payments made so far; blank: never, "
                             "or an existing contract (signed before the horizon)",
