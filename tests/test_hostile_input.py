@@ -74,7 +74,7 @@ hostile = st.builds(
     st.sampled_from(["=", "+", "-", "@", "\t", "\r", "=4+", "~", ""]),
     st.text(st.characters(codec="utf-8", categories=None), min_size=0, max_size=8)
     | st.sampled_from(["1+1", "SUM(A1)", "a*", "x?y", "\x00", "a\x07b", "\U0001F680",
-                       "cmd|' /C calc'!A0", '"quoted"', "line\nbreak"]),
+                       "cmd|' /C calc'!A0", '"quoted"', "line\nbreak", "[/]", "[bold]b"]),
 )
 
 
@@ -315,6 +315,49 @@ def test_template_and_generate_paths_that_cannot_be_written_are_bad_input(tmp_pa
     assert (tmp_path / "new" / "t.xlsx").is_file()
     assert runner.invoke(app, ["generate", str(tmp_path / "new" / "g"), *small]).exit_code == 0
     assert (tmp_path / "new" / "g" / "offers.csv").is_file()
+
+
+def test_text_that_reads_as_console_markup_is_said_as_written(tmp_path):
+    # '[/]' closes a style in rich's markup: as a setting's name, a workload's or a
+    # policy's it had ended solve and whatif with a traceback (exit 1, no workbook), and
+    # '[bold]' had vanished from the warning that named it
+    tables = scenario()
+    tables["settings"] = [*tables["settings"], {"key": "[/]", "value": "1"},
+                          {"key": "[bold]", "value": "1"}]
+    folder = write_csv(tmp_path / "scn", tables)
+    runner = CliRunner()
+    res = runner.invoke(app, ["solve", str(folder), "-o", str(tmp_path / "p.xlsx"),
+                              "--no-baselines", "--time-limit", "10"])
+    assert res.exit_code == 0, res.output
+    assert "unknown setting '[/]'" in res.output and "unknown setting '[bold]'" in res.output
+    res = runner.invoke(app, ["whatif", str(folder), "--policy", "[/]=on_demand",
+                              "--policy", "[red]x=on_demand", "-o", str(tmp_path / "w.xlsx"),
+                              "--time-limit", "10"])
+    assert res.exit_code == 0, res.output
+    assert "[/] @1" in res.output and "[red]x @1" in res.output
+    assert (tmp_path / "w.xlsx").exists()
+
+
+def test_every_output_path_problem_is_said_at_once(tmp_path):
+    # each had been said only once the one before it was mended
+    folder = write_csv(tmp_path / "scn", scenario())
+    new = tmp_path / "new"
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    runner = CliRunner()
+    res = runner.invoke(app, ["solve", str(folder), "-o", str(new / "plan.csv"),
+                              "--focus", str(new / "f.xlsx"),
+                              "--export-model", str(new / "m.lp")])
+    assert res.exit_code == 2
+    for name in ("plan.csv", "f.xlsx", "m.lp"):
+        assert f"{name}: it is written as" in res.output, res.output
+    res = runner.invoke(app, ["solve", str(folder), "-o", str(afile / "x.xlsx"),
+                              "--focus", str(afile / "f.csv"),
+                              "--export-model", str(afile / "m.mps")])
+    assert res.exit_code == 2
+    for name in ("x.xlsx", "f.csv", "m.mps"):
+        assert f"{afile / name}" in res.output, res.output
+    assert not new.exists()
 
 
 def test_outputs_named_as_something_else_are_bad_input(tmp_path):

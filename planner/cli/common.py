@@ -15,6 +15,7 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -77,7 +78,7 @@ SAID: list[str] = []
 def warn(text: str) -> None:
     """A warning of the command: on stderr, and kept (SAID)."""
     SAID.append(text)
-    err.print(f"[yellow]warning: {text}[/]")
+    err.print(f"[yellow]warning: {escape(text)}[/]")
 
 
 def command_started() -> float:
@@ -101,7 +102,7 @@ def print_issues(issues: list[Issue], scenario: str) -> None:
     """Every problem: a table on a terminal; elsewhere (a log, CI, a pipe) one line
     each, whole whatever the width, so that it can be searched for."""
     if issues and err.is_terminal:
-        table = Table(title=f"Problems in {scenario}", show_lines=False, expand=False)
+        table = Table(title=escape(f"Problems in {scenario}"), show_lines=False, expand=False)
         for col in ("", "table", "row", "column", "problem"):
             table.add_column(col, overflow="fold")
         for i in issues:
@@ -117,7 +118,7 @@ def print_issues(issues: list[Issue], scenario: str) -> None:
     errors = sum(1 for i in issues if i.severity == "error")
     warnings = len(issues) - errors
     verdict = "[red]not valid[/]" if errors else "[green]valid[/]"
-    err.print(f"{scenario}: {verdict} — {errors} error(s), {warnings} warning(s)")
+    err.print(f"{escape(str(scenario))}: {verdict} — {errors} error(s), {warnings} warning(s)")
 
 
 def load_valid(path: Path):
@@ -209,7 +210,7 @@ def check_ranges(*ranges: tuple) -> None:
 def _refuse(problems: list[str]) -> None:
     """Say every one of the options' `problems` and exit 2, where there are any."""
     for problem in problems:
-        err.print(f"[red]error:[/] {problem}")
+        err.print(f"[red]error:[/] {escape(problem)}")
     if problems:
         raise typer.Exit(EXIT_BAD_INPUT)
 
@@ -238,19 +239,19 @@ class _Stage:
             self.live = Progress(SpinnerColumn(), TextColumn("{task.description}"),
                                  TimeElapsedColumn(), console=err, transient=True)
             self.live.start()
-            self.task = self.live.add_task(self.text)
+            self.task = self.live.add_task(escape(self.text))
         return self
 
     def update(self, text: str) -> None:
         """Say what the stage is doing now (planning: its round, bound, best plan)."""
         if self.live is not None:
-            self.live.update(self.task, description=text)
+            self.live.update(self.task, description=escape(text))
 
     def __exit__(self, kind, *exc) -> bool:
         if self.live is not None:
             self.live.stop()
             if kind is None:
-                err.print(f"[green]done[/] {self.text} "
+                err.print(f"[green]done[/] {escape(self.text)} "
                           f"[dim]({time.perf_counter() - self.started:.1f} s)[/]")
         return False
 
@@ -264,7 +265,7 @@ def show_stage(text: str) -> _Stage:
 def show_progress(text: str) -> None:
     """A progress line on stderr, unless --quiet."""
     if not QUIET["on"]:
-        err.print(text)
+        err.print(text, markup=False, highlight=False)
 
 
 def guard(fn):
@@ -282,7 +283,7 @@ def guard(fn):
                 _remove_made_folders()
             raise
         except ClusterError as e:  # (planner.cluster: a scheduler given, or its workers)
-            err.print(f"[red]error:[/] {e}")
+            err.print(f"[red]error:[/] {escape(str(e))}")
             bad = isinstance(e, ClusterUnusable)
             if bad:
                 _remove_made_folders()
@@ -293,7 +294,7 @@ def guard(fn):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             raise typer.Exit(EXIT_OK) from None
         except Exception as e:  # noqa: BLE001 - the last line of defence
-            err.print(f"[red]unexpected error:[/] {type(e).__name__}: {e}")
+            err.print(f"[red]unexpected error:[/] {type(e).__name__}: {escape(str(e))}")
             if "PLANNER_DEBUG" in os.environ:
                 raise
             raise typer.Exit(EXIT_ERROR) from None
@@ -308,7 +309,7 @@ def check_cluster(jobs: int, scheduler: str | None) -> None:
         return
     why = address_problem(scheduler)
     if why is not None:
-        err.print(f"[red]error:[/] --scheduler {why}")
+        err.print(f"[red]error:[/] --scheduler {escape(why)}")
         raise typer.Exit(EXIT_BAD_INPUT)
     if jobs > 1:
         warn("--jobs is ignored with --scheduler: the cluster's "
@@ -327,9 +328,9 @@ def resolve_name(name: str | None, names, what: str) -> str | None:
         return name
     found = sorted(n for n in names if n.casefold() == name.casefold())
     if len(found) != 1:
-        err.print(f"[red]error:[/] {what} '{name}' matches {', '.join(found)}: give one "
-                  "as written" if found else f"[red]error:[/] unknown {what} '{name}'; "
-                  f"{what}s are: " + ", ".join(sorted(names)))
+        said = (f"{what} '{name}' matches {', '.join(found)}: give one as written" if found
+                else f"unknown {what} '{name}'; {what}s are: " + ", ".join(sorted(names)))
+        err.print(f"[red]error:[/] {escape(said)}")
         raise typer.Exit(EXIT_BAD_INPUT)
     return found[0]
 
@@ -384,7 +385,7 @@ def check_output_folder(folder: Path) -> None:
     why = f"{folder} is a file, not a folder" if folder.exists() and not folder.is_dir() \
         else _writable(folder / ".planner-probe")
     if why is not None:
-        err.print(f"[red]error:[/] cannot write into {folder}: {why}")
+        err.print(f"[red]error:[/] cannot write into {escape(str(folder))}: {escape(why)}")
         raise typer.Exit(EXIT_BAD_INPUT)
 
 
@@ -397,6 +398,7 @@ def check_outputs(*paths: Optional[Path], scenario: Optional[Path] = None) -> No
     inputs = _scenario_files(scenario) if scenario is not None else set()
     seen: set[Path] = set()
     wholes = [p.resolve() for p in given]
+    problems: dict[Path, str] = {}  # every output's problem, said together
     for path, whole in zip(given, wholes):
         # (an output that is a folder already is refused as one, below)
         inside = next((other for other in wholes
@@ -406,15 +408,16 @@ def check_outputs(*paths: Optional[Path], scenario: Optional[Path] = None) -> No
                else f"is inside {inside}, which is written as a file" if inside else None)
         seen.add(whole)
         if why is not None:
-            err.print(f"[red]error:[/] cannot write {path}: {why}")
-            raise typer.Exit(EXIT_BAD_INPUT)
+            problems[path] = f"cannot write {path}: {why}"
     for path in given:
+        if path in problems:
+            continue
         missing = [f for f in (path.parent, *path.parent.parents) if not f.exists()]
         why = _writable(path)
         MADE_FOLDERS.extend(reversed(missing))
         if why is not None:  # (guard removes the folders made)
-            err.print(f"[red]error:[/] cannot write {path}: {why}")
-            raise typer.Exit(EXIT_BAD_INPUT)
+            problems[path] = f"cannot write {path}: {why}"
+    _refuse(list(problems.values()))
 
 
 # what is written to an output whose name must end in .<key> to be opened as such
@@ -424,11 +427,9 @@ KINDS = {"xlsx": "an Excel workbook", "mps": "an MPS model", "csv": "CSV"}
 def check_suffixes(**paths: Optional[Path]) -> None:
     """Bad input where an output's name does not end as what is written there (a
     workbook named plan.csv, MPS named model.lp: what opens it by its name fails)."""
-    for suffix, path in paths.items():
-        if path is not None and path.suffix.lower() != f".{suffix}":
-            err.print(f"[red]error:[/] cannot write {path}: it is written as "
-                      f"{KINDS[suffix]}; give a name ending in .{suffix}")
-            raise typer.Exit(EXIT_BAD_INPUT)
+    _refuse([f"cannot write {path}: it is written as {KINDS[suffix]}; give a name ending "
+             f"in .{suffix}" for suffix, path in paths.items()
+             if path is not None and path.suffix.lower() != f".{suffix}"])
 
 
 def _remove_made_folders() -> None:
@@ -489,7 +490,7 @@ def pace_machine() -> None:
     try:
         set_pace(machine_pace())
     except ValueError as e:
-        err.print(f"[red]error:[/] {e}")
+        err.print(f"[red]error:[/] {escape(str(e))}")
         raise typer.Exit(EXIT_BAD_INPUT) from None
 
 
@@ -547,7 +548,8 @@ def parse_numbers(text: str, option: str) -> list[float]:
     except ValueError:
         numbers = [math.nan]
     if not all(math.isfinite(x) for x in numbers):  # nan, inf: not a demand level
-        err.print(f"[red]error:[/] {option} takes numbers separated by commas, not '{text}'")
+        err.print(f"[red]error:[/] {option} takes numbers separated by commas, not "
+                  f"'{escape(text)}'")
         raise typer.Exit(EXIT_BAD_INPUT) from None
     return numbers
 

@@ -6,7 +6,9 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from planner.cli.common import (
     EXIT_BAD_INPUT,
@@ -51,7 +53,7 @@ def template(file: Path = typer.Argument(..., help="the .xlsx file to write")):
     # then refused
     check_suffixes(xlsx=file)
     write_template(file)
-    err.print(f"wrote {file}")
+    err.print(f"wrote {file}", markup=False)
 
 
 @app.command()
@@ -80,33 +82,34 @@ def throughput(
         print_issues(issues, f"{models} for {scenario}")
         raise typer.Exit(EXIT_BAD_INPUT)
     write_throughput(rows, scenario / "throughput.csv")
-    table_out = Table(title=f"Throughput derived from {models}")
+    table_out = Table(title=escape(f"Throughput derived from {models}"))
     for col in ("workload", "gpu", "units/GPU", "GPUs/replica", "how"):
         table_out.add_column(col)
     for r in rows:
         units = f"{r.units_per_gpu:g}" if isinstance(r.units_per_gpu, float) \
             else str(r.units_per_gpu)
-        table_out.add_row(r.workload, r.gpu, units, str(r.gpus_per_replica), r.how)
+        table_out.add_row(Text(r.workload), Text(r.gpu), units, str(r.gpus_per_replica),
+                          Text(r.how))
     err.print(table_out)
     for workload, why in elsewhere.items():
         err.print(f"{workload}: no row on {why}", markup=False, highlight=False)
     if kept:
         names = list(dict.fromkeys(r.workload for r in kept))
         err.print(f"kept {len(kept)} row(s) of {', '.join(names)} as they were: no profile "
-                  f"in {models / 'workloads.csv'} covers them")
+                  f"in {models / 'workloads.csv'} covers them", markup=False)
     if issues:
         print_issues(issues, f"{models} for {scenario}")
-    err.print(f"wrote {scenario / 'throughput.csv'} ({len(rows)} rows)")
+    err.print(f"wrote {scenario / 'throughput.csv'} ({len(rows)} rows)", markup=False)
 
 
 def _check_throughput_folder(scenario: Path) -> None:
     """throughput rewrites SCENARIO/throughput.csv: the scenario must be a folder of CSV
     files (a workbook's sheet is not rewritten, so as not to touch the rest of the book)."""
     if not scenario.exists():
-        err.print(f"[red]error:[/] no such folder: {scenario}")
+        err.print(f"[red]error:[/] no such folder: {escape(str(scenario))}")
         raise typer.Exit(EXIT_BAD_INPUT)
     if not scenario.is_dir():
-        err.print(f"[red]error:[/] {scenario} is not a folder: throughput writes "
+        err.print(f"[red]error:[/] {escape(str(scenario))} is not a folder: throughput writes "
                   "SCENARIO/throughput.csv, so the scenario must be a folder of CSV files "
                   "(derive into a folder, then copy its throughput.csv into the workbook's "
                   "throughput sheet)")
@@ -131,6 +134,7 @@ def generate(
                                        ("--months", months, 1, HORIZON_MOST)),
                   lambda: check_output_folder(out))
     counts = make(out, workloads, regions, months, seed)
-    err.print(f"wrote {out}: " + ", ".join(f"{n} {k}" for k, n in counts.items()))
+    err.print(f"wrote {out}: " + ", ".join(f"{n} {k}" for k, n in counts.items()),
+              markup=False)
 
 

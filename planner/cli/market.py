@@ -8,7 +8,9 @@ from typing import Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from planner.cli.common import (
     EXIT_BAD_INPUT,
@@ -32,7 +34,8 @@ from planner.report.offers import shown_ms
 def _check_format(fmt: str) -> str:
     """--format as listed in FORMATS, whatever its case (names match whatever theirs)."""
     if fmt.lower() not in FORMATS:
-        err.print(f"[red]error:[/] --format must be one of {', '.join(FORMATS)}, not '{fmt}'")
+        err.print(f"[red]error:[/] --format must be one of {', '.join(FORMATS)}, not "
+                  f"'{escape(fmt)}'")
         raise typer.Exit(EXIT_BAD_INPUT)
     return fmt.lower()
 
@@ -75,14 +78,14 @@ def latency(scenario: Path = typer.Argument(..., help="folder of CSV files or .x
     columns = ["region", "provider", "site", "jurisdiction", "country", "latency_ms", "path"]
     if _listed(rows, columns, fmt):
         return
-    table = Table(title=f"Transit latency from {site}")
+    table = Table(title=escape(f"Transit latency from {site}"))
     for col in columns:
         table.add_column(col.replace("_", " "), justify="right" if col == "latency_ms"
                          else "left", no_wrap=col != "path")
     for row in rows:
         ms = row["latency_ms"]
-        table.add_row(*[str(row[c]) for c in columns[:5]],
-                      "unreachable" if ms is None else f"{ms:g}", row["path"])
+        table.add_row(*[Text(str(row[c])) for c in columns[:5]],
+                      "unreachable" if ms is None else f"{ms:g}", Text(str(row["path"])))
     _wide(table)
 
 
@@ -121,13 +124,13 @@ def offers(
                *(["usd_per_unit_hour"] if workload is not None else [])]
     if not _listed(rows, columns, fmt):  # a table; the sources are long: in csv and json
         shown = [c for c in columns if c != "source"]
-        table = Table(title=f"Offers in {s.name}, cheapest first"
-                      + (f" (from {origin})" if origin else ""))
+        table = Table(title=escape(f"Offers in {s.name}, cheapest first"
+                                   + (f" (from {origin})" if origin else "")))
         for col in shown:
             table.add_column(HEADINGS.get(col, col), justify="left" if col in (
                 "gpu", "provider", "region", "term") else "right", no_wrap=True)
         for r in rows:
-            table.add_row(*[shown_cell(col, r[col]) for col in shown])
+            table.add_row(*[Text(shown_cell(col, r[col])) for col in shown])
         _wide(table)
     err.print(f"{len(rows)} offer(s)")
 
@@ -164,16 +167,17 @@ def market_import(
 
     book = scenario.suffix.lower() == ".xlsx"
     if scenario.exists() and not scenario.is_dir() and not book:
-        err.print(f"[red]error:[/] {scenario} is neither a scenario folder nor an .xlsx "
+        err.print(f"[red]error:[/] {escape(str(scenario))} is neither a scenario folder nor an .xlsx "
                   "workbook")
         raise typer.Exit(EXIT_BAD_INPUT)
     if book and not scenario.is_file():
-        err.print(f"[red]error:[/] no such workbook: {scenario}")
+        err.print(f"[red]error:[/] no such workbook: {escape(str(scenario))}")
         raise typer.Exit(EXIT_BAD_INPUT)
     try:
         when = dt.date.fromisoformat(price_date) if price_date else dt.date.today()
     except ValueError:
-        err.print(f"[red]error:[/] --price-date '{price_date}' is not a date (YYYY-MM-DD)")
+        err.print(f"[red]error:[/] --price-date '{escape(price_date)}' is not a date "
+                  "(YYYY-MM-DD)")
         raise typer.Exit(EXIT_BAD_INPUT) from None
     # the tables it (re)writes: bad input where one cannot be written (SPEC §4 v2)
     if book:
@@ -200,15 +204,15 @@ def market_import(
               ("regions placed again (market/regions.csv)", changes.regions_placed))
     for title, items in listed:
         if items:
-            err.print(f"[bold]{title}[/] ({len(items)}): " + ", ".join(items))
+            err.print(f"[bold]{title}[/] ({len(items)}): " + escape(", ".join(items)))
     if changes.unplaced_regions:
         err.print(f"[yellow]regions with no site[/] ({len(changes.unplaced_regions)}), "
                   f"not imported — give each its site in "
-                  f"{scenario / 'market' / 'regions.csv'}: "
-                  + ", ".join(changes.unplaced_regions))
+                  + escape(f"{scenario / 'market' / 'regions.csv'}: "
+                           + ", ".join(changes.unplaced_regions)))
     # every list said above is a change but the user's own rows, kept as they were
     moved = any(items for _, items in listed if items is not changes.kept_yours)
-    err.print(f"{scenario}: {len(changes.added)} added, {len(changes.removed)} removed, "
+    err.print(f"{escape(str(scenario))}: {len(changes.added)} added, {len(changes.removed)} removed, "
               f"{len(changes.price_up)} price(s) up, {len(changes.price_down)} down"
               + ("" if moved else ": no change, the offers are as the catalogs have them"))
 

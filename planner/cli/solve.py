@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich.markup import escape
 
 from planner import interrupt
 from planner.cli.common import (
@@ -141,7 +142,7 @@ def solve(
             lambda: load_valid(path))
         pace_machine()
     for w in s.warnings:
-        err.print(f"[yellow]{w}[/]")
+        err.print(f"[yellow]{escape(str(w))}[/]")
     budget = Budget(time_limit if time_limit is not None else s.settings.time_limit_s,
                     start=started)
     keep = report_seconds(s)
@@ -158,7 +159,7 @@ def solve(
                                            baselines, fixed_rounds)
     if export_model is not None:
         write_mps(run, export_model)
-        err.print(f"model written to {export_model}")
+        err.print(f"model written to {escape(str(export_model))}")
     _write_files(plan, out, focus, seconds=run.seconds, baselines=compare)
     if not warned and fixed_rounds is None:  # a replay is not bounded by the clock
         warn_past_limit(budget, "a first plan and its files")
@@ -222,7 +223,7 @@ def _exit_without_plan(run) -> None:
     """Exit 3 where the solver itself failed (SPEC §4: a valid scenario always has a
     plan otherwise)."""
     if run.plan is None:
-        err.print(f"[red]no plan: the solver failed[/] ({run.result.termination})")
+        err.print(f"[red]no plan: the solver failed[/] ({escape(run.result.termination)})")
         raise typer.Exit(EXIT_NO_PLAN)
 
 
@@ -235,7 +236,7 @@ def _exit_if_check_fails(s, plan, restricted: bool = False) -> None:
     if problems:
         err.print("[red]the plan fails the independent check:[/]")
         for p in problems[:20]:
-            err.print(f"  {p}")
+            err.print(f"  {p}", markup=False)
         raise typer.Exit(EXIT_ERROR)
 
 
@@ -250,7 +251,7 @@ def _write_files(plan, out: Path, focus: Path | None, **workbook) -> None:
         from planner.report.focus import focus_rows, write_focus_csv
 
         write_focus_csv(focus_rows(plan), focus)
-        err.print(f"FOCUS charges written to {focus}")
+        err.print(f"FOCUS charges written to {escape(str(focus))}")
 
 
 def _warn_deterministic_only(**given) -> None:
@@ -274,7 +275,7 @@ def _replayed_rounds(rounds: str | None):
     try:
         fixed = Rounds.parse(rounds)
     except ValueError as e:
-        err.print(f"[red]error:[/] --rounds: {e}")
+        err.print(f"[red]error:[/] --rounds: {escape(str(e))}")
         raise typer.Exit(EXIT_BAD_INPUT) from None
     # a replay is bounded by its rounds, not the clock (SPEC's S + 10 % is the clock's)
     warn(f"--rounds {rounds} rebuilds the plan round for round, "
@@ -288,12 +289,14 @@ def _say_done(plan, started: float, out: Path) -> None:
     t = plan.totals
     res = plan.result
     gap_text = "" if res.gap is None else f"; gap {res.gap:.2%} over bound ${res.bound:,.0f}"
-    note = "" if res.status == "optimal" else f" [yellow]({res.termination}{gap_text})[/]"
+    note = ("" if res.status == "optimal"
+            else f" [yellow]({escape(res.termination)}{gap_text})[/]")
     err.print(f"{res.status}{note}: total ${t['total_cost_usd']:,.0f}, "
               f"unmet {t['unmet_unit_hours']:,.1f} unit-hours "
               f"({t['unservable_unit_hours']:,.1f} no offer can serve), "
               f"{len(plan.commitments)} commitment(s); {time.perf_counter() - started:.1f} s"
-              + (f", rounds {res.rounds}" if res.rounds else "") + f"; wrote {out}")
+              + (f", rounds {res.rounds}" if res.rounds else "")
+              + f"; wrote {escape(str(out))}")
 
 
 def _warn_beaten(compare: list[dict], plan) -> None:
@@ -383,7 +386,7 @@ def _comparison_plans(s, run, beside, baselines, solver, gap, budget, threads, u
              "limit; they are listed without plans (no_plan)")
         return without_plans(s, run.candidates, "no_plan"), None
     except BesideFailed as e:
-        err.print(f"[yellow]the comparison plans failed: {e}[/]")
+        err.print(f"[yellow]the comparison plans failed: {escape(str(e))}[/]")
         return without_plans(s, run.candidates, "no_plan"), None
 
 
@@ -518,7 +521,8 @@ def _say_stochastic_done(result, alpha: float, started: float, out: Path) -> Non
     """The closing line of --stochastic: the schedule, expected cost, CVaR, gap and its
     bound, VSS, EVPI, the fresh samples' cost, seconds and the workbook written."""
     sample = result.out_of_sample
-    err.print(f"stochastic over {len(result.scenarios)} scenarios ({result.chosen.name} "
+    err.print(f"stochastic over {len(result.scenarios)} scenarios "
+              f"({escape(result.chosen.name)} "
               f"schedule): expected ${result.expected_cost_usd:,.0f}, CVaR{alpha:g} "
               f"${result.cvar_usd:,.0f}, gap {result.gap:.2%} over the bound "
               f"({result.bound_from}); "

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from rich.markup import escape
 
 from planner import interrupt
 from planner.cli.common import (
@@ -92,7 +93,7 @@ def whatif(
         lambda: load_valid(scenario))
     pace_machine()
     for w in s.warnings:
-        err.print(f"[yellow]{w}[/]")
+        err.print(f"[yellow]{escape(str(w))}[/]")
     per_workload = _workload_scales(scale_workload or [], s)
     jobs = jobs or os.cpu_count() or 1
     budget = Budget(time_limit if time_limit is not None else s.settings.time_limit_s,
@@ -138,7 +139,7 @@ def whatif(
     _say_variants(variants)
     if not warned:
         warn_past_limit(budget, "a first plan of each variant and the workbook")
-    err.print(f"wrote {out}")
+    err.print(f"wrote {out}", markup=False)
     if as_json:
         # one object per policy given (SPEC §4); the reference the savings are taken
         # against, where the command added it, apart
@@ -167,7 +168,7 @@ def _policies(given: list[str] | None):
     try:
         policies = [parse_policy(p) for p in (given or DEFAULT_POLICIES)]
     except PolicyError as e:
-        err.print(f"[red]error:[/] --policy {e}")
+        err.print(f"[red]error:[/] --policy {escape(str(e))}")
         raise typer.Exit(EXIT_BAD_INPUT) from None
     names = [p.name.casefold() for p in policies]
     if len(set(names)) != len(names):  # their sheets' names would differ only in case
@@ -217,7 +218,7 @@ def _workload_scales(items: list[str], s) -> dict[str, float]:
             raise typer.Exit(EXIT_BAD_INPUT)
         workload = resolve_name(name.strip(), s.workload_by_name, "workload")
         if workload in per_workload:
-            err.print(f"[red]error:[/] --scale-workload: '{workload}' given twice")
+            err.print(f"[red]error:[/] --scale-workload: '{escape(workload)}' given twice")
             raise typer.Exit(EXIT_BAD_INPUT)
         per_workload[workload] = numbers[0]
     return per_workload
@@ -267,5 +268,5 @@ def _say_variants(variants) -> None:
     for v in variants:
         total = f"${v.plan.totals['total_cost_usd']:,.0f}" if v.plan else "no plan"
         gap = v.plan.result.gap if v.plan is not None else None
-        err.print(f"{v.label:>24}: {total} ({v.status}"
+        err.print(f"{escape(f'{v.label:>24}')}: {total} ({v.status}"
                   + (f", gap {gap:.2%}" if gap is not None else "") + ")")
