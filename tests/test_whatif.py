@@ -255,6 +255,11 @@ def test_cli_whatif_bad_policy_exits_2(tmp_path):
     folder = write_csv(tmp_path / "scn", TABLES)
     res = CliRunner().invoke(app, ["whatif", str(folder), "--policy", "x=weekly"])
     assert res.exit_code == 2 and "unknown term" in res.output
+    # every bad policy at once (an outside audit had been told of the first alone)
+    res = CliRunner().invoke(app, ["whatif", str(folder), "--policy", "x=weekly",
+                                   "--policy", "ok=on_demand", "--policy", "y=reserved:abc"])
+    assert res.exit_code == 2 and "unknown term" in res.output
+    assert "'abc' is not a number of months" in res.output, res.output
 
 
 def test_a_policy_that_can_serve_nothing_is_said(tmp_path):

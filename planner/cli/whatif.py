@@ -165,11 +165,16 @@ def _policies(given: list[str] | None):
     reference exit 2."""
     from planner.whatif import DEFAULT_POLICIES, Policy, PolicyError, parse_policy
 
-    try:
-        policies = [parse_policy(p) for p in (given or DEFAULT_POLICIES)]
-    except PolicyError as e:
+    policies, bad = [], []
+    for text in given or DEFAULT_POLICIES:  # every bad one said, not the first alone
+        try:
+            policies.append(parse_policy(text))
+        except PolicyError as e:
+            bad.append(e)
+    for e in bad:
         err.print(f"[red]error:[/] --policy {escape(str(e))}")
-        raise typer.Exit(EXIT_BAD_INPUT) from None
+    if bad:
+        raise typer.Exit(EXIT_BAD_INPUT)
     names = [p.name.casefold() for p in policies]
     if len(set(names)) != len(names):  # their sheets' names would differ only in case
         err.print("[red]error:[/] two policies have the same name (in any case)")
