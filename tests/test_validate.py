@@ -219,6 +219,23 @@ def test_unknown_tables_columns_and_settings_are_warnings(tmp_path):
     assert result.warnings and len(result.warnings) == 3
 
 
+@pytest.mark.parametrize("key,value", [("time_limit_s", "abc"), ("hours_per_month", "-1"),
+                                       ("tail_policy", "partial")])
+def test_a_bad_setting_hides_no_other_tables_problems(tmp_path, key, value):
+    # an outside audit: a bad optional setting had left the demand rules unchecked, so
+    # a demand row given twice and one outside the horizon were said only once it was
+    # mended (SPEC §3: every problem at once)
+    data = scenario(settings={key: value})
+    data["demand"] = [*data["demand"], dict(data["demand"][0]),
+                      {"workload": "w", "period": "2031-01", "amount": 5}]
+    result, issues = _issues(tmp_path, data)
+    said = [str(i) for i in issues]
+    assert result is None
+    assert any("settings" in s and key in s for s in said), said
+    assert any("given twice" in s for s in said), said
+    assert any("outside the horizon" in s for s in said), said
+
+
 def test_demand_outside_the_horizon_is_one_warning(tmp_path):
     # SPEC §2: rows outside the horizon are counted (rows, not months: a quarter outside
     # counted three). The horizon is January 2027 alone: 2027Q1 keeps January and is

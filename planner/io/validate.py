@@ -185,8 +185,11 @@ def _settings(rows, label: str, out: Collector) -> Settings | None:
             if col.name not in found:
                 out.error(label, None, "key", f"required setting '{col.name}' is missing")
             complete = False
-    if not complete or any(v is None and k in where for k, v in found.items()):
+    if not complete:
         return None
+    # a bad optional setting (said above) takes its default here, so that the rules that
+    # read the settings still check the other tables (an outside audit: time_limit_s
+    # 'abc' had hidden a demand row given twice)
     kwargs = {c.name: found.get(c.name, c.default) for c in SETTINGS}
     kwargs = {k: v for k, v in kwargs.items() if v is not None}
     kwargs["horizon_months"] = int(kwargs["horizon_months"])
