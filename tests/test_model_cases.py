@@ -563,6 +563,35 @@ def test_unmet_reasons_know_single_region_spot_share_and_gpu_types(tmp_path):
     assert reasons["n"] == "no GPU type that can serve it"
 
 
+@pytest.mark.parametrize("share", [0.5, 0.0])
+def test_spot_alone_under_a_spot_share_serves_nothing_and_is_unservable(tmp_path, share):
+    """b (burst, spot at most `share` of what is served) can reach spot alone: spot ≤
+    share × (spot + nothing else) leaves spot 0, so b's 10 units are unmet whatever the
+    plan: 10 × 100 h × $1000 = 1,000,000, unservable (out of the gap), and said so, as a
+    training workload's spot (allowed none) is. c, at a site that also reaches on-demand,
+    keeps spot beside it: 20 units, spot at most half (10 units = 10 spot GPUs at $0.5,
+    500) and 10 on-demand at $2 (2,000). Objective 1,002,500. (An outside audit: b had
+    been "capacity exhausted" and in the gap.)"""
+    plan = solve_tables(tmp_path, scenario(
+        settings=H, sites=us_sites("s1", "s2"), regions=regions(r1="s1", r2="s2"),
+        links=[{"site_a": "s1", "site_b": "s2", "rtt_ms": 50}],
+        offers=[{"region": "r1", "gpu": "A", "term": "spot", "usd_per_gpu_hour": 0.5},
+                od("r2", price=2)],
+        workloads=[{"workload": "b", "kind": "burst", "max_spot_share": share,
+                    "latency_slo_ms": 10},
+                   {"workload": "c", "kind": "burst", "max_spot_share": 0.5}],
+        throughput=[{"workload": w, "gpu": "A", "units_per_gpu": 1} for w in "bc"],
+        demand=[{"workload": "b", "period": "2027-01", "amount": 10, "site": "s1"},
+                {"workload": "c", "period": "2027-01", "amount": 20}]))
+    assert plan.result.status == "optimal"
+    assert plan.totals["objective_usd"] == pytest.approx(1_002_500)
+    assert plan.totals["unservable_unit_hours"] == pytest.approx(1000)
+    assert plan.totals["unservable_penalty_usd"] == pytest.approx(1_000_000)
+    reasons = dict(zip(plan.unmet["workload"], plan.unmet["reason"]))
+    assert set(reasons) == {"b"}
+    assert reasons["b"].startswith("its only offers in reach are spot")
+
+
 @pytest.mark.parametrize("tail, od_price, expected_cost, committed", [
     # 1 GPU for a 6-month horizon; reserved 12 months at $1, obligation 12 × 100 = 1200.
     ("full", 3.0, 1200, 1),     # on-demand 6 × 300 = 1800 > 1200: reserve, all 1200 counts

@@ -35,6 +35,8 @@ UNMET_LATENCY = "no offer within the latency SLO"
 UNMET_LATENCY_JURISDICTION = ("no offer within the latency SLO in an allowed jurisdiction "
                               "(those within it are in jurisdictions it may not use)")
 UNMET_SPOT = "its only offers in reach are spot, which it may not use"
+UNMET_SPOT_ALONE = ("its only offers in reach are spot, which may carry at most its "
+                    "max_spot_share (under 1) of what is served: with no other source, none")
 UNMET_LEAD_TIME = "lead time: no offer available yet in this month"
 UNMET_CAPACITY = "capacity exhausted"
 UNMET_SPOT_SHARE = ("capacity exhausted (spot, the only source without a limit, may carry "
@@ -115,6 +117,8 @@ class Candidates:
             near = [x for x in near if x[2] is None or allowed(x[2])]
             if not near:
                 return UNMET_NOT_ALLOWED
+        if self._spot_alone(workload, allowed):
+            return UNMET_SPOT_ALONE
         ready = [
             x for x in near
             if (x[2] is not None and x[2].first_month <= month)
@@ -130,6 +134,25 @@ class Candidates:
         if any(x[2].term != "spot" or w.max_spot_share >= 1.0 for x in unlimited):
             return UNMET_PENALTY
         return UNMET_SPOT_SHARE if unlimited else UNMET_CAPACITY
+
+    def _spot_alone(self, workload: str, allowed: Callable[[Offer], bool] | None) -> bool:
+        """Whether spot is all that `workload` could use from any of its sites (under
+        `allowed`) while spot may carry only part of what is served (max_spot_share
+        under 1): then it carries none (planner.model.space drops such sources)."""
+        w = self.scenario.workload_by_name[workload]
+        if w.max_spot_share >= 1.0:
+            return False
+        for (name, site) in self.regions_for_site:
+            if name != workload:
+                continue
+            if (name, site) not in self._reach:
+                self._reach[(name, site)] = self._sources_in_reach(name, site)
+            near = self._reach[(name, site)]
+            if not isinstance(near, str) and any(
+                    x[2] is None or (x[2].term != "spot" and (allowed is None or allowed(x[2])))
+                    for x in near):
+                return False
+        return True
 
     def _sources_in_reach(self, workload: str, site: str | None) -> str | list[tuple]:
         """The (region, GPU type, offer or None for existing) sources `workload` may use
@@ -150,7 +173,7 @@ class Candidates:
         if not near:  # (an audit: "within the SLO" had hidden the rule that bound too)
             return UNMET_LATENCY_JURISDICTION if any(
                 self._within_slo(w, site, x[0]) for x in sources) else UNMET_LATENCY
-        if w.allow_spot is False:
+        if w.allow_spot is False or w.max_spot_share <= 0:
             near = [x for x in near if x[2] is None or x[2].term != "spot"]
             if not near:  # (else every month read as "lead time")
                 return UNMET_SPOT
@@ -215,7 +238,7 @@ def find_candidates(scenario: Scenario, transit: Transit | None = None,
                 reason = JURISDICTION
             elif o.region not in reachable:
                 reason = LATENCY
-            elif o.term == "spot" and not w.allow_spot:
+            elif o.term == "spot" and (not w.allow_spot or w.max_spot_share <= 0):
                 reason = SPOT
             elif o.first_month >= horizon:
                 reason = LEAD_TIME

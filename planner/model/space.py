@@ -178,6 +178,13 @@ class ModelSpace:
                 if (w.workload, gpu) in tp and region in reachable:
                     key = (region, gpu, COMMITTED)
                     found[key] = min(found.get(key, 10**9), start)
+            if w.max_spot_share < 1.0 and not any(
+                    src == COMMITTED or self.payg_offer[src].term != "spot"
+                    for (_, _, src) in found):
+                # spot carries at most max_spot_share (< 1) of what is served: with
+                # nothing else to serve beside it, it serves none (an outside audit:
+                # such demand had been left in the gap as "capacity exhausted")
+                found = {}
             self.sources[w.workload] = dict(sorted(found.items()))
 
     def _levels(self):
