@@ -126,6 +126,10 @@ class Runner:
             client.close()
             raise ClusterUnusable(f"the Dask cluster at {self.scheduler} has no worker "
                                   f"(start one: dask worker {self.scheduler})") from None
+        # a scheduler lost is said by the command, with what was done (ClusterError), not
+        # by the client's own log lines and its reconnection's tracebacks
+        for name in ("distributed.client", "distributed.core", "distributed.comm"):
+            logging.getLogger(name).setLevel(logging.CRITICAL)
         return client
 
     def __exit__(self, *exc) -> None:
@@ -159,6 +163,8 @@ class Runner:
                 if done:
                     done(len(results) - 1, len(results), len(tasks))
             return results
+        from concurrent.futures import CancelledError
+
         import dask
         from distributed import as_completed
 
@@ -167,9 +173,18 @@ class Runner:
         # each task carries its scenario (some 0.7 MiB at 200x40x24): in the graph, not
         # scattered, so that a lost worker's task can run again (scattered data is lost
         # with its worker); Dask's warning about a large graph would only alarm the user
-        with dask.config.set({"distributed.admin.large-graph-warning-threshold": "1 GiB"}):
-            # at the command's pace: its reckonings, whatever the worker's machine
-            futures = self.client.map(at_pace(fn), tasks, retries=RETRIES, pure=False)
+        lost = ClusterError(f"{len(tasks)} of {len(tasks)} tasks not done: the connection "
+                            f"to the Dask scheduler was lost", [None] * len(tasks))
+        if self.client.status not in ("running", "connecting"):
+            raise lost
+        try:
+            with dask.config.set({"distributed.admin.large-graph-warning-threshold": "1 GiB"}):
+                # at the command's pace: its reckonings, whatever the worker's machine
+                futures = self.client.map(at_pace(fn), tasks, retries=RETRIES, pure=False)
+        except (CancelledError, OSError, ValueError):  # ValueError: "No clients found"
+            if self.client.status in ("running", "connecting"):
+                raise
+            raise lost from None
         index = {f.key: i for i, f in enumerate(futures)}
         workers = self.workers  # as the tasks start: a lost one shows at the end
         results: list = [None] * len(tasks)
@@ -189,6 +204,12 @@ class Runner:
                    else "their share of the time was not enough")
             raise ClusterError(f"{len(tasks) - count} of {len(tasks)} tasks not done when "
                                f"the time ran out: {why}", results) from None
+        except (CancelledError, OSError):  # OSError: distributed's CommClosedError
+            # the scheduler lost: what was done stands (an outside audit: a whatif whose
+            # scheduler was killed had ended with "unexpected error", its variants done
+            # thrown away)
+            raise ClusterError(f"{len(tasks) - count} of {len(tasks)} tasks not done: the "
+                               f"connection to the Dask scheduler was lost", results) from None
         return results
 
 

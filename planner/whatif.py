@@ -106,6 +106,7 @@ class Variant:
     least_s: float | None = None  # its solve's Run.least_s
     work_s: float = 0.0  # the seconds of work its solve is reckoned to have taken
     note: str = ""  # why it was not run
+    stress_note: str = ""  # why some of its stress tests were not done (the cluster's)
     # whether the wall clock, not its reckoned work, stopped its solve short of its gap:
     # the machine ran behind its pace, so another run may give another plan (an outside
     # audit: two runs at --jobs 2 gave $33,607,410 and $33,620,892, nothing said)
@@ -284,13 +285,15 @@ def run_whatif(scenario: Scenario, policies: list[Policy], demand_scales: list[f
         size = workers if budget is not None else len(tasks)
         while tasks:
             batch, tasks = tasks[:size], tasks[size:]
-            stressed, _ = _map(runner, _stress_test, [
+            stressed, why = _map(runner, _stress_test, [
                 (scenario, v.policy, v.demand_scale * x, per_workload, signed[v.label],
                  solver, limit, gap, stop_by) for v, x, limit in batch],
                 [(v, x) for v, x, _ in batch], done, required=False)
             for (v, x, _), figures in zip(batch, stressed):
                 if figures is not None:
                     v.stress[x] = figures
+                elif why:
+                    v.stress_note = why
     for v in at_base:  # what the time did not hold
         for x in stress_scales:
             v.stress.setdefault(x, {"status": "not_run"})

@@ -632,6 +632,48 @@ def test_time_limits_do_not_depend_on_the_workers(tmp_path, monkeypatch):
     assert len(limits[1]) == 3 + 3 * 2  # every variant and stress test
 
 
+def test_a_scheduler_lost_mid_run_leaves_what_was_done(monkeypatch):
+    # an outside audit killed the scheduler of a whatif: "unexpected error" (exit 1), the
+    # variants done thrown away; the next map's "No clients found" likewise. Now the
+    # tasks done stand (whatif writes them) and the rest are the cluster's error.
+    from concurrent.futures import CancelledError
+
+    import distributed
+
+    from planner.cluster import ClusterError, Runner
+
+    class Future:
+        def __init__(self, key, value):
+            self.key, self.value = key, value
+
+        def result(self):
+            return self.value
+
+    class Client:
+        status = "running"
+
+        def map(self, fn, tasks, **_):
+            return [Future(i, fn(task)) for i, task in enumerate(tasks)]
+
+        def scheduler_info(self):
+            return {"workers": {"a": {}, "b": {}}}
+
+    def as_completed(futures, timeout=None):
+        yield futures[1]
+        raise CancelledError("scheduler-connection-lost")
+
+    monkeypatch.setattr(distributed, "as_completed", as_completed)
+    runner = Runner(jobs=2)
+    runner.client = Client()
+    with pytest.raises(ClusterError, match="connection to the Dask scheduler was lost") as e:
+        runner.map(lambda x: 10 * x, [1, 2, 3])
+    assert e.value.results == [None, 20, None]
+    runner.client.status = "closed"
+    with pytest.raises(ClusterError, match="connection to the Dask scheduler was lost") as e:
+        runner.map(lambda x: 10 * x, [1, 2])
+    assert e.value.results == [None, None]
+
+
 def test_a_cluster_that_cannot_be_used_is_bad_input(tmp_path):
     # an address that is not one (said before any work), a scheduler that does not
     # answer, one with no worker: exit 2, a line saying why, within the time limit
@@ -785,6 +827,15 @@ def test_stress_tests_none_of_which_is_done_leave_the_variants_standing(tmp_path
     (v,) = whatif.run_whatif(s, POLICIES[:1], [1.0], stress_scales=(0.8, 1.2, 1.5))
     assert v.plan.totals["total_cost_usd"] == pytest.approx(2400)
     assert v.stress == {x: {"status": "not_run"} for x in (0.8, 1.2, 1.5)}
+    # and said why (they had been not_run without a word)
+    assert v.stress_note.endswith("tasks not done when the time ran out")
+    from planner.cli.common import SAID
+    from planner.cli.whatif import _warn_variants
+
+    SAID.clear()
+    _warn_variants([v], "highs")
+    assert any(w.startswith("3 stress test(s) not run") and "time ran out" in w
+               for w in SAID), SAID
 
 
 def test_a_whatifs_solves_stop_by_the_commands_own_end(tmp_path, monkeypatch):

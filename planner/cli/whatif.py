@@ -251,6 +251,14 @@ def _warn_variants(variants, asked: str) -> None:
                  f"{', '.join(names[:5])}{' …' if len(names) > 5 else ''} in some months: "
                  f"{unmet['unit_hours'].sum():,.1f} unit-hours unmet at their penalty, "
                  "which its objective counts and its total cost does not")
+    missed = [f"{v.label} ×{x:g}" for v in variants for x, figures in v.stress.items()
+              if figures.get("status") == "not_run"]
+    if missed:  # (an outside audit: a scheduler lost had left them not_run, unsaid)
+        # (each batch's note counts its own tasks: the reason alone is said)
+        whys = sorted({v.stress_note.split(": ", 1)[-1] for v in variants if v.stress_note})
+        warn(f"{len(missed)} stress test(s) not run ({', '.join(missed[:6])}"
+             f"{' …' if len(missed) > 6 else ''}): "
+             + ("; ".join(whys) if whys else "the time limit left no time for them"))
     rough = [f"{v.label} ×{x:g}" for v in variants for x, figures in v.stress.items()
              if figures.get("rough")]
     if rough:
