@@ -910,7 +910,7 @@ def test_a_solve_the_wall_clock_stopped_is_said_to_be_so(tmp_path, monkeypatch):
     monkeypatch.setattr("planner.cli.common.warn", said.append)
     result = SimpleNamespace(wait_and_see=[{"clock_stopped": True}, {}], dropped=0,
                              candidates=[SimpleNamespace(results=[{"clock_stopped": True}])],
-                             overrun_s=0, untried=0, missed=0, scenarios=())
+                             overrun_s=0, untried=0, missed=0, scenarios=(), evpi_usd=None)
     cli_solve._warn_stochastic(result, Budget(10), None)
     assert any("the wall clock stopped 2 of its solves" in w for w in said)
 
@@ -922,3 +922,25 @@ def test_bad_input_leaves_no_output_folder_behind(tmp_path):
     res = CliRunner().invoke(app, ["solve", str(folder), "-o",
                                    str(tmp_path / "new" / "sub" / "p.xlsx")])
     assert res.exit_code == 2 and not (tmp_path / "new").exists()
+
+
+def test_an_evpi_from_plans_not_proven_within_the_gap_is_said_so():
+    # an outside audit: at --time-limit 8 every scenario's own plan was stopped above
+    # its gap, and EVPI read $0 (at 20 s, $5,104 or more), nothing said
+    from types import SimpleNamespace
+
+    from planner.cli.common import SAID
+    from planner.cli.solve import _warn_stochastic
+
+    def result(status):
+        return SimpleNamespace(
+            wait_and_see=[{"status": "optimal"}, {"status": status}], candidates=[],
+            dropped=0, overrun_s=0.0, untried=0, missed=0, evpi_usd=0.0, scenarios=[1, 2],
+            need_s=1.0)
+
+    SAID.clear()
+    _warn_stochastic(result("optimal"), SimpleNamespace(seconds=8.0), None)
+    assert not any("EVPI" in w for w in SAID)
+    _warn_stochastic(result("feasible"), SimpleNamespace(seconds=8.0), None)
+    assert any(w.startswith("EVPI $0 is taken from the scenarios' own plans, 1 of 2")
+               for w in SAID), SAID
