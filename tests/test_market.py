@@ -182,6 +182,21 @@ def test_a_bad_rule_is_bad_input_and_nothing_is_written(tmp_path, small_catalog)
     assert not (scn / "offers.csv").exists()
 
 
+def test_the_scenarios_own_errors_are_said_with_the_market_files(tmp_path, small_catalog):
+    # an outside audit had been told of the offers' bad price only once the rule was
+    # mended (SPEC §3: every problem at once)
+    scn = tmp_path / "scn"
+    _write(scn / "market" / "rules.csv", "provider,term,commit_months,discount,source\n"
+                                         "acme,reserved,,1.5,\n")
+    _write(scn / "offers.csv", "region,gpu,term,usd_per_gpu_hour\nr1,A100,on_demand,two\n")
+    res = _import(scn, small_catalog)
+    assert res.exit_code == 2
+    assert "rules.csv" in res.output and "'two' is not a number" in res.output, res.output
+    res = _import(scn, tmp_path / "nowhere")
+    assert res.exit_code == 2
+    assert "no such catalog folder" in res.output and "'two'" in res.output, res.output
+
+
 def test_a_rule_an_offer_could_not_keep_is_bad_input(tmp_path, small_catalog):
     # an outside audit: a reservation of 700 months with min_gpus 8 over max_gpus 4 was
     # written (exit 0) into offers that validate then refused; commitment figures on a

@@ -182,7 +182,7 @@ def import_market(scenario: Path, catalog: Path, rules: Path | None,
         issues.append(Issue("error", str(catalog), None, None,
                             "not a catalog folder" if catalog.exists()
                             else "no such catalog folder"))
-        return Changes(), issues
+        return Changes(), issues + _own_tables_problems(scenario)
 
     alias = {r["catalog_gpu"]: r["gpu"] for r in aliases.rows
              if r.get("catalog_gpu") and r.get("gpu")}
@@ -192,7 +192,7 @@ def import_market(scenario: Path, catalog: Path, rules: Path | None,
     prices = [p for p in read_catalog(catalog, known, issues)
               if p.catalog_gpu not in skipped and p.gpu_name not in skipped]
     if any(i.severity == "error" for i in issues):
-        return Changes(), issues
+        return Changes(), issues + _own_tables_problems(scenario)
     changes = Changes()
     clouds = {p.parent.name for p in catalog.glob("*/vms.csv")}
 
@@ -218,6 +218,18 @@ def import_market(scenario: Path, catalog: Path, rules: Path | None,
         writers += [table.writer() for table in (gpus, regions, offers)]
     write_all_atomically(writers)
     return changes, issues
+
+
+def _own_tables_problems(scenario: Path) -> list[Issue]:
+    """The errors the scenario's own gpus, regions and offers have now: said with the
+    market files' (an outside audit had been told of them only once those were mended)."""
+    from planner.io.load import load_raw
+    from planner.io.validate import errors_in
+
+    before = load_raw(scenario)
+    if any(i.table == "scenario" for i in before.issues):
+        return []  # read already (a folder or workbook it cannot read has said so)
+    return errors_in(before, ("gpus", "regions", "offers"))
 
 
 def _written_tables_problems(scenario: Path, tables: dict[str, "_Table"]) -> list[Issue]:
