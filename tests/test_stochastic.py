@@ -162,6 +162,7 @@ def test_no_figure_of_the_risk_sheet_renders_as_hashes(tmp_path):
     # the newsvendor at 10^8 times its demand: an expected $250 B. The figures under the
     # table share column B with the probabilities, sized for 0.5000: any expected cost
     # from $10 M on showed ###, and the Weighted column (formulas) was sized for $999 M
+    from openpyxl import load_workbook
     from rendering import recalculated, stale_values, too_narrow
 
     tables = dict(NEWSVENDOR, demand=[dict(d, amount=float(d["amount"]) * 1e8)
@@ -174,6 +175,12 @@ def test_no_figure_of_the_risk_sheet_renders_as_hashes(tmp_path):
     assert json.loads(res.stdout)["stochastic"]["expected_cost_usd"] == pytest.approx(2.5e11)
     done = recalculated(path, tmp_path / "recalc")
     assert too_narrow(path, done) == [] and stale_values(path, done) == []
+    # its labels and candidates' names whole: two candidates a step apart differ only at
+    # their ends (an outside audit read "… +1 GPUs" and "… −1 GPUs" as one)
+    ws = load_workbook(path)["Risk"]
+    names = [c.value for c in ws["A"] if isinstance(c.value, str)]
+    assert any("step" in n for n in names), names
+    assert ws.column_dimensions["A"].width >= max(map(len, names))
 
 
 def test_a_short_budget_still_leaves_small_models_their_cuts(tmp_path):
