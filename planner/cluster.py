@@ -113,9 +113,10 @@ class Runner:
             _answers(self.scheduler, wait)
             client = Client(self.scheduler, timeout=wait)
         except (OSError, TimeoutError, ValueError) as e:
+            # (an exception is never false: str(e), '' for a bare TimeoutError, is)
             raise ClusterUnusable(f"cannot reach a Dask scheduler at {self.scheduler} "
                                   f"within {wait:.0f} s ({type(e).__name__}: "
-                                  f"{e or 'no answer to its handshake'})") from None
+                                  f"{str(e) or 'no answer to its handshake'})") from None
         except Exception as e:  # something answers, not in Dask's protocol: a web server
             # read as Dask's frames asked for a 3 EiB buffer (MemoryError)
             raise ClusterUnusable(f"{self.scheduler} answers, but not as a Dask scheduler "

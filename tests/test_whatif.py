@@ -686,6 +686,15 @@ def test_a_cluster_that_cannot_be_used_is_bad_input(tmp_path):
     assert res.exit_code == 2 and "not a scheduler address" in res.output
     res = CliRunner().invoke(app, [*args, "--scheduler", "tcp://127.0.0.1:1"])
     assert res.exit_code == 2 and "cannot reach a Dask scheduler" in res.output
+    import socket
+
+    with socket.socket() as silent:  # takes the connection, never answers its handshake
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        port = silent.getsockname()[1]
+        res = CliRunner().invoke(app, [*args, "--scheduler", f"tcp://127.0.0.1:{port}"])
+    # (an outside audit read "(TimeoutError: )")
+    assert res.exit_code == 2 and "no answer to its handshake" in res.output, res.output
     with LocalCluster(n_workers=0, processes=False, protocol="tcp",
                       dashboard_address=":0") as cluster:
         res = CliRunner().invoke(app, [*args, "--scheduler", cluster.scheduler_address])
