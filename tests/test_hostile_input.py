@@ -339,24 +339,21 @@ def test_text_that_reads_as_console_markup_is_said_as_written(tmp_path):
 
 
 def test_every_output_path_problem_is_said_at_once(tmp_path):
-    # each had been said only once the one before it was mended
+    # each had been said only once the one before it was mended: names of the wrong kind,
+    # then paths under a regular file
     folder = write_csv(tmp_path / "scn", scenario())
     new = tmp_path / "new"
     afile = tmp_path / "afile"
     afile.write_text("")
     runner = CliRunner()
-    res = runner.invoke(app, ["solve", str(folder), "-o", str(new / "plan.csv"),
-                              "--focus", str(new / "f.xlsx"),
-                              "--export-model", str(new / "m.lp")])
-    assert res.exit_code == 2
-    for name in ("plan.csv", "f.xlsx", "m.lp"):
-        assert f"{name}: it is written as" in res.output, res.output
-    res = runner.invoke(app, ["solve", str(folder), "-o", str(afile / "x.xlsx"),
-                              "--focus", str(afile / "f.csv"),
-                              "--export-model", str(afile / "m.mps")])
-    assert res.exit_code == 2
-    for name in ("x.xlsx", "f.csv", "m.mps"):
-        assert f"{afile / name}" in res.output, res.output
+    for where, names, said in ((new, ("plan.csv", "f.xlsx", "m.lp"), "{name}: it is written as"),
+                               (afile, ("x.xlsx", "f.csv", "m.mps"), "{path}")):
+        res = runner.invoke(app, ["solve", str(folder), "-o", str(where / names[0]),
+                                  "--focus", str(where / names[1]),
+                                  "--export-model", str(where / names[2])])
+        assert res.exit_code == 2
+        for name in names:
+            assert said.format(name=name, path=where / name) in res.output, res.output
     assert not new.exists()
 
 
