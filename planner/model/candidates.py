@@ -39,6 +39,8 @@ UNMET_SPOT_ALONE = ("its only offers in reach are spot, which may carry at most 
                     "max_spot_share (under 1) of what is served: with no other source, none")
 UNMET_LEAD_TIME = "lead time: no offer available yet in this month"
 UNMET_CAPACITY = "capacity exhausted"
+UNMET_CAPACITY_HELD = ("capacity exhausted in the one region and GPU type it runs on "
+                       "(single_region)")
 UNMET_SPOT_SHARE = ("capacity exhausted (spot, the only source without a limit, may carry "
                     "at most its max_spot_share of what is served)")
 UNMET_NOT_ALLOWED = "no offer this plan may buy (its policy or restrictions)"

@@ -19,6 +19,7 @@ from planner.io.schema import TERMS
 from planner.model.builder import COMMITTED
 from planner.model.candidates import (
     UNMET_CAPACITY,
+    UNMET_CAPACITY_HELD,
     UNMET_NOT_ALLOWED,
     UNMET_PENALTY,
     UNMET_ROOM,
@@ -108,10 +109,12 @@ class _RoomLeft:
                 self.signable[((o.region, o.gpu), m)] = max(
                     self.signable[((o.region, o.gpu), m)], room)
 
-    def in_reach(self, w: str, site, month: int, k: int) -> bool:
+    def in_reach(self, w: str, site, month: int, k: int, held: bool = True) -> bool:
+        """Whether a source in reach of (w, site) had room for one more replica in
+        (month, k); a single-region workload's only in the pair it runs on (`held`)."""
         index, s = self.index, self.index.scenario
         near = set(index.candidates.regions_for_site.get((w, site), ()))
-        chosen = self.chosen.get(w)
+        chosen = self.chosen.get(w) if held else None
         for (r, g, src), first in index.sources.get(w, {}).items():
             if first > month or r not in near or (chosen and (r, g) not in chosen):
                 continue
@@ -279,6 +282,11 @@ def _unmet(index, solution: Solution, usage_rows: list[dict], gpr: dict,
             room = room or _RoomLeft(index, solution, usage_rows, gpr)
             if room.in_reach(w, site, m, k):
                 reason = UNMET_ROOM  # the plan, not the market, left it unmet
+            elif (reason == UNMET_CAPACITY and room.chosen.get(w)
+                  and room.in_reach(w, site, m, k, held=False)):
+                # room elsewhere, not a single-region workload's to use (an outside audit
+                # read "capacity exhausted" beside a region with room)
+                reason = UNMET_CAPACITY_HELD
         unmet_rows.append(dict(
             workload=w, site=site, month=m, month_label=st.month(m), segment=k,
             level=c.level[(w, site, m, k)], units=x, hours=hours[k],
