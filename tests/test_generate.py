@@ -69,6 +69,24 @@ def test_more_months_than_a_horizon_holds_is_refused_before_writing(tmp_path):
     assert load_scenario(tmp_path / "most").settings.horizon_months == HORIZON_MOST
 
 
+def test_generate_writes_no_scenario_over_another(tmp_path):
+    # an outside audit: generated into a scenario's folder, the old demand_scenarios.csv
+    # stayed and joined the new market unsaid; nor is a negative seed one (solve's is ≥ 0)
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "demand_scenarios.csv").write_text("scenario,probability,multiplier\nlow,1,0.8\n")
+    res = CliRunner().invoke(app, ["generate", str(old), "--workloads", "1", "--regions", "3",
+                                   "--months", "1", "--seed", "-1"])
+    assert res.exit_code == 2
+    assert "is not empty" in res.output and "--seed" in res.output, res.output
+    assert [f.name for f in old.iterdir()] == ["demand_scenarios.csv"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    res = CliRunner().invoke(app, ["generate", str(empty), "--workloads", "1", "--regions", "3",
+                                   "--months", "1"])
+    assert res.exit_code == 0 and (empty / "demand.csv").exists(), res.output
+
+
 def _lists(ws) -> dict[str, tuple[str, bool]]:
     """Cell range → (the drop-down's choices, whether Excel refuses other values)."""
     return {str(dv.sqref): (dv.formula1, dv.showErrorMessage)

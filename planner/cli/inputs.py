@@ -117,21 +117,34 @@ def _check_throughput_folder(scenario: Path) -> None:
     check_outputs(scenario / "throughput.csv")  # a folder there, no permission: bad input
 
 
+def _empty_folder(out: Path) -> None:
+    """A scenario folder with files in it is not written over: generate writes a whole
+    scenario, and a table of the old one it does not write (demand_scenarios, existing)
+    would join the new one unsaid (an outside audit). Exit 2."""
+    if out.is_dir() and any(out.iterdir()):
+        err.print(f"[red]error:[/] {escape(str(out))} is not empty: generate writes a whole "
+                  "scenario; give a new or empty folder")
+        raise typer.Exit(EXIT_BAD_INPUT)
+
+
 @app.command()
 @guard
 def generate(
-    out: Path = typer.Argument(..., help="folder to write the scenario's CSV files to"),
+    out: Path = typer.Argument(..., help="folder to write the scenario's CSV files to "
+                                         "(new, or empty)"),
     workloads: int = typer.Option(50, "--workloads", help="workloads, ≥ 1"),
     regions: int = typer.Option(20, "--regions", help="regions, ≥ 3"),
     months: int = typer.Option(24, "--months", help=f"horizon_months, 1 to {HORIZON_MOST}"),
-    seed: int = typer.Option(0, "--seed", help="seed of the market's random figures"),
+    seed: int = typer.Option(0, "--seed", help="seed of the market's random figures (≥ 0)"),
 ):
     """Write a synthetic but realistic scenario (for benchmarks and experiments)."""
     from planner.io.generate import generate as make
 
     every_problem(lambda: check_ranges(("--workloads", workloads, 1, None),
                                        ("--regions", regions, 3, None),
-                                       ("--months", months, 1, HORIZON_MOST)),
+                                       ("--months", months, 1, HORIZON_MOST),
+                                       ("--seed", seed, 0, None)),
+                  lambda: _empty_folder(out),
                   lambda: check_output_folder(out))
     counts = make(out, workloads, regions, months, seed)
     err.print(f"wrote {out}: " + ", ".join(f"{n} {k}" for k, n in counts.items()),
