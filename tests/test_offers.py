@@ -181,3 +181,18 @@ def test_for_a_workload_spot_only_where_its_share_allows_some(tmp_path):
                                    "--workload", "w"])
     assert res.exit_code == 0, res.output
     assert "spot" not in {r["term"] for r in json.loads(res.stdout)}
+
+
+def test_offers_and_latency_say_the_scenarios_warnings(tmp_path):
+    # SPEC §2: unknown columns are said, never silently used; offers and latency had said
+    # none (an outside audit: an upfront typed on an on-demand row, ignored, unsaid)
+    tables = dict(MARKET)
+    tables["gpus"] = [dict(row, colour="blue") for row in MARKET["gpus"]]
+    folder = write_csv(tmp_path / "scn", tables)
+    site = MARKET["sites"][0]["site"]
+    for args in (["offers", str(folder), "--format", "json"],
+                 ["latency", str(folder), site, "--format", "json"]):
+        res = CliRunner().invoke(app, args)
+        assert res.exit_code == 0, res.output
+        assert "unknown column 'colour'" in res.stderr, args
+        json.loads(res.stdout)  # stdout stays the listing alone

@@ -132,6 +132,13 @@ def load_valid(path: Path):
     return scenario
 
 
+def say_warnings(scenario) -> None:
+    """The scenario's warnings on stderr (SPEC §2: unknown tables or columns are said,
+    never silently used), for every command that reads one."""
+    for w in scenario.warnings:
+        err.print(f"[yellow]{escape(str(w))}[/]")
+
+
 def warn_solver(asked: str, used: str) -> None:
     """Say so when the solver asked for did not make the plan: CBC solves models of up
     to WHOLE_CELLS supply cells whole, where its branch and bound has the time for its

@@ -25,6 +25,7 @@ from planner.cli.common import (
     load_valid,
     print_issues,
     resolve_name,
+    say_warnings,
     shown_cell,
 )
 from planner.report.json_text import dumps
@@ -71,6 +72,7 @@ def latency(scenario: Path = typer.Argument(..., help="folder of CSV files or .x
 
     fmt = _check_format(fmt)
     s = load_valid(scenario)
+    say_warnings(s)  # (an outside audit: offers and latency had said none)
     site = resolve_name(site, s.site_by_name, "site")
     rows = [{**row, "latency_ms": None if row["latency_ms"] == float("inf")
              else shown_ms(row["latency_ms"]), "path": " → ".join(row["path"])}
@@ -115,6 +117,7 @@ def offers(
                                  lambda: check_ranges(("--slo", slo, 0, None)),
                                  lambda: _slo_needs_a_site(slo, origin),
                                  lambda: load_valid(scenario))
+    say_warnings(s)  # an upfront on a pay-as-you-go row, ignored, among them
     rows = offer_rows(s, gpu=resolve_name(gpu, [g.gpu for g in s.gpus], "GPU type"),
                       region=resolve_name(region, s.region_by_name, "region"),
                       term=resolve_name(term, TERMS, "term"),

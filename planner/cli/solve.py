@@ -36,6 +36,7 @@ from planner.cli.common import (
     load_valid,
     pace_machine,
     report_seconds,
+    say_warnings,
     show_stage,
     warn,
     warn_clock_stopped,
@@ -141,8 +142,7 @@ def solve(
             lambda: check_suffixes(xlsx=out, mps=export_model, csv=focus),
             lambda: load_valid(path))
         pace_machine()
-    for w in s.warnings:
-        err.print(f"[yellow]{escape(str(w))}[/]")
+    say_warnings(s)
     budget = Budget(time_limit if time_limit is not None else s.settings.time_limit_s,
                     start=started)
     keep = report_seconds(s)

@@ -34,6 +34,7 @@ from planner.cli.common import (
     parse_numbers,
     per_cell_s,
     resolve_name,
+    say_warnings,
     show_progress,
     show_stage,
     warn,
@@ -92,8 +93,7 @@ def whatif(
         lambda: check_outputs(out, scenario=scenario), lambda: check_suffixes(xlsx=out),
         lambda: load_valid(scenario))
     pace_machine()
-    for w in s.warnings:
-        err.print(f"[yellow]{escape(str(w))}[/]")
+    say_warnings(s)
     per_workload = _workload_scales(scale_workload or [], s)
     jobs = jobs or os.cpu_count() or 1
     budget = Budget(time_limit if time_limit is not None else s.settings.time_limit_s,
