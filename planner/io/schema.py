@@ -237,7 +237,9 @@ SETTINGS: tuple[Column, ...] = (
     _c("unmet_penalty_usd_per_unit_hour", "float", default=1000.0, unit="USD/unit-hour",
        minimum=0, doc="default cost of unmet demand"),
     _c("solver", "enum", default="highs", choices=SOLVERS, doc="highs or cbc"),
-    _c("time_limit_s", "float", default=60.0, unit="s", positive=True, doc="solver time limit"),
+    _c("time_limit_s", "float", default=60.0, unit="s", positive=True,
+       doc="the budget of the whole command, loading to the last file written "
+           "(comparison plans and what-if variants included)"),
     _c("mip_gap", "float", default=0.0001, minimum=0, maximum=1, doc="relative MIP gap"),
     _c("stale_price_days", "int", default=180, unit="days", minimum=0,
        doc="an offer whose price_date is older than this before start_month is warned about"),
