@@ -236,6 +236,19 @@ def test_a_bad_setting_hides_no_other_tables_problems(tmp_path, key, value):
     assert any("outside the horizon" in s for s in said), said
 
 
+def test_demand_no_gpu_type_can_serve_is_warned_about(tmp_path):
+    # a workload with demand and no throughput row: all of it unmet at its penalty;
+    # validate had said nothing (an outside audit), solve reported it unmet
+    data = scenario()
+    data["workloads"] = [*data["workloads"], {"workload": "v", "kind": "training"}]
+    data["demand"] = [*data["demand"], {"workload": "v", "period": "2027-01", "amount": 4}]
+    result, issues = _issues(tmp_path, data)
+    assert result is not None
+    said = [str(i) for i in issues if i.severity == "warning"]
+    assert len(said) == 1 and "'v' has no throughput row" in said[0], said
+    assert "row 3" in said[0]
+
+
 def test_demand_outside_the_horizon_is_one_warning(tmp_path):
     # SPEC §2: rows outside the horizon are counted (rows, not months: a quarter outside
     # counted three). The horizon is January 2027 alone: 2027Q1 keeps January and is

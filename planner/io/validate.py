@@ -279,6 +279,7 @@ class _Builder:
         throughput = self._throughput(workload_names, gpu_names, checked)
         demand = self._demand(workloads, checked, site_names, sites, links, regions)
         self._implausible_demand(throughput)
+        self._demand_with_no_throughput(workload_names)
         existing = self._existing(region_names, gpu_names)
         self._references_of_rows_left_out({"gpu": gpu_names, "site": site_names,
                                            "region": region_names,
@@ -637,6 +638,25 @@ class _Builder:
             self.out.warn(label, None, None, "no demand inside the horizon: the plan "
                           "buys nothing (is the forecast empty?)")
         return rows
+
+    def _demand_with_no_throughput(self, workload_names: set[str]) -> None:
+        """Warn about a workload with demand but no throughput row: no GPU type can
+        serve it, so all of it goes unmet at its penalty (an outside audit: validate said
+        nothing, solve reported it unmet), at its first demand row. A row left out for
+        an error of its own still names its workload, and a throughput table that could
+        not be read names none unknown (no warning on top of the error)."""
+        if "throughput" in self.absent:
+            return
+        named = {v.get("workload") for _, v, _ in self.rows["throughput"]}
+        first: dict[str, int] = {}
+        for number, v, ok in self.rows["demand"]:
+            w = v.get("workload")
+            if ok and v["amount"] > 0 and w in workload_names and w not in named:
+                first.setdefault(w, number)
+        for w, number in first.items():
+            self.out.warn(self.labels["demand"], number, "workload",
+                          f"'{w}' has no throughput row: no GPU type can serve it, and all "
+                          f"its demand is left unmet at its penalty")
 
     def _implausible_demand(self, throughput) -> None:
         """Warn about amounts that look mistyped, naming the cell: far above the
