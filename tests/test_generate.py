@@ -104,7 +104,7 @@ def test_template_settings_have_drop_downs_that_refuse_other_values(tmp_path):
     lists = _lists(settings)
     assert lists[f"B{row['tail_policy']}"] == ('"full,prorate"', True)
     assert lists[f"B{row['solver']}"] == ('"highs,cbc"', True)
-    assert _lists(wb["offers"])["C2:C1000"][0].startswith('"spot,on_demand')
+    assert _lists(wb["offers"])["C2:C100000"][0].startswith('"spot,on_demand')
     every = [dv for ws in wb.worksheets for dv in ws.data_validations.dataValidation]
     assert len(every) >= 6 and all(dv.showErrorMessage for dv in every)
     # numeric defaults are numbers, not text ('730.0' had been written as text)

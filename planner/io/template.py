@@ -20,7 +20,9 @@ from openpyxl.worksheet.datavalidation import DataValidation
 from planner.io.schema import SETTINGS, TABLES, Column
 from planner.report.cells import HEADER_FILL, print_setup, save_atomically, text_cell
 
-ROWS_WITH_LISTS = 1000  # rows that carry the drop-down lists
+# rows that carry the drop-down lists: a generated market of 40 regions has 586 offers,
+# one of 100 regions some 1,500 (they had stopped at row 1000: an outside audit)
+ROWS_WITH_LISTS = 100_000
 
 
 def _note(col: Column) -> str:
