@@ -713,6 +713,19 @@ def test_levels_out_of_range_or_given_twice_are_bad_input(tmp_path):
                                        *args])
         assert res.exit_code == 2, (args, res.output)
     assert not (tmp_path / "w.xlsx").exists()
+    # every problem of the options at once, beside the scenario's own (an outside audit:
+    # a negative demand scale and both --scale-workload problems had gone unsaid beside
+    # --time-limit's, and two policies named alike beside a bad one)
+    res = CliRunner().invoke(app, [
+        "whatif", str(folder), "-o", str(tmp_path / "w.xlsx"), "--demand-scale", "-1",
+        "--stress", "0", "--scale-workload", "inf=-2", "--scale-workload", "ghost=1",
+        "--time-limit", "-5", "--policy", "P=spot", "--policy", "p=on_demand",
+        "--policy", "a=foo"])
+    assert res.exit_code == 2
+    for said in ("--time-limit", "--demand-scale takes numbers ≥ 0", "--stress 0 is no",
+                 "not 'inf=-2'", "unknown workload 'ghost'", "'P' and 'p'",
+                 "unknown term 'foo'"):
+        assert said in res.output, (said, res.output)
 
 
 def test_a_server_that_is_not_a_dask_scheduler_is_bad_input(tmp_path):

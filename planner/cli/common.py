@@ -192,7 +192,7 @@ def check_solver_options(solver, time_limit, gap) -> str | None:
         problems.append("--time-limit must be greater than 0")
     if gap is not None and math.isfinite(gap) and gap > 1:  # as the settings' mip_gap
         problems.append(f"--gap is a fraction (0.01 = 1 %), at most 1, not {gap:g}")
-    _refuse(problems)
+    refuse(problems)
     return None if solver is None else solver.lower()
 
 
@@ -211,10 +211,10 @@ def check_ranges(*ranges: tuple) -> None:
             within = (f"from {least:g} to {most:g}" if least is not None and most is not None
                       else f"at least {least:g}" if least is not None else f"at most {most:g}")
             problems.append(f"{name} must be {within}, not {value:g}")
-    _refuse(problems)
+    refuse(problems)
 
 
-def _refuse(problems: list[str]) -> None:
+def refuse(problems: list[str]) -> None:
     """Say every one of the options' `problems` and exit 2, where there are any."""
     for problem in problems:
         err.print(f"[red]error:[/] {escape(problem)}")
@@ -327,19 +327,26 @@ def resolve_name(name: str | None, names, what: str) -> str | None:
     """`name` as the scenario spells it: the name itself where the scenario has it, else
     the one name that matches whatever the case; exit 2 when there is none, or several
     that differ only in case ('tokyo' and 'Tokyo' given as 'TOKYO')."""
+    found, problem = name_in(name, names, what)
+    refuse([problem] if problem else [])
+    return found
+
+
+def name_in(name: str | None, names, what: str) -> tuple[str | None, str | None]:
+    """`resolve_name` that says rather than exits: (the name as the scenario spells it,
+    None) or (None, the problem)."""
     if name is None:
-        return None
+        return None, None
     name = name.strip()  # as every cell of the scenario is read (' virginia ' was unknown)
     names = list(names)
     if name in names:
-        return name
+        return name, None
     found = sorted(n for n in names if n.casefold() == name.casefold())
-    if len(found) != 1:
-        said = (f"{what} '{name}' matches {', '.join(found)}: give one as written" if found
-                else f"unknown {what} '{name}'; {what}s are: " + ", ".join(sorted(names)))
-        err.print(f"[red]error:[/] {escape(said)}")
-        raise typer.Exit(EXIT_BAD_INPUT)
-    return found[0]
+    if len(found) == 1:
+        return found[0], None
+    return None, (f"{what} '{name}' matches {', '.join(found)}: give one as written"
+                  if found else f"unknown {what} '{name}'; {what}s are: "
+                  + ", ".join(sorted(names)))
 
 
 HEADINGS = {"usd_per_gpu_hour": "$/GPU-h", "effective_usd_per_gpu_hour": "effective $/GPU-h",
@@ -424,7 +431,7 @@ def check_outputs(*paths: Optional[Path], scenario: Optional[Path] = None) -> No
         MADE_FOLDERS.extend(reversed(missing))
         if why is not None:  # (guard removes the folders made)
             problems[path] = f"cannot write {path}: {why}"
-    _refuse(list(problems.values()))
+    refuse(list(problems.values()))
 
 
 # what is written to an output whose name must end in .<key> to be opened as such
@@ -434,7 +441,7 @@ KINDS = {"xlsx": "an Excel workbook", "mps": "an MPS model", "csv": "CSV"}
 def check_suffixes(**paths: Optional[Path]) -> None:
     """Bad input where an output's name does not end as what is written there (a
     workbook named plan.csv, MPS named model.lp: what opens it by its name fails)."""
-    _refuse([f"cannot write {path}: it is written as {KINDS[suffix]}; give a name ending "
+    refuse([f"cannot write {path}: it is written as {KINDS[suffix]}; give a name ending "
              f"in .{suffix}" for suffix, path in paths.items()
              if path is not None and path.suffix.lower() != f".{suffix}"])
 
@@ -549,15 +556,20 @@ def warn_short_budget(budget, keep: float) -> bool:
     return False
 
 
-def parse_numbers(text: str, option: str) -> list[float]:
+def parse_numbers(text: str, option: str,
+                  problems: list[str] | None = None) -> list[float] | None:
+    """Numbers separated by commas; where they are not, the problem is added to
+    `problems` (None returned), or said and exit 2 where none is given."""
     try:
         numbers = [float(x) for x in text.split(",") if x.strip()]
     except ValueError:
         numbers = [math.nan]
-    if not all(math.isfinite(x) for x in numbers):  # nan, inf: not a demand level
-        err.print(f"[red]error:[/] {option} takes numbers separated by commas, not "
-                  f"'{escape(text)}'")
-        raise typer.Exit(EXIT_BAD_INPUT) from None
-    return numbers
+    if all(math.isfinite(x) for x in numbers):  # nan, inf: not a demand level
+        return numbers
+    problem = f"{option} takes numbers separated by commas, not '{text}'"
+    if problems is None:
+        refuse([problem])
+    problems.append(problem)
+    return None
 
 

@@ -540,4 +540,4 @@ def _say_stochastic_done(result, alpha: float, started: float, out: Path) -> Non
                  f"; on {sample['samples']} fresh samples "
                  f"${sample['expected_cost_usd']:,.0f} "
                  f"({sample['difference_usd']:+,.0f})") + "; "
-              f"{time.perf_counter() - started:.1f} s; wrote {out}")
+              f"{time.perf_counter() - started:.1f} s; wrote {escape(str(out))}")

@@ -12,7 +12,6 @@ from rich.markup import escape
 
 from planner import interrupt
 from planner.cli.common import (
-    EXIT_BAD_INPUT,
     EXIT_NO_PLAN,
     GAP_OPTION,
     QUIET,
@@ -30,10 +29,11 @@ from planner.cli.common import (
     every_problem,
     guard,
     load_valid,
+    name_in,
     pace_machine,
     parse_numbers,
     per_cell_s,
-    resolve_name,
+    refuse,
     say_warnings,
     show_progress,
     show_stage,
@@ -85,16 +85,22 @@ def whatif(
 
     started = command_started()
     out = output or Path("reports/whatif.xlsx")
-    solver, _, _, (policies, reference), (scales, stress_scales), _, _, s = every_problem(
-        lambda: check_solver_options(solver, time_limit, gap),
-        lambda: check_ranges(("--jobs", jobs, 0, None)),
-        lambda: check_cluster(jobs, scheduler),
-        lambda: _policies(policy), lambda: _levels(demand_scale, stress),
-        lambda: check_outputs(out, scenario=scenario), lambda: check_suffixes(xlsx=out),
-        lambda: load_valid(scenario))
+    loaded: dict = {}  # the scenario, for the workloads --scale-workload names
+
+    def load():
+        loaded["s"] = load_valid(scenario)
+        return loaded["s"]
+
+    solver, _, _, (policies, reference), (scales, stress_scales), _, _, s, per_workload = \
+        every_problem(
+            lambda: check_solver_options(solver, time_limit, gap),
+            lambda: check_ranges(("--jobs", jobs, 0, None)),
+            lambda: check_cluster(jobs, scheduler),
+            lambda: _policies(policy), lambda: _levels(demand_scale, stress),
+            lambda: check_outputs(out, scenario=scenario), lambda: check_suffixes(xlsx=out),
+            load, lambda: _workload_scales(scale_workload or [], loaded.get("s")))
     pace_machine()
     say_warnings(s)
-    per_workload = _workload_scales(scale_workload or [], s)
     jobs = jobs or os.cpu_count() or 1
     budget = Budget(time_limit if time_limit is not None else s.settings.time_limit_s,
                     start=started)
@@ -165,67 +171,77 @@ def _policies(given: list[str] | None):
     reference exit 2."""
     from planner.whatif import DEFAULT_POLICIES, Policy, PolicyError, parse_policy
 
-    policies, bad = [], []
-    for text in given or DEFAULT_POLICIES:  # every bad one said, not the first alone
+    policies, problems = [], []
+    for text in given or DEFAULT_POLICIES:  # every problem said, not the first alone
         try:
             policies.append(parse_policy(text))
         except PolicyError as e:
-            bad.append(e)
-    for e in bad:
-        err.print(f"[red]error:[/] --policy {escape(str(e))}")
-    if bad:
-        raise typer.Exit(EXIT_BAD_INPUT)
-    names = [p.name.casefold() for p in policies]
-    if len(set(names)) != len(names):  # their sheets' names would differ only in case
-        err.print("[red]error:[/] two policies have the same name (in any case)")
-        raise typer.Exit(EXIT_BAD_INPUT)
-    if any(set(p.terms) <= {"spot", "on_demand"} for p in policies):
+            problems.append(f"--policy {e}")
+    seen: dict[str, str] = {}
+    for p in policies:  # their sheets' names would differ only in case
+        if p.name.casefold() in seen:
+            problems.append(f"two policies have the same name in any case: "
+                            f"'{seen[p.name.casefold()]}' and '{p.name}'")
+        seen.setdefault(p.name.casefold(), p.name)
+    payg_only = any(set(p.terms) <= {"spot", "on_demand"} for p in policies)
+    if not payg_only and "payg-reference" in seen:
+        problems.append("'payg-reference' names the pay-as-you-go plan the savings are "
+                        "taken against, added where no policy is pay-as-you-go only: give "
+                        "the policy another name")
+    refuse(problems)
+    if payg_only:
         return policies, None
-    if "payg-reference" in names:
-        err.print("[red]error:[/] 'payg-reference' names the pay-as-you-go plan the "
-                  "savings are taken against, added where no policy is pay-as-you-go "
-                  "only: give the policy another name")
-        raise typer.Exit(EXIT_BAD_INPUT)
     reference = Policy("payg-reference", {"spot": None, "on_demand": None})
     return [*policies, reference], reference
 
 
 def _levels(demand_scale: str, stress: str) -> tuple[list[float], tuple[float, ...]]:
     """The demand levels (--demand-scale) and the stress tests' (1 + each --stress);
-    negative levels, stress at −1 or below or at 0, or a level given twice exit 2."""
-    scales = parse_numbers(demand_scale, "--demand-scale")
-    stress_scales = tuple(1.0 + x for x in parse_numbers(stress, "--stress"))
-    if not scales or any(x < 0 for x in scales) or any(x <= 0 for x in stress_scales):
-        err.print("[red]error:[/] demand scales must be numbers ≥ 0 (stress above −1)")
-        raise typer.Exit(EXIT_BAD_INPUT)
-    if 1.0 in stress_scales:  # its commitments at their own demand: the plan itself (an
-        # outside audit: `--stress 0` dropped the stress columns without a word)
-        err.print("[red]error:[/] --stress 0 is no change in demand: a stress test of it is "
-                  "the plan itself (give changes such as -0.2,+0.2, or '' for none)")
-        raise typer.Exit(EXIT_BAD_INPUT)
+    negative levels, stress at −1 or below or at 0, or a level given twice exit 2, every
+    problem said."""
+    problems: list[str] = []
+    scales = parse_numbers(demand_scale, "--demand-scale", problems)
+    changes = parse_numbers(stress, "--stress", problems)
+    stress_scales = None if changes is None else tuple(1.0 + x for x in changes)
+    if scales is not None and (not scales or any(x < 0 for x in scales)):
+        problems.append("--demand-scale takes numbers ≥ 0")
+    if stress_scales is not None:
+        if any(x <= 0 for x in stress_scales):
+            problems.append("--stress takes changes above −1")
+        if 1.0 in stress_scales:  # its commitments at their own demand: the plan itself
+            # (an outside audit: `--stress 0` dropped the stress columns without a word)
+            problems.append("--stress 0 is no change in demand: a stress test of it is the "
+                            "plan itself (give changes such as -0.2,+0.2, or '' for none)")
     for option, given in (("--demand-scale", scales), ("--stress", stress_scales)):
-        if len(set(given)) < len(given):  # the same solves twice, as two rows
-            err.print(f"[red]error:[/] {option} gives a level twice")
-            raise typer.Exit(EXIT_BAD_INPUT)
+        if given is not None and len(set(given)) < len(given):  # the same solves twice
+            problems.append(f"{option} gives a level twice")
+    refuse(problems)
     return scales, stress_scales
 
 
 def _workload_scales(items: list[str], s) -> dict[str, float]:
-    """--scale-workload WORKLOAD=FACTOR as {workload: factor}; an unknown workload, a
-    factor that is not one number ≥ 0 or a workload given twice exit 2."""
+    """--scale-workload WORKLOAD=FACTOR as {workload: factor}; an unknown workload (where
+    the scenario `s` could be read), a factor that is not one number ≥ 0 or a workload
+    given twice exit 2, every problem said."""
     per_workload: dict[str, float] = {}
+    problems: list[str] = []
     for item in items:
         name, _, factor = item.partition("=")
-        numbers = parse_numbers(factor, "--scale-workload")
-        if len(numbers) != 1 or numbers[0] < 0:
-            err.print(f"[red]error:[/] --scale-workload takes WORKLOAD=FACTOR, one number "
-                      f"≥ 0, not '{item}'")
-            raise typer.Exit(EXIT_BAD_INPUT)
-        workload = resolve_name(name.strip(), s.workload_by_name, "workload")
-        if workload in per_workload:
-            err.print(f"[red]error:[/] --scale-workload: '{escape(workload)}' given twice")
-            raise typer.Exit(EXIT_BAD_INPUT)
-        per_workload[workload] = numbers[0]
+        numbers = parse_numbers(factor, "--scale-workload", [])
+        if numbers is None or len(numbers) != 1 or numbers[0] < 0:
+            problems.append(f"--scale-workload takes WORKLOAD=FACTOR, one number ≥ 0, not "
+                            f"'{item}'")
+            numbers = None
+        if s is None:
+            continue  # (the scenario's own problems are said)
+        workload, problem = name_in(name.strip(), s.workload_by_name, "workload")
+        if problem:
+            problems.append(f"--scale-workload: {problem}")
+        elif workload in per_workload:
+            problems.append(f"--scale-workload: '{workload}' given twice")
+        elif numbers is not None:
+            per_workload[workload] = numbers[0]
+    refuse(problems)
     return per_workload
 
 
