@@ -29,9 +29,10 @@ class ClusterError(RuntimeError):
     """The cluster did not do the work: its tasks were not done in time. `results` holds
     what the tasks that were done returned (None for the others), in the tasks' order."""
 
-    def __init__(self, message: str, results: list | None = None):
+    def __init__(self, message: str, results: list | None = None, lost: bool = False):
         super().__init__(message)
         self.results = results or []
+        self.lost = lost  # workers or the scheduler lost, not the time share too short
 
 
 class ClusterUnusable(ClusterError):
@@ -175,7 +176,7 @@ class Runner:
         # scattered, so that a lost worker's task can run again (scattered data is lost
         # with its worker); Dask's warning about a large graph would only alarm the user
         lost = ClusterError(f"{len(tasks)} of {len(tasks)} tasks not done: the connection "
-                            f"to the Dask scheduler was lost", [None] * len(tasks))
+                            f"to the Dask scheduler was lost", [None] * len(tasks), lost=True)
         if self.client.status not in ("running", "connecting"):
             raise lost
         try:
@@ -204,13 +205,15 @@ class Runner:
             why = (f"workers lost ({left} left of {workers})" if left < workers
                    else "their share of the time was not enough")
             raise ClusterError(f"{len(tasks) - count} of {len(tasks)} tasks not done when "
-                               f"the time ran out: {why}", results) from None
+                               f"the time ran out: {why}", results,
+                               lost=left < workers) from None
         except (CancelledError, OSError):  # OSError: distributed's CommClosedError
             # the scheduler lost: what was done stands (an outside audit: a whatif whose
             # scheduler was killed had ended with "unexpected error", its variants done
             # thrown away)
             raise ClusterError(f"{len(tasks) - count} of {len(tasks)} tasks not done: the "
-                               f"connection to the Dask scheduler was lost", results) from None
+                               f"connection to the Dask scheduler was lost", results,
+                               lost=True) from None
         return results
 
 

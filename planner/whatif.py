@@ -107,6 +107,9 @@ class Variant:
     work_s: float = 0.0  # the seconds of work its solve is reckoned to have taken
     note: str = ""  # why it was not run
     stress_note: str = ""  # why some of its stress tests were not done (the cluster's)
+    # its solve or a stress test of it not done because the cluster's workers or its
+    # scheduler were lost (the command then ends with exit 1: README)
+    lost: bool = False
     # whether the wall clock, not its reckoned work, stopped its solve short of its gap:
     # the machine ran behind its pace, so another run may give another plan (an outside
     # audit: two runs at --jobs 2 gave $33,607,410 and $33,620,892, nothing said)
@@ -254,7 +257,7 @@ def run_whatif(scenario: Scenario, policies: list[Policy], demand_scales: list[f
             share = VARIANT_SHARE if stress_count else 1.0
             time_limit = max(LEAST_LIMIT_S, share * left / len(variants))
             stress_limit = max(LEAST_LIMIT_S, (1 - share) * left / max(1, stress_count))
-        results, why = _map(runner, _solve_variant, [
+        results, why, lost = _map(runner, _solve_variant, [
             (scenario, v.policy, v.demand_scale, per_workload, solver, time_limit, gap,
              stop_by) for v in variants], [(v, None) for v in variants], done)
         # what a commitment's saving is measured against: the pay-as-you-go offers in
@@ -263,7 +266,7 @@ def run_whatif(scenario: Scenario, policies: list[Policy], demand_scales: list[f
         reach = find_candidates(scenario).offers
         for v, result in zip(variants, results):
             if result is None:
-                v.status, v.note = "not_run", why
+                v.status, v.note, v.lost = "not_run", why, lost
                 continue
             v.plan, v.status, v.least_s, v.work_s, v.clock_stopped = result
             if v.plan is not None:
@@ -285,7 +288,7 @@ def run_whatif(scenario: Scenario, policies: list[Policy], demand_scales: list[f
         size = workers if budget is not None else len(tasks)
         while tasks:
             batch, tasks = tasks[:size], tasks[size:]
-            stressed, why = _map(runner, _stress_test, [
+            stressed, why, lost = _map(runner, _stress_test, [
                 (scenario, v.policy, v.demand_scale * x, per_workload, signed[v.label],
                  solver, limit, gap, stop_by) for v, x, limit in batch],
                 [(v, x) for v, x, _ in batch], done, required=False)
@@ -293,7 +296,7 @@ def run_whatif(scenario: Scenario, policies: list[Policy], demand_scales: list[f
                 if figures is not None:
                     v.stress[x] = figures
                 elif why:
-                    v.stress_note = why
+                    v.stress_note, v.lost = why, v.lost or lost
     for v in at_base:  # what the time did not hold
         for x in stress_scales:
             v.stress.setdefault(x, {"status": "not_run"})
@@ -355,20 +358,21 @@ def _stress_limit(v: Variant, share: float, most: float) -> float:
 
 def _map(runner: Runner, fn, tasks: list, owners: list[tuple[Variant, float | None]],
          done: Callable[[Variant, float | None], None],
-         required: bool = True) -> tuple[list, str]:
+         required: bool = True) -> tuple[list, str, bool]:
     """runner.map(fn, tasks), `done(*owner)` after each (a variant, and the demand change
-    of its stress test: None for its own solve), and why some are missing: where
+    of its stress test: None for its own solve), why some are missing and whether the
+    cluster was lost (ClusterError.lost): where
     the time runs out, what the tasks done returned stands (None for the others). Where
     none was done, the cluster's error stands, unless the tasks are not `required` (stress
     tests: the variants done are written all the same)."""
     if not tasks:
-        return [], ""
+        return [], "", False
     try:
-        return runner.map(fn, tasks, lambda i, count, total: done(*owners[i])), ""
+        return runner.map(fn, tasks, lambda i, count, total: done(*owners[i])), "", False
     except ClusterError as e:
         if required and not any(r is not None for r in e.results):
             raise
-        return e.results or [None] * len(tasks), str(e)
+        return e.results or [None] * len(tasks), str(e), e.lost
 
 
 def break_even(scenario: Scenario) -> list[dict]:
