@@ -594,6 +594,38 @@ def test_spot_alone_under_a_spot_share_serves_nothing_and_is_unservable(tmp_path
     assert reasons["b"].startswith("its only offers in reach are spot")
 
 
+def test_spot_ready_alone_in_some_months_says_why(tmp_path):
+    """b (burst, spot at most half) at s1 reaches r1's spot, and r1's on-demand only from
+    month 2 (lead time 40 days): months 0 and 1 are unmet for the lead time, not for want
+    of capacity. c at s3 reaches r3's spot alone, at s2 r2's on-demand, but has demand at
+    s2 in month 0 only: beside it spot carries c's s3 demand up to the share in month 0,
+    and nothing in months 1 and 2 (an outside audit read "capacity exhausted" for both)."""
+    plan = solve_tables(tmp_path, scenario(
+        settings={**H, "horizon_months": 3}, sites=us_sites("s1", "s2", "s3"),
+        regions=regions(r1="s1", r2="s2", r3="s3"),
+        links=[{"site_a": "s1", "site_b": "s2", "rtt_ms": 50},
+               {"site_a": "s2", "site_b": "s3", "rtt_ms": 50}],
+        offers=[{"region": "r1", "gpu": "A", "term": "spot", "usd_per_gpu_hour": 0.5},
+                od("r1", price=3, lead_time_days=40), od("r2", price=2),
+                {"region": "r3", "gpu": "A", "term": "spot", "usd_per_gpu_hour": 0.5}],
+        workloads=[{"workload": w, "kind": "burst", "max_spot_share": 0.5,
+                    "latency_slo_ms": 10} for w in "bc"],
+        throughput=[{"workload": w, "gpu": "A", "units_per_gpu": 1} for w in "bc"],
+        demand=[*({"workload": w, "period": f"2027-0{m}", "amount": 10, "site": site}
+                  for w, site in (("b", "s1"), ("c", "s3")) for m in (1, 2, 3)),
+                {"workload": "c", "period": "2027-01", "amount": 10, "site": "s2"}]))
+    reasons = {(w, m): r for w, m, r in zip(plan.unmet["workload"], plan.unmet["month"],
+                                             plan.unmet["reason"])}
+    lead = "lead time: no offer available yet in this month"
+    assert reasons[("b", 0)] == reasons[("b", 1)] == lead
+    assert ("b", 2) not in reasons and ("c", 0) not in reasons
+    assert reasons[("c", 1)].startswith("its only offers in reach are spot")
+    assert reasons[("c", 2)] == reasons[("c", 1)]
+    # unmet: b's months 0 and 1, c's s3 demand in months 1 and 2 (in month 0 its 10
+    # units of spot stand beside s2's 10 on-demand: half each)
+    assert plan.totals["unmet_unit_hours"] == pytest.approx(4 * 10 * 100)
+
+
 @pytest.mark.parametrize("tail, od_price, expected_cost, committed", [
     # 1 GPU for a 6-month horizon; reserved 12 months at $1, obligation 12 × 100 = 1200.
     ("full", 3.0, 1200, 1),     # on-demand 6 × 300 = 1800 > 1200: reserve, all 1200 counts

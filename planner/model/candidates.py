@@ -121,21 +121,54 @@ class Candidates:
                 return UNMET_NOT_ALLOWED
         if self._spot_alone(workload, allowed):
             return UNMET_SPOT_ALONE
-        ready = [
-            x for x in near
-            if (x[2] is not None and x[2].first_month <= month)
-            or (x[2] is None and any(e.active(month) for e in s.existing
-                                     if (e.region, e.gpu) == x[:2]))
-        ]
+        ready = [x for x in near if self._ready(x, month)]
         if not ready:
             return UNMET_LEAD_TIME
+        w = s.workload_by_name[workload]
+        if w.max_spot_share < 1.0 and all(_is_spot(x) for x in ready):
+            # spot alone is ready here, and carries at most max_spot_share of what is
+            # served: a source of another term not ready yet holds it back (an outside
+            # audit read "capacity exhausted" beside an unlimited on-demand offer of
+            # lead time 40 days); none serving the workload elsewhere this month, spot
+            # serves none of it
+            if any(x[2] is not None and not _is_spot(x) and x[2].first_month > month
+                   for x in near):
+                return UNMET_LEAD_TIME
+            if not self._served_otherwise(workload, month, allowed):
+                return UNMET_SPOT_ALONE
         # spot carries at most max_spot_share of what is served: unlimited spot alone
         # does not make serving unlimited
-        w = s.workload_by_name[workload]
         unlimited = [x for x in ready if x[2] is not None and x[2].max_gpus is None]
         if any(x[2].term != "spot" or w.max_spot_share >= 1.0 for x in unlimited):
             return UNMET_PENALTY
         return UNMET_SPOT_SHARE if unlimited else UNMET_CAPACITY
+
+    def _ready(self, source: tuple, month: int) -> bool:
+        """Whether a (region, GPU type, offer or None) source may serve in `month`: its
+        offer's lead time past, or an existing contract active."""
+        offer = source[2]
+        if offer is not None:
+            return offer.first_month <= month
+        return any(e.active(month) for e in self.scenario.existing
+                   if (e.region, e.gpu) == source[:2])
+
+    def _served_otherwise(self, workload: str, month: int,
+                          allowed: Callable[[Offer], bool] | None) -> bool:
+        """Whether some demand of `workload` in `month` has a source other than spot in
+        reach and ready (under `allowed`), beside which its spot may carry a share."""
+        for (name, site) in self.regions_for_site:
+            if name != workload or not any(
+                    self.level.get((name, site, month, seg.index), 0.0) > 0
+                    for seg in self.segments):
+                continue
+            if (name, site) not in self._reach:
+                self._reach[(name, site)] = self._sources_in_reach(name, site)
+            near = self._reach[(name, site)]
+            if not isinstance(near, str) and any(
+                    not _is_spot(x) and self._ready(x, month)
+                    and (x[2] is None or allowed is None or allowed(x[2])) for x in near):
+                return True
+        return False
 
     def _spot_alone(self, workload: str, allowed: Callable[[Offer], bool] | None) -> bool:
         """Whether spot is all that `workload` could use from any of its sites (under
@@ -186,6 +219,11 @@ class Candidates:
             return True
         target = self.scenario.region_by_name[region].site
         return self.transit.latency(site, target) <= w.latency_slo_ms + EPS
+
+
+def _is_spot(source: tuple) -> bool:
+    """Whether a (region, GPU type, offer or None: an existing contract) source is spot."""
+    return source[2] is not None and source[2].term == "spot"
 
 
 def _allowed(scenario: Scenario, w: Workload, region: str) -> bool:
