@@ -166,7 +166,12 @@ def test_no_figure_of_the_risk_sheet_renders_as_hashes(tmp_path):
     from rendering import recalculated, stale_values, too_narrow
 
     tables = dict(NEWSVENDOR, demand=[dict(d, amount=float(d["amount"]) * 1e8)
-                                      for d in NEWSVENDOR["demand"]])
+                                      for d in NEWSVENDOR["demand"]],
+                  demand_scenarios=[dict(NEWSVENDOR["demand_scenarios"][0],
+                                         scenario="low: a scenario's name longer than "
+                                                  "any candidate schedule's, which had been "
+                                                  "cut at fifty"),
+                                    NEWSVENDOR["demand_scenarios"][1]])
     folder = write_csv(tmp_path / "s", tables)
     path = tmp_path / "plan.xlsx"
     res = CliRunner().invoke(app, ["solve", str(folder), "--stochastic", "--json",

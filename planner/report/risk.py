@@ -92,11 +92,12 @@ def risk_sheet(wb, result) -> None:
         ws.cell(r, 2, expected).number_format = USD
         shown.append(shown_width(expected, USD))
         r += 1
-    # as wide as its longest label or candidate's name: two candidates a step apart
-    # differ only at their ends ("… +1 GPUs", "… −1 GPUs"; an outside audit read them
-    # as one at 44)
+    # as wide as its longest label, scenario's or candidate's name: two candidates a step
+    # apart differ only at their ends ("… +1 GPUs", "… −1 GPUs"; an outside audit read
+    # them as one at 44), and a scenario's name had been cut at 50
     longest = max([len(label) for label, _, _ in lines]
-                  + [len(c.name) for c in result.candidates], default=0)
+                  + [len(c.name) for c in result.candidates]
+                  + [len(s.name) for s in result.scenarios], default=0)
     ws.column_dimensions["A"].width = max(ws.column_dimensions["A"].width or 0, 44,
                                           min(longest + 2, 120))
     ws.column_dimensions["B"].width = max(ws.column_dimensions["B"].width or 0, *shown)
