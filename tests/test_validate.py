@@ -236,6 +236,24 @@ def test_a_bad_setting_hides_no_other_tables_problems(tmp_path, key, value):
     assert any("outside the horizon" in s for s in said), said
 
 
+@pytest.mark.parametrize("start", [None, "2027-13"])
+def test_a_start_month_that_cannot_be_read_hides_no_demand_given_twice(tmp_path, start):
+    # no horizon to place the rows in, a quarter and a month of it given for one site
+    # are twice all the same (an outside audit: said only once start_month was mended)
+    data = scenario()
+    data["settings"] = [r for r in data["settings"] if r["key"] != "start_month"]
+    if start:
+        data["settings"].append({"key": "start_month", "value": start})
+    data["demand"] = [{"workload": "w", "period": "2027Q1", "amount": 10},
+                      {"workload": "w", "period": "2027-02", "amount": 10}]
+    result, issues = _issues(tmp_path, data)
+    said = [str(i) for i in issues]
+    assert result is None
+    assert any("start_month" in s for s in said), said
+    assert any("row 3" in s and "in 2027-02 is given twice (also row 2)" in s
+               for s in said), said
+
+
 def test_demand_no_gpu_type_can_serve_is_warned_about(tmp_path):
     # a workload with demand and no throughput row: all of it unmet at its penalty;
     # validate had said nothing (an outside audit), solve reported it unmet

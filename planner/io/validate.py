@@ -605,9 +605,23 @@ class _Builder:
             ok = self._refs("demand", number, v, {"workload": by_name, "site": site_names})
             if w is None or not ok or not self._demand_site(number, v, w, reachable):
                 continue
-            if s is None:
-                continue
             kind, (year, part) = v["period"]
+            if s is None:
+                # no horizon to place it in: a row given twice is said all the same, by
+                # its calendar months (an outside audit: a start_month missing had hidden
+                # it)
+                months = ([(year, 3 * part - 2 + i) for i in range(3)] if kind == "quarter"
+                          else [(year, part)])
+                for year_month in months:
+                    key = (w.workload, v["site"], year_month)
+                    if key in seen:
+                        self.out.error(label, number, "period",
+                                       f"demand of '{w.workload}' at {v['site'] or 'no site'} "
+                                       f"in {year_month[0]}-{year_month[1]:02d} is given "
+                                       f"twice (also row {seen[key]})")
+                        continue
+                    seen[key] = number
+                continue
             first = _month_index(s, (year, 3 * part - 2) if kind == "quarter" else (year, part))
             count = 3 if kind == "quarter" else 1
             inside = [m for m in range(first, first + count) if 0 <= m < s.horizon_months]
