@@ -197,6 +197,21 @@ def test_the_scenarios_own_errors_are_said_with_the_market_files(tmp_path, small
     assert "no such catalog folder" in res.output and "'two'" in res.output, res.output
 
 
+def test_an_unknown_column_of_the_tables_it_writes_is_said(tmp_path, small_catalog):
+    # an optional column misspelled is kept as written, and said (SPEC §2: never silently
+    # used; an outside audit saw `upfrnt` written back unsaid)
+    scn = tmp_path / "scn"
+    _write(scn / "market" / "regions.csv", "cloud,catalog_region,region,site\n")
+    _imported(scn, small_catalog)
+    offers = (scn / "offers.csv").read_text().splitlines()
+    offers[0] += ",upfrnt"
+    (scn / "offers.csv").write_text("\n".join(line + ("" if i == 0 else ",") for i, line
+                                              in enumerate(offers)) + "\n")
+    res = _imported(scn, small_catalog)
+    assert "unknown column 'upfrnt'" in res.output, res.output
+    assert "upfrnt" in (scn / "offers.csv").read_text().splitlines()[0]
+
+
 def test_a_rule_an_offer_could_not_keep_is_bad_input(tmp_path, small_catalog):
     # an outside audit: a reservation of 700 months with min_gpus 8 over max_gpus 4 was
     # written (exit 0) into offers that validate then refused; commitment figures on a

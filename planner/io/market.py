@@ -207,6 +207,7 @@ def import_market(scenario: Path, catalog: Path, rules: Path | None,
                   lambda row: cloud_of.get(row.get("region", ""), "") in clouds)
     issues += _written_tables_problems(scenario, {"gpus": gpus, "regions": regions,
                                                    "offers": offers})
+    issues += _unknown_columns(scenario)
     if any(i.severity == "error" for i in issues):
         return changes, issues
     # all or none: a table that cannot be written leaves the others as they were
@@ -220,16 +221,35 @@ def import_market(scenario: Path, catalog: Path, rules: Path | None,
     return changes, issues
 
 
+OWN_TABLES = ("gpus", "regions", "offers")  # the scenario's tables an import writes
+
+
 def _own_tables_problems(scenario: Path) -> list[Issue]:
     """The errors the scenario's own gpus, regions and offers have now: said with the
-    market files' (an outside audit had been told of them only once those were mended)."""
+    market files' (an outside audit had been told of them only once those were mended),
+    and their unknown columns (`_unknown_columns`)."""
     from planner.io.load import load_raw
     from planner.io.validate import errors_in
 
     before = load_raw(scenario)
     if any(i.table == "scenario" for i in before.issues):
         return []  # read already (a folder or workbook it cannot read has said so)
-    return errors_in(before, ("gpus", "regions", "offers"))
+    return errors_in(before, OWN_TABLES) + _unknown_columns(scenario)
+
+
+def _unknown_columns(scenario: Path) -> list[Issue]:
+    """Warnings of the columns of the scenario's own gpus, regions and offers that are no
+    column of theirs (a misspelled optional one, `upfrnt`): written back as they are, and
+    said (SPEC §2: never silently used; an outside audit saw them kept unsaid)."""
+    from planner.io.load import load_raw
+    from planner.io.validate import table_labels, validate
+
+    before = load_raw(scenario)
+    if any(i.table == "scenario" for i in before.issues):
+        return []
+    labels = table_labels(before, OWN_TABLES)
+    return [i for i in validate(before)[1] if i.severity == "warning" and i.table in labels
+            and i.row == 1 and i.message.startswith("unknown column")]
 
 
 def _written_tables_problems(scenario: Path, tables: dict[str, "_Table"]) -> list[Issue]:
