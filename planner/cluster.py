@@ -56,8 +56,15 @@ def _answers(address: str, wait: float) -> None:
     after `wait` seconds (a port that answers but is not Dask's, e.g. a web server, holds
     Dask's own client forever, whatever its timeout)."""
     import asyncio
+    import socket
 
     from distributed.comm import connect
+
+    host, _, port = re.sub(r"^\w+://", "", address.strip()).rpartition(":")
+    try:  # nothing listening is said at once: Dask's connect retries it until `wait`
+        socket.create_connection((host.strip("[]"), int(port)), timeout=wait).close()
+    except ConnectionRefusedError:
+        raise ConnectionRefusedError("nothing listens at that port") from None
 
     async def shake() -> None:
         comm = await asyncio.wait_for(connect(address), wait)

@@ -686,6 +686,7 @@ def test_a_cluster_that_cannot_be_used_is_bad_input(tmp_path):
     assert res.exit_code == 2 and "not a scheduler address" in res.output
     res = CliRunner().invoke(app, [*args, "--scheduler", "tcp://127.0.0.1:1"])
     assert res.exit_code == 2 and "cannot reach a Dask scheduler" in res.output
+    assert "nothing listens at that port" in res.output, res.output  # not "no answer"
     import socket
 
     with socket.socket() as silent:  # takes the connection, never answers its handshake
