@@ -170,8 +170,8 @@ def market_import(
 
     book = scenario.suffix.lower() == ".xlsx"
     if scenario.exists() and not scenario.is_dir() and not book:
-        err.print(f"[red]error:[/] {escape(str(scenario))} is neither a scenario folder nor an .xlsx "
-                  "workbook")
+        err.print(f"[red]error:[/] {escape(str(scenario))} is neither a scenario folder nor "
+                  "an .xlsx workbook")
         raise typer.Exit(EXIT_BAD_INPUT)
     if book and not scenario.is_file():
         err.print(f"[red]error:[/] no such workbook: {escape(str(scenario))}")
@@ -215,7 +215,8 @@ def market_import(
                            + ", ".join(changes.unplaced_regions)))
     # every list said above is a change but the user's own rows, kept as they were
     moved = any(items for _, items in listed if items is not changes.kept_yours)
-    err.print(f"{escape(str(scenario))}: {len(changes.added)} added, {len(changes.removed)} removed, "
+    err.print(f"{escape(str(scenario))}: {len(changes.added)} added, "
+              f"{len(changes.removed)} removed, "
               f"{len(changes.price_up)} price(s) up, {len(changes.price_down)} down"
               + ("" if moved else ": no change, the offers are as the catalogs have them"))
 

@@ -298,8 +298,9 @@ def _prune_dominated(cands: Candidates, may_buy) -> None:
     """Drop pay-as-you-go offers another offer beats for every workload of a pool.
 
     Offer o (region r) is dominated by an on-demand offer o' (region r') of the same GPU
-    type when o' has no capacity limit, sells single GPUs (gpus_per_instance 1), costs no more per GPU-hour (ties broken by key),
-    is usable no later, and for every workload of the pool that may use o: may use o' too,
+    type when o' has no capacity limit, sells single GPUs (gpus_per_instance 1), costs no
+    more per GPU-hour (ties broken by key), is usable no later, and for every workload of
+    the pool that may use o: may use o' too,
     from every demand site that reaches r also reaches r', and pays no more egress per
     unit, and the plan may buy o' (`may_buy`: "on-demand from one provider only" may not
     buy another provider's cheaper offer). Moving o's replicas to o' one for one then
