@@ -574,6 +574,28 @@ def test_the_variants_get_most_of_the_time(tmp_path, monkeypatch):
     assert limits == pytest.approx([60 / 3] * 3, rel=0.02)
 
 
+def test_stress_tests_of_policies_that_sign_commitments_come_first(tmp_path, monkeypatch):
+    # a stress test is of a policy's commitments: where the time holds only some, they
+    # are those of policies that signed any (an outside audit: the default's two that
+    # ran at --time-limit 30 were payg's, which signs none, the other six not run)
+    from planner import whatif
+
+    order = []
+
+    class Recording(whatif.Runner):
+        def map(self, fn, tasks, done=None):
+            tasks = list(tasks)
+            if fn is whatif._stress_test:
+                order.extend(task[1].name for task in tasks)
+            return super().map(fn, tasks, done)
+
+    monkeypatch.setattr(whatif, "Runner", Recording)
+    s = load_scenario(write_csv(tmp_path / "scn", TABLES))
+    variants = whatif.run_whatif(s, POLICIES, [1.0])
+    assert [bool(v.plan.signed()) for v in variants] == [False, True, True]
+    assert order == ["monthly", "monthly", "r3", "r3", "payg", "payg"]
+
+
 def test_a_stress_test_gets_what_its_variant_needed_up_to_the_variants_limit():
     from planner.whatif import NEED_MARGIN, _stress_limit
 
