@@ -215,6 +215,21 @@ def test_risk_aversion_commits_for_the_high_scenario(tmp_path):
               if isinstance(row[0], str)}
     assert labels["Value of the stochastic solution (VSS)"] == pytest.approx(st["vss_usd"])
     assert labels["Risk aversion λ"] == 1
+    # what the schedule was chosen on: a formula over expected cost, λ and CVaR, and each
+    # candidate's beside its expected cost (an outside audit saw candidates tied on
+    # expected cost and nothing to tell why one won)
+    from rendering import recalculated, stale_values
+
+    chosen_on = labels["Expected cost + λ·CVaR"]
+    assert isinstance(chosen_on, str) and chosen_on.startswith("=")
+    done = recalculated(tmp_path / "plan.xlsx", tmp_path / "recalc")
+    assert stale_values(tmp_path / "plan.xlsx", done) == []
+    rows = list(ws.iter_rows(values_only=True))
+    head = next(i for i, row in enumerate(rows)
+                if row[0] == "Candidate schedules (expected objective)")
+    assert rows[head][2] == "+ λ·CVaR"
+    chosen = [row for row in rows[head + 1:] if row[0] == labels["Schedule chosen"]]
+    assert chosen and chosen[0][2] == pytest.approx(6000)
 
 
 def test_stochastic_options_without_stochastic_are_said_to_change_nothing(tmp_path):
