@@ -230,6 +230,11 @@ def test_risk_aversion_commits_for_the_high_scenario(tmp_path):
     assert rows[head][2] == "+ λ·CVaR"
     chosen = [row for row in rows[head + 1:] if row[0] == labels["Schedule chosen"]]
     assert chosen and chosen[0][2] == pytest.approx(6000)
+    # the Summary says what its plan is of: the scenarios' mean forecast (an outside audit
+    # read a Service demand nobody entered, unsaid)
+    note = load_workbook(tmp_path / "plan.xlsx")["Summary"]["A2"].value
+    assert note.startswith("Stochastic plan: the probability-weighted mean of 2 demand "
+                           "scenarios") and "$3,000 (objective)" in note, note
 
 
 def test_stochastic_options_without_stochastic_are_said_to_change_nothing(tmp_path):

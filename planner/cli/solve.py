@@ -456,8 +456,10 @@ def _solve_stochastic(s, budget, keep, out, as_json, focus, solver, gap, samples
     _exit_without_plan(run)
     plan = run.plan
     _exit_if_check_fails(plan.scenario, plan, restricted=True)
-    _write_files(plan, out, focus, seconds=run.seconds, baselines_skipped="--stochastic",
-                 risk=result)
+    # (no pay-as-you-go comparison plan: VSS, on the Risk sheet, compares the schedule)
+    _write_files(plan, out, focus, seconds=run.seconds,
+                 baselines_skipped="--stochastic: the schedule is compared over the "
+                                   "scenarios on the Risk sheet", risk=result)
     warn_past_limit(budget, f"a solve of each of the {len(scenarios)} scenarios and the "
                              f"mean forecast, the schedule's evaluation and the workbook")
     _say_stochastic_done(result, alpha, started, out)

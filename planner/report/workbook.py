@@ -19,6 +19,7 @@ import pandas as pd
 from openpyxl import Workbook
 from openpyxl.chart import BarChart, Reference
 from openpyxl.formatting.rule import CellIsRule, FormulaRule
+from openpyxl.styles import Alignment
 
 from planner.io.parse import CellError, parse_month
 from planner.io.schema import PAY_AS_YOU_GO, SETTINGS_BY_NAME, TABLES
@@ -75,6 +76,18 @@ def write_workbook(plan: Plan, path: str | Path, baselines: list | None = None,
         from planner.report.risk import risk_sheet
 
         risk_sheet(wb, risk)
+        # what the Plan, Service and totals are of: demand nobody entered as such (an
+        # outside audit read a Service demand of 8 beside an input of 10, unsaid)
+        summary = wb["Summary"]
+        note = summary.cell(2, 1)
+        text_cell(note, f"Stochastic plan: the probability-weighted mean of "
+                        f"{len(risk.scenarios)} demand scenarios under the commitment "
+                        f"schedule chosen over them ({risk.chosen.name}); its expected cost "
+                        f"over the scenarios, ${risk.expected_cost_usd:,.0f} (objective), "
+                        f"and each scenario's are on the Risk sheet")
+        note.alignment = Alignment(wrap_text=True, vertical="top")
+        summary.merge_cells("A2:C2")  # (D2 holds a setting: wrapped across A to C)
+        summary.row_dimensions[2].height = 15 * (1 + len(note.value) // 70)
         print_setup(wb)
     save_atomically(wb, Path(path))
 
