@@ -467,7 +467,11 @@ class _Stochastic:
                rounds: int) -> StochasticResult:
         """6. The candidate of least expected cost + λ·CVaR_α, its bound, VSS and EVPI."""
         p = self.probabilities
-        chosen = min(candidates, key=lambda c: (self.value(c)[0], candidates.index(c)))
+        # ties to the cent go to the lower CVaR: as cheap on average, less exposed (an
+        # outside audit saw the dearer tail chosen at λ = 0)
+        chosen = min(candidates, key=lambda c: (round(self.value(c)[0], 2),
+                                                round(self.value(c)[2], 2),
+                                                candidates.index(c)))
         objective, expected, tail = self.value(chosen)
         mean_candidate = candidates[0]  # the mean forecast's schedule is always the first
         # each scenario's cheapest plan known alone: its own, or a candidate schedule's
