@@ -562,7 +562,7 @@ def test_unmet_reasons_know_single_region_spot_share_and_gpu_types(tmp_path):
     assert reasons["t"] == ("capacity exhausted in the one region and GPU type it runs on "
                             "(single_region)")
     assert reasons["b"].startswith("capacity exhausted (spot")
-    assert reasons["n"] == "no GPU type that can serve it"
+    assert reasons["n"] == "no offer of a GPU type that can serve it"
 
 
 @pytest.mark.parametrize("share", [0.5, 0.0])
@@ -624,6 +624,46 @@ def test_spot_ready_alone_in_some_months_says_why(tmp_path):
     # unmet: b's months 0 and 1, c's s3 demand in months 1 and 2 (in month 0 its 10
     # units of spot stand beside s2's 10 on-demand: half each)
     assert plan.totals["unmet_unit_hours"] == pytest.approx(4 * 10 * 100)
+
+
+def test_an_offer_that_holds_no_whole_instance_serves_nothing_and_is_unservable(tmp_path):
+    """The only offer sells 4-GPU instances but has max_gpus 2 (validate warns: no plan
+    can use it): 2 units × 100 h × $1000 = 200,000 unservable, said so (an outside
+    audit: "capacity exhausted", in the gap)."""
+    plan = solve_tables(tmp_path, scenario(
+        settings=H, offers=[od(price=1, max_gpus=2, gpus_per_instance=4)],
+        demand=flat(amount=2)))
+    assert plan.totals["objective_usd"] == pytest.approx(200_000)
+    assert plan.totals["unservable_penalty_usd"] == pytest.approx(200_000)
+    assert plan.unmet["reason"].tolist() == [
+        "no offer of a GPU type that can serve it sells a GPU (max_gpus 0, or less than one "
+        "instance)"]
+
+
+def test_months_an_existing_contract_alone_does_not_reach_are_unservable(tmp_path):
+    """w may run only in the EU, where nothing is offered; an existing contract of 4 GPUs
+    there runs in February alone. January and March no plan can serve: 3 units × 100 h ×
+    $100 each = 60,000 unservable, said as no offer in an allowed jurisdiction (an outside
+    audit read "lead time" and "capacity exhausted", both in the gap). Objective: the
+    contract's sunk 4 × 100 × 1.5 = 600 + 60,000 = 60,600."""
+    plan = solve_tables(tmp_path, scenario(
+        settings={**H, "horizon_months": 3},
+        sites=[{"site": "A", "country": "US", "jurisdiction": "US"},
+               {"site": "B", "country": "DE", "jurisdiction": "EU"}],
+        links=[{"site_a": "A", "site_b": "B", "rtt_ms": 80}],
+        regions=regions(r1="A", r2="B"), offers=[od("r1", price=1)],
+        existing=[{"region": "r2", "gpu": "A", "gpus": 4, "start_month": "2027-02",
+                   "end_month": "2027-02", "usd_per_gpu_hour": 1.5}],
+        workloads=[{"workload": "w", "kind": "burst", "residency": "EU",
+                    "unmet_penalty_usd_per_unit_hour": 100}],
+        throughput=[{"workload": "w", "gpu": "A", "units_per_gpu": 1}],
+        demand=[{"workload": "w", "period": "2027Q1", "amount": 3}]))
+    assert plan.result.status == "optimal"
+    assert plan.totals["objective_usd"] == pytest.approx(60_600)
+    assert plan.totals["unservable_unit_hours"] == pytest.approx(600)
+    assert plan.totals["unservable_penalty_usd"] == pytest.approx(60_000)
+    assert sorted(zip(plan.unmet["month"], plan.unmet["reason"])) == [
+        (0, "no offer in an allowed jurisdiction"), (2, "no offer in an allowed jurisdiction")]
 
 
 @pytest.mark.parametrize("tail, od_price, expected_cost, committed", [

@@ -25,11 +25,14 @@ JURISDICTION = "region not in an allowed jurisdiction"
 LATENCY = "latency SLO not met from any demand site"
 SPOT = "spot not allowed for this workload"
 LEAD_TIME = "lead time past the horizon"
-NO_CAPACITY = "offer has no capacity (max_gpus = 0)"
+NO_CAPACITY = "offer has no capacity (max_gpus 0, or less than one instance)"
 DOMINATED = "dominated by"  # + the offer that is never worse
 
 # Why demand is left unmet (SPEC "Unmet demand").
 UNMET_NO_GPU = "no GPU type that can serve it"
+UNMET_NOT_SOLD = "no offer of a GPU type that can serve it"
+UNMET_NO_CAPACITY = ("no offer of a GPU type that can serve it sells a GPU (max_gpus 0, or "
+                     "less than one instance)")
 UNMET_JURISDICTION = "no offer in an allowed jurisdiction"
 UNMET_LATENCY = "no offer within the latency SLO"
 UNMET_LATENCY_JURISDICTION = ("no offer within the latency SLO in an allowed jurisdiction "
@@ -115,6 +118,7 @@ class Candidates:
         near = self._reach[(workload, site)]
         if isinstance(near, str):
             return near
+        offered = any(x[2] is not None for x in near)  # whatever the plan may buy
         if allowed is not None:
             near = [x for x in near if x[2] is None or allowed(x[2])]
             if not near:
@@ -123,7 +127,14 @@ class Candidates:
             return UNMET_SPOT_ALONE
         ready = [x for x in near if self._ready(x, month)]
         if not ready:
-            return UNMET_LEAD_TIME
+            if any(x[2] is not None and x[2].first_month > month for x in near):
+                return UNMET_LEAD_TIME
+            # existing contracts alone, none running this month: why no offer serves it
+            # (an outside audit read "lead time" where no offer had one)
+            if offered:
+                return UNMET_NOT_ALLOWED
+            reason = self._sources_in_reach(workload, site, existing=False)
+            return reason if isinstance(reason, str) else UNMET_LEAD_TIME
         w = s.workload_by_name[workload]
         if w.max_spot_share < 1.0 and all(_is_spot(x) for x in ready):
             # spot alone is ready here, and carries at most max_spot_share of what is
@@ -189,18 +200,23 @@ class Candidates:
                 return False
         return True
 
-    def _sources_in_reach(self, workload: str, site: str | None) -> str | list[tuple]:
+    def _sources_in_reach(self, workload: str, site: str | None,
+                          existing: bool = True) -> str | list[tuple]:
         """The (region, GPU type, offer or None for existing) sources `workload` may use
-        at `site` in some month, or the reason there are none."""
+        at `site` in some month (existing contracts among them unless `existing` is
+        false), or the reason there are none."""
         s = self.scenario
         w = s.workload_by_name[workload]
         gpus = {t.gpu for t in s.throughput if t.workload == workload}
         if not gpus:
             return UNMET_NO_GPU
-        sources = [(o.region, o.gpu, o) for o in s.offers if o.gpu in gpus]
-        sources += [(e.region, e.gpu, None) for e in s.existing if e.gpu in gpus]
+        sources = [(o.region, o.gpu, o) for o in s.offers if o.gpu in gpus and _sells(o)]
+        if not sources and any(o.gpu in gpus for o in s.offers):
+            return UNMET_NO_CAPACITY  # (before existing contracts: no offer can sell)
+        if existing:
+            sources += [(e.region, e.gpu, None) for e in s.existing if e.gpu in gpus]
         if not sources:  # none sold anywhere: not a matter of jurisdictions
-            return UNMET_NO_GPU
+            return UNMET_NOT_SOLD
         allowed = [x for x in sources if _allowed(s, w, x[0])]
         if not allowed:
             return UNMET_JURISDICTION
@@ -219,6 +235,12 @@ class Candidates:
             return True
         target = self.scenario.region_by_name[region].site
         return self.transit.latency(site, target) <= w.latency_slo_ms + EPS
+
+
+def _sells(offer: Offer) -> bool:
+    """Whether an offer can sell a GPU at all: max_gpus holds one instance (validate warns
+    where it does not: no plan can use it)."""
+    return offer.max_gpus is None or offer.max_gpus >= max(1, offer.gpus_per_instance)
 
 
 def _is_spot(source: tuple) -> bool:
@@ -282,7 +304,7 @@ def find_candidates(scenario: Scenario, transit: Transit | None = None,
                 reason = SPOT
             elif o.first_month >= horizon:
                 reason = LEAD_TIME
-            elif o.max_gpus == 0:
+            elif not _sells(o):
                 reason = NO_CAPACITY
             else:
                 usable.append(o)

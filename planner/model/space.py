@@ -187,6 +187,13 @@ class ModelSpace:
                 found = {}
             self.sources[w.workload] = dict(sorted(found.items()))
 
+    def _existing_active(self, w: str, near, month: int) -> bool:
+        """Whether an existing contract `w` may use in a region of `near` runs in
+        `month`."""
+        return any(src == COMMITTED and r in near
+                   and self.existing_gpus.get((r, g, month), 0) > 0
+                   for (r, g, src) in self.sources.get(w, {}))
+
     def _levels(self):
         """Demand the model serves, per site and in total per (workload, month, segment).
 
@@ -202,9 +209,13 @@ class ModelSpace:
         the workload in the horizon)."""
         reach = {key: set(regions) for key, regions in self.c.regions_for_site.items()}
         first_in: dict[tuple, int] = {}  # (workload, site) -> first month a source serves
+        offered: set[tuple] = set()  # (workload, site) with an offer in reach
         for (w, site), near in reach.items():
             months = [f for (r, _, _), f in self.sources.get(w, {}).items() if r in near]
             first_in[(w, site)] = min(months, default=10**9)
+            if any(r in near and (src != COMMITTED or self.commit_offers.get((r, g)))
+                   for (r, g, src) in self.sources.get(w, {})):
+                offered.add((w, site))
         self.level: dict[tuple, float] = {}
         self.out_of_model: dict[tuple, float] = {}  # cell -> units left out, unmet
         self.beyond_capacity: set[tuple] = set()  # out of the model for want of capacity
@@ -227,7 +238,12 @@ class ModelSpace:
                 usd = (out * self.s.workload_by_name[w].unmet_penalty_usd_per_unit_hour
                        * self.hours[k] * self.settings.discount(month))
                 self.out_of_model_usd += usd
-                if first_in.get((w, site), 10**9) >= 10**9:
+                if first_in.get((w, site), 10**9) >= 10**9 or (
+                        (w, site) not in offered
+                        and not self._existing_active(w, reach.get((w, site), ()), month)):
+                    # no source in any month; or no offer, only existing contracts, none
+                    # of them running this month (an outside audit: such months had been
+                    # "lead time" and "capacity exhausted", in the gap)
                     self.never.add((w, site, month, k))
                     self.unservable_usd += usd
         sites_of: dict[str, list] = defaultdict(list)

@@ -274,7 +274,8 @@ def _unmet(index, solution: Solution, usage_rows: list[dict], gpr: dict,
             continue
         penalty = workloads[w].unmet_penalty_usd_per_unit_hour
         reason = c.unmet_reason(w, site, m, allowed)
-        if out_of_model and (w, site, m, k) in beyond:
+        if out_of_model and (w, site, m, k) in beyond and reason in (
+                UNMET_CAPACITY, UNMET_SPOT_SHARE, UNMET_PENALTY):
             reason = UNMET_CAPACITY  # more than every source in reach could deliver
         elif out_of_model and reason in (UNMET_CAPACITY, UNMET_SPOT_SHARE, UNMET_PENALTY):
             reason = UNMET_NOT_ALLOWED  # offers exist, but not for this variant
