@@ -595,6 +595,17 @@ class _Builder:
             reachable = self._reachable_at_most()
         rows: list[Demand] = []
         seen: dict[tuple, int] = {}
+
+        def first_given(key: tuple, month: str, number: int) -> bool:
+            """Record the row of a (workload, site, month) cell; one given before is said."""
+            if key in seen:
+                self.out.error(label, number, "period",
+                               f"demand of '{key[0]}' at {key[1] or 'no site'} in {month} "
+                               f"is given twice (also row {seen[key]})")
+                return False
+            seen[key] = number
+            return True
+
         outside = partly = 0  # demand rows wholly, and quarters partly, outside
         for number, v, ok in self.rows["demand"]:
             w = by_name.get(v.get("workload"))
@@ -612,15 +623,9 @@ class _Builder:
                 # it)
                 months = ([(year, 3 * part - 2 + i) for i in range(3)] if kind == "quarter"
                           else [(year, part)])
-                for year_month in months:
-                    key = (w.workload, v["site"], year_month)
-                    if key in seen:
-                        self.out.error(label, number, "period",
-                                       f"demand of '{w.workload}' at {v['site'] or 'no site'} "
-                                       f"in {year_month[0]}-{year_month[1]:02d} is given "
-                                       f"twice (also row {seen[key]})")
-                        continue
-                    seen[key] = number
+                for year, month in months:
+                    first_given((w.workload, v["site"], (year, month)),
+                                f"{year}-{month:02d}", number)
                 continue
             first = _month_index(s, (year, 3 * part - 2) if kind == "quarter" else (year, part))
             count = 3 if kind == "quarter" else 1
@@ -630,15 +635,8 @@ class _Builder:
             elif len(inside) < count:
                 partly += 1
             for month in inside:
-                key = (w.workload, v["site"], month)
-                if key in seen:
-                    self.out.error(label, number, "period",
-                                   f"demand of '{w.workload}' at "
-                                   f"{v['site'] or 'no site'} in {s.month(month)} is given "
-                                   f"twice (also row {seen[key]})")
-                    continue
-                seen[key] = number
-                if w.workload in valid:
+                if (first_given((w.workload, v["site"], month), s.month(month), number)
+                        and w.workload in valid):
                     rows.append(Demand(w.workload, month, v["amount"], v["site"]))
         if outside or partly:
             # SPEC §2: rows outside the horizon are ignored and counted in one warning
