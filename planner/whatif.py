@@ -280,11 +280,11 @@ def run_whatif(scenario: Scenario, policies: list[Policy], demand_scales: list[f
         # the policies that signed commitments first: a stress test is of a policy's
         # commitments (an outside audit: at --time-limit 30 the default's two that ran
         # were payg's, which signs none, and the six of the others were not run)
-        stressed = sorted((v for v in at_base if v.plan is not None),
-                          key=lambda v: not v.plan.signed())  # (stable: the given order)
+        committed_first = sorted((v for v in at_base if v.plan is not None),
+                                 key=lambda v: not v.plan.signed())  # (stable)
         tasks = [(v, x, time_limit if budget is None else
                   _stress_limit(v, stress_limit, time_limit))
-                 for v in stressed for x in stress_scales]
+                 for v in committed_first for x in stress_scales]
         signed = {v.label: v.plan.signed() for v, _, _ in tasks}  # what each keeps
         if budget is not None:
             tasks = _that_fit(tasks, left - sum(v.work_s for v in variants))
