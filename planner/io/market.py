@@ -42,11 +42,15 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from planner.files import write_all_atomically
 from planner.io.catalog import CatalogPrice, read_catalog, read_csv, read_metadata
 from planner.io.issues import Issue
 from planner.io.schema import COMMITMENT_TERMS, PAY_AS_YOU_GO, TABLES_BY_NAME
+
+if TYPE_CHECKING:
+    from planner.io.load import RawScenario
 
 CATALOG_MARK, RULE_MARK = "catalog:", "rule:"
 SKIP = "-"  # a GPU mapped to this in market/gpus.csv is not imported
@@ -205,9 +209,9 @@ def import_market(scenario: Path, catalog: Path, rules: Path | None,
                 **{r["region"]: r["cloud"] for r in places.rows if r.get("region")}}
     _merge_offers(offers, fresh, changes,
                   lambda row: cloud_of.get(row.get("region", ""), "") in clouds)
-    issues += _written_tables_problems(scenario, {"gpus": gpus, "regions": regions,
-                                                   "offers": offers})
-    issues += _unknown_columns(scenario)
+    before, now, unknown = _own_tables_now(scenario)
+    issues += _written_tables_problems(before, now, {"gpus": gpus, "regions": regions,
+                                                     "offers": offers}) + unknown
     if any(i.severity == "error" for i in issues):
         return changes, issues
     # all or none: a table that cannot be written leaves the others as they were
@@ -225,50 +229,48 @@ OWN_TABLES = ("gpus", "regions", "offers")  # the scenario's tables an import wr
 
 
 def _own_tables_problems(scenario: Path) -> list[Issue]:
-    """The errors the scenario's own gpus, regions and offers have now: said with the
+    """The errors the scenario's own gpus, regions and offers have now, said with the
     market files' (an outside audit had been told of them only once those were mended),
-    and their unknown columns (`_unknown_columns`)."""
-    from planner.io.load import load_raw
-    from planner.io.validate import errors_in
-
-    before = load_raw(scenario)
-    if any(i.table == "scenario" for i in before.issues):
-        return []  # read already (a folder or workbook it cannot read has said so)
-    return errors_in(before, OWN_TABLES) + _unknown_columns(scenario)
+    and their unknown columns' warnings (`_own_tables_now`)."""
+    _, now, unknown = _own_tables_now(scenario)
+    return now + unknown
 
 
-def _unknown_columns(scenario: Path) -> list[Issue]:
-    """Warnings of the columns of the scenario's own gpus, regions and offers that are no
-    column of theirs (a misspelled optional one, `upfrnt`): written back as they are, and
-    said (SPEC §2: never silently used; an outside audit saw them kept unsaid)."""
+def _own_tables_now(scenario: Path) -> tuple[RawScenario | None, list[Issue], list[Issue]]:
+    """The scenario as it is read (None where it cannot be: said already), the errors of
+    its own gpus, regions and offers, and the warnings of their columns that are no column
+    of theirs (a misspelled optional one, `upfrnt`: written back as they are, and said;
+    SPEC §2: never silently used, an outside audit saw them kept unsaid). One reading,
+    one validation."""
     from planner.io.load import load_raw
     from planner.io.validate import table_labels, validate
 
     before = load_raw(scenario)
     if any(i.table == "scenario" for i in before.issues):
-        return []
+        return None, [], []  # (a folder or workbook it cannot read has said so)
     labels = table_labels(before, OWN_TABLES)
-    return [i for i in validate(before)[1] if i.severity == "warning" and i.table in labels
-            and i.row == 1 and i.message.startswith("unknown column")]
+    found = [i for i in validate(before)[1] if i.table in labels]
+    return (before, [i for i in found if i.severity == "error"],
+            [i for i in found if i.severity == "warning" and i.row == 1
+             and i.message.startswith("unknown column")])
 
 
-def _written_tables_problems(scenario: Path, tables: dict[str, "_Table"]) -> list[Issue]:
+def _written_tables_problems(before: RawScenario | None, now: list[Issue],
+                             tables: dict[str, "_Table"]) -> list[Issue]:
     """The errors `validate` finds in the tables the import writes, as it would write
-    them: an import into a scenario whose own offers, regions or GPU types are in error
-    had rewritten them with the errors kept (a price 'abc', an offers header misspelled
-    `trem`: its rows then written with a blank term), and said nothing. An error the
-    scenario has now is said at its row of the table as it is; one the import would
-    bring (a blank under a column it adds) at the row it would have. The scenario's
-    other tables are not its business: a market may be built before its map (no sites
-    or demand yet)."""
-    from planner.io.load import RawTable, load_raw
+    them (`now`: those the scenario `before` has already, `_own_tables_now`): an import
+    into a scenario whose own offers, regions or GPU types are in error had rewritten
+    them with the errors kept (a price 'abc', an offers header misspelled `trem`: its
+    rows then written with a blank term), and said nothing. An error the scenario has
+    now is said at its row of the table as it is; one the import would bring (a blank
+    under a column it adds) at the row it would have. The scenario's other tables are
+    not its business: a market may be built before its map (no sites or demand yet)."""
+    from planner.io.load import RawTable
     from planner.io.validate import errors_in, table_labels
 
-    before = load_raw(scenario)
-    if any(i.table == "scenario" for i in before.issues):
-        return []  # read already (a folder or workbook it cannot read has said so)
+    if before is None:
+        return []
     labels = table_labels(before, tables)
-    now = errors_in(before, tables)
     after = dataclasses.replace(before, tables={**before.tables, **{
         name: RawTable(name, before.tables[name].label if name in before.tables
                        else before.label_of(name), list(t.columns),
