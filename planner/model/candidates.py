@@ -113,9 +113,7 @@ class Candidates:
         plan that may buy only the offers `allowed` (None: any; a what-if policy's plan:
         its offers' lead time, not the policy, where it allows some in reach)."""
         s = self.scenario
-        if (workload, site) not in self._reach:  # (a plan may leave thousands of cells unmet)
-            self._reach[(workload, site)] = self._sources_in_reach(workload, site)
-        near = self._reach[(workload, site)]
+        near = self._near(workload, site)
         if isinstance(near, str):
             return near
         offered = any(x[2] is not None for x in near)  # whatever the plan may buy
@@ -154,6 +152,13 @@ class Candidates:
             return UNMET_PENALTY
         return UNMET_SPOT_SHARE if unlimited else UNMET_CAPACITY
 
+    def _near(self, workload: str, site: str | None) -> str | list[tuple]:
+        """`_sources_in_reach`, kept for each (workload, site): a plan may leave thousands
+        of cells unmet, and each asks."""
+        if (workload, site) not in self._reach:
+            self._reach[(workload, site)] = self._sources_in_reach(workload, site)
+        return self._reach[(workload, site)]
+
     def _ready(self, source: tuple, month: int) -> bool:
         """Whether a (region, GPU type, offer or None) source may serve in `month`: its
         offer's lead time past, or an existing contract active."""
@@ -172,9 +177,7 @@ class Candidates:
                     self.level.get((name, site, month, seg.index), 0.0) > 0
                     for seg in self.segments):
                 continue
-            if (name, site) not in self._reach:
-                self._reach[(name, site)] = self._sources_in_reach(name, site)
-            near = self._reach[(name, site)]
+            near = self._near(name, site)
             if not isinstance(near, str) and any(
                     not _is_spot(x) and self._ready(x, month)
                     and (x[2] is None or allowed is None or allowed(x[2])) for x in near):
@@ -191,9 +194,7 @@ class Candidates:
         for (name, site) in self.regions_for_site:
             if name != workload:
                 continue
-            if (name, site) not in self._reach:
-                self._reach[(name, site)] = self._sources_in_reach(name, site)
-            near = self._reach[(name, site)]
+            near = self._near(name, site)
             if not isinstance(near, str) and any(
                     x[2] is None or (x[2].term != "spot" and (allowed is None or allowed(x[2])))
                     for x in near):
